@@ -1,0 +1,53 @@
+# Every target sets itself up: a fresh clone needs only python3 (3.11+) and, for deploy, node.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_WORKERS ?= 2
+
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
+export UV_PYTHON := $(shell command -v $(PYTHON))
+
+.PHONY: setup run test lint format synth deploy bench chaos clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(VENV)/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --locked --quiet
+	touch $@
+
+setup: $(VENV)/.synced ## virtualenv with the locked dependencies
+
+run: setup ## the local stack on http://127.0.0.1:$${INBOX_PORT:-8787}, until Ctrl-C
+	$(BIN)/python -m inbox_local
+
+test: setup lint ## lint, then every test tier
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+lint: setup ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+synth: setup ## offline CDK synth into cdk.out (cdk-nag runs as part of it)
+	$(BIN)/python app.py
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+deploy: setup node_modules/.installed ## cdk deploy to the account of your AWS credentials
+	npx --no-install cdk deploy --app "$(BIN)/python app.py" $(CDK_ARGS)
+
+clean:
+	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache

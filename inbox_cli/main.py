@@ -1,0 +1,169 @@
+"""`inbox`: operate a Webhook Inbox — the local stack by default, a deployed one with `--stack NAME`."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+import click
+
+from inbox_cli.target import Target, resolve
+from shared.inbox.model import event_key
+from shared.inbox.store import InboxStore
+from shared.providers import get_driver, provider_names
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": __import__("base64").b64encode(value).decode()}
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    if not rows:
+        click.echo("(none)")
+        return
+    widths = {c: max(len(c), *(len(str(r.get(c, "") or "")) for r in rows)) for c in columns}
+    click.echo("  ".join(c.upper().ljust(widths[c]) for c in columns))
+    for row in rows:
+        click.echo("  ".join(str(row.get(c, "") or "").ljust(widths[c]) for c in columns))
+
+
+@click.group()
+@click.option("--stack", default=None, help="Name of a deployed stack (default: the local stack of `make run`).")
+@click.pass_context
+def cli(ctx: click.Context, stack: str | None) -> None:
+    """Operate a Webhook Inbox."""
+    ctx.obj = stack
+
+
+def _target(ctx: click.Context) -> Target:
+    return resolve(ctx.find_root().obj)
+
+
+# ------------------------------------------------------------------------------------------------------ send
+
+
+def post_webhook(url: str, request_body: bytes, headers: dict[str, str], timeout: float = 10) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=request_body, headers=headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own endpoint
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read().decode()
+
+
+@cli.command()
+@click.argument("provider", type=click.Choice(provider_names()))
+@click.option("--event-id", default=None, help="Event id (default: a new one).")
+@click.option("--resource-id", default=None, help="Payment id (default: a new one).")
+@click.option("--status", default="paid", show_default=True, help="Canonical status the sample reports.")
+@click.option("--amount", default=1990, show_default=True, help="Amount in minor units.")
+@click.option("--url", default=None, help="Post here instead of the target stack's API.")
+@click.pass_context
+def send(
+    ctx: click.Context,
+    provider: str,
+    event_id: str | None,
+    resource_id: str | None,
+    status: str,
+    amount: int,
+    url: str | None,
+) -> None:
+    """Post a correctly signed sample webhook of PROVIDER."""
+    target = _target(ctx)
+    driver = get_driver(provider)
+    now = int(time.time())
+    event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
+    body = driver.sample_body(
+        event_id=event_id,
+        resource_id=resource_id or f"pay_{uuid.uuid4().hex[:20]}",
+        status=status,
+        amount=amount,
+        occurred_at=now,
+    )
+    signed = driver.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
+    query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""
+    endpoint = (url or f"{target.api_url}/webhooks/{provider}") + query
+    headers = {"content-type": "application/json", **signed.headers}
+    code, answer = post_webhook(endpoint, signed.body, headers)
+    click.echo(f"POST {endpoint} -> {code} {answer}")
+    if code >= 300:
+        raise SystemExit(1)
+
+
+# ---------------------------------------------------------------------------------------------------- events
+
+
+@cli.group()
+def events() -> None:
+    """Read the inbox."""
+
+
+_LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_id", "status", "attempts"]
+
+
+@events.command("list")
+@click.option("--provider", default=None)
+@click.option("--status", type=click.Choice(["pending", "processed", "ignored", "failed"]), default=None)
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def list_events(ctx: click.Context, provider: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    """List events, newest first."""
+    target = _target(ctx)
+    store = InboxStore(target.inbox_table, target.body_bucket)
+    items = [
+        item
+        for item in store.scan()
+        if (provider is None or item.get("provider") == provider) and (status is None or item.get("status") == status)
+    ]
+    items.sort(key=lambda item: item.get("received_at", ""), reverse=True)
+    summaries = [{column: item.get(column) for column in _LIST_COLUMNS} for item in items[:limit]]
+    if as_json:
+        _echo_json(summaries)
+    else:
+        _table(summaries, _LIST_COLUMNS)
+
+
+@events.command("show")
+@click.argument("provider")
+@click.argument("event_id")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) -> None:
+    """Show one event, with its raw body."""
+    target = _target(ctx)
+    store = InboxStore(target.inbox_table, target.body_bucket)
+    item = store.get(event_key(provider, event_id))
+    if item is None:
+        click.echo(f"no event {provider}#{event_id}", err=True)
+        raise SystemExit(1)
+    item["body"] = store.read_body(item)
+    if as_json:
+        _echo_json(item)
+        return
+    body = item.pop("body")
+    for name in sorted(item):
+        click.echo(f"{name:>16}: {_json_default(item[name]) if isinstance(item[name], bytes) else item[name]}")
+    click.echo(f"{'body':>16}:")
+    click.echo(_json_default(body) if isinstance(body, bytes) else body)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""`python -m inbox_local`: run the local stack until interrupted (what `make run` does)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from inbox_local.runtime import LocalStack
+
+
+def main() -> int:
+    stack = LocalStack()
+    stack.start()
+    print(stack.banner(), flush=True)
+
+    def _stop(signum: int, _frame: object) -> None:
+        print(f"\nstopping (signal {signum})...", file=sys.stderr, flush=True)
+        stack.request_stop()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    stack.wait()
+    stack.stop()
+    print("stopped.", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Where the local stack lives and what it is called. Read by the local runtime and by the CLI."""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+
+from infra import definitions
+
+LOCAL_STACK_NAME = "webhook-inbox-local"
+REGION = "us-east-1"
+
+# Development signing secrets, used when INBOX_SECRET_<PROVIDER> is not set. Printed at start-up: they are
+# for the local stack only and sign nothing real.
+DEV_SECRETS: dict[str, str] = {
+    "stripe": "whsec_local_development_only",
+    "standard": "whsec_" + base64.b64encode(b"local-development-only-key-32byt").decode(),
+    "asaas": "local-development-only-asaas-token",
+}
+
+
+def signing_secret(provider: str) -> str:
+    return os.environ.get(f"INBOX_SECRET_{provider.upper()}") or DEV_SECRETS.get(provider, f"local-{provider}-secret")
+
+
+@dataclass(frozen=True)
+class LocalEndpoints:
+    host: str
+    port: int
+    aws_port: int
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def aws_url(self) -> str:
+        return f"http://{self.host}:{self.aws_port}"
+
+    @classmethod
+    def from_environ(cls) -> LocalEndpoints:
+        port = int(os.environ.get("INBOX_PORT", "8787"))
+        return cls(
+            host=os.environ.get("INBOX_HOST", "127.0.0.1"),
+            port=port,
+            aws_port=int(os.environ.get("INBOX_AWS_PORT", str(port + 1))),
+        )
+
+
+@dataclass(frozen=True)
+class LocalNames:
+    """Resource names of the local stack, derived like the deployed stack's."""
+
+    inbox_table: str = f"{LOCAL_STACK_NAME}-inbox"
+    payments_table: str = f"{LOCAL_STACK_NAME}-payments"
+    control_table: str = f"{LOCAL_STACK_NAME}-control"
+    body_bucket: str = f"{LOCAL_STACK_NAME}-bodies"
+    queue: str = f"{LOCAL_STACK_NAME}-events.fifo"
+    dead_letter_queue: str = f"{LOCAL_STACK_NAME}-events-dlq.fifo"
+    secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
+
+
+def aws_environment(endpoints: LocalEndpoints) -> dict[str, str]:
+    """Environment that points boto3 (in this process and in the CLI) at the local stack's embedded AWS."""
+    return {
+        "AWS_ENDPOINT_URL": endpoints.aws_url,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    }
+
+
+def function_environment(names: LocalNames) -> dict[str, str]:
+    """The functions' environment, with the same variable names the CDK stack sets."""
+    return {
+        definitions.ENV_INBOX_TABLE: names.inbox_table,
+        definitions.ENV_PAYMENTS_TABLE: names.payments_table,
+        definitions.ENV_CONTROL_TABLE: names.control_table,
+        definitions.ENV_BODY_BUCKET: names.body_bucket,
+        definitions.ENV_SECRET_PREFIX: names.secret_prefix,
+        "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
+    }

@@ -1,0 +1,77 @@
+"""Create the local stack's AWS resources in moto from the same definitions the CDK stack uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inbox_local.config import LocalNames
+from infra import definitions
+
+
+def inbox_table_spec(name: str) -> dict[str, Any]:
+    key_attributes = {definitions.INBOX_PARTITION_KEY}
+    for _, pk, sk in definitions.INBOX_GLOBAL_INDEXES:
+        key_attributes |= {pk, sk}
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": definitions.INBOX_PARTITION_KEY, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in sorted(key_attributes)],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": index,
+                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index, pk, sk in definitions.INBOX_GLOBAL_INDEXES
+        ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    }
+
+
+def simple_table_spec(name: str, partition_key: str) -> dict[str, Any]:
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": partition_key, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": partition_key, "AttributeType": "S"}],
+    }
+
+
+def queue_attributes(dead_letter_arn: str | None) -> dict[str, str]:
+    import json  # noqa: PLC0415
+
+    attributes = {
+        "FifoQueue": "true",
+        "DeduplicationScope": "messageGroup",
+        "FifoThroughputLimit": "perMessageGroupId",
+        "VisibilityTimeout": str(definitions.QUEUE_VISIBILITY_TIMEOUT_SECONDS),
+        "MessageRetentionPeriod": str(definitions.QUEUE_RETENTION_DAYS * 86_400),
+    }
+    if dead_letter_arn:
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": definitions.QUEUE_MAX_RECEIVE_COUNT}
+        )
+    return attributes
+
+
+def provision(session: Any, names: LocalNames) -> dict[str, str]:
+    """Create tables, bucket and queues. Returns the ARNs/URLs the runtime needs (stream ARN, queue URLs)."""
+    dynamodb = session.client("dynamodb")
+    dynamodb.create_table(**inbox_table_spec(names.inbox_table))
+    dynamodb.update_time_to_live(
+        TableName=names.inbox_table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.INBOX_TTL_ATTRIBUTE},
+    )
+    dynamodb.create_table(**simple_table_spec(names.payments_table, definitions.PAYMENTS_PARTITION_KEY))
+    dynamodb.create_table(**simple_table_spec(names.control_table, definitions.CONTROL_PARTITION_KEY))
+    session.client("s3").create_bucket(Bucket=names.body_bucket)
+
+    sqs = session.client("sqs")
+    dead_letter_url = sqs.create_queue(QueueName=names.dead_letter_queue, Attributes=queue_attributes(None))["QueueUrl"]
+    dead_letter_arn = sqs.get_queue_attributes(QueueUrl=dead_letter_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    queue_url = sqs.create_queue(QueueName=names.queue, Attributes=queue_attributes(dead_letter_arn))["QueueUrl"]
+    stream_arn = dynamodb.describe_table(TableName=names.inbox_table)["Table"]["LatestStreamArn"]
+    return {"stream_arn": stream_arn, "queue_url": queue_url, "dead_letter_url": dead_letter_url}

@@ -1,0 +1,120 @@
+"""The local HTTP front door: turns HTTP requests into API Gateway HTTP API (payload v2) events.
+
+It calls the real ingest handler, as API Gateway would, including API Gateway's own answers for what never
+reaches the function (an unknown route, a body over 10 MB).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from inbox_local.lambda_context import LocalLambdaContext
+
+API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
+_TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def api_gateway_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
+    """An HTTP API v2 event, shaped as API Gateway builds it (lower-case headers, base64 for non-text bodies)."""
+    parts = urlsplit(target)
+    path = parts.path or "/"
+    segments = path.strip("/").split("/")
+    is_webhook = len(segments) == 2 and segments[0] == "webhooks"
+    route_key = f"{method} /webhooks/{{provider}}" if is_webhook else f"{method} {path}"
+    content_type = headers.get("content-type", "")
+    as_text = content_type.startswith(_TEXT_TYPES)
+    if as_text:
+        try:
+            text_body = body.decode("utf-8")
+        except UnicodeDecodeError:
+            as_text = False
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": parts.query,
+        "headers": headers,
+        "requestContext": {
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": uuid.uuid4().hex,
+            "routeKey": route_key,
+            "stage": "$default",
+            "timeEpoch": int(time.time() * 1000),
+        },
+        "isBase64Encoded": not as_text,
+        "body": text_body if as_text else base64.b64encode(body).decode("ascii"),
+    }
+    if parts.query:
+        event["queryStringParameters"] = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if is_webhook:
+        event["pathParameters"] = {"provider": segments[1]}
+    return event
+
+
+class _ApiRequestHandler(BaseHTTPRequestHandler):
+    server: ApiServer
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > API_GATEWAY_MAX_BODY_BYTES:
+            self._send(413, {"message": "Request Entity Too Large"}, started)
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else b""
+        headers: dict[str, str] = {}
+        for name, value in self.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+        event = api_gateway_event(self.command, self.path, headers, body, self.client_address[0])
+        try:
+            response = self.server.handler(event, LocalLambdaContext("ingest"))
+        except Exception as error:  # a crash in the function: API Gateway answers 500
+            print(f"ingest crashed: {type(error).__name__}: {error}", file=sys.stderr)
+            self._send(500, {"message": "Internal Server Error"}, started)
+            return
+        self._send(int(response["statusCode"]), response.get("body", ""), started, response.get("headers"))
+
+    def _send(self, status: int, body: Any, started: float, headers: dict[str, str] | None = None) -> None:
+        payload = (body if isinstance(body, str) else json.dumps(body)).encode()
+        self.send_response(status)
+        for name, value in (headers or {"content-type": "application/json"}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        if self.server.access_log:
+            elapsed = (time.perf_counter() - started) * 1000
+            print(f"{self.command} {self.path} -> {status} ({elapsed:.1f} ms)", file=sys.stderr, flush=True)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class ApiServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], handler: Handler, *, access_log: bool = True) -> None:
+        super().__init__(address, _ApiRequestHandler)
+        self.handler = handler
+        self.access_log = access_log

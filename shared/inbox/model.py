@@ -1,0 +1,134 @@
+"""The inbox item: how a received event is laid out in DynamoDB.
+
+Plain dicts of Python values (str, int, bytes, dict); `shared.inbox.store` converts them to DynamoDB's wire
+format. Field names and meanings are the data model in design.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from shared.providers.base import NormalizedEvent, WebhookRequest
+
+OPEN_EVENT_SHARDS = 8  # must equal infra.definitions.OPEN_EVENTS_SHARDS (a test compares them)
+
+
+class EventStatus(StrEnum):
+    PENDING = "pending"
+    PROCESSED = "processed"
+    IGNORED = "ignored"
+    FAILED = "failed"
+
+
+OPEN_STATUSES = frozenset({EventStatus.PENDING, EventStatus.FAILED})
+
+
+class DispatchReason(StrEnum):
+    """Why a write to a pending item happened. Only the first three make the Pipe enqueue the event."""
+
+    RECEIVED = "received"
+    REDISPATCH = "redispatch"
+    REPLAY = "replay"
+    ATTEMPT = "attempt"  # the processor's own bookkeeping: never re-enqueues
+
+
+def event_key(provider: str, event_id: str) -> str:
+    return f"{provider}#{event_id}"
+
+
+def resource_key(provider: str, resource_id: str) -> str:
+    return f"{provider}#{resource_id}"
+
+
+def open_status_value(status: EventStatus, pk: str) -> str:
+    """Partition value of the sparse open-events index: status plus a stable shard of the key."""
+    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENT_SHARDS}"
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO-8601 UTC with microseconds and a Z: sorts lexically in time order."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_dispatch_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBody:
+    """Where the raw body lives: inline bytes, or an S3 key for bodies too large for an item."""
+
+    sha256: str
+    size: int
+    inline: bytes | None = None
+    s3_key: str | None = None
+
+
+def body_object_key(provider: str, pk: str, body: bytes, received: datetime) -> str:
+    # The body's own hash is part of the key: a redelivery with a different body (new envelope id, new
+    # timestamp) never overwrites the body the stored item points at.
+    day = received.astimezone(UTC).strftime("%Y/%m/%d")
+    key_hash = hashlib.sha256(pk.encode()).hexdigest()[:32]
+    return f"bodies/{provider}/{day}/{key_hash}/{hashlib.sha256(body).hexdigest()}"
+
+
+def build_item(
+    *,
+    provider: str,
+    event_id: str,
+    event: NormalizedEvent | None,
+    request: WebhookRequest,
+    replay_headers: tuple[str, ...],
+    body: StoredBody,
+    received_at: datetime,
+    retention_days: int,
+    failure: str | None = None,
+) -> dict[str, Any]:
+    """The item for a verified delivery: pending when parsed, failed (with the reason) when not."""
+    pk = event_key(provider, event_id)
+    status = EventStatus.FAILED if failure else EventStatus.PENDING
+    item: dict[str, Any] = {
+        "pk": pk,
+        "provider": provider,
+        "event_id": event_id,
+        "status": status.value,
+        "open_status": open_status_value(status, pk),
+        "received_at": iso_utc(received_at),
+        "expires_at": int(received_at.timestamp()) + retention_days * 86_400,
+        "attempts": 0,
+        "body_sha256": body.sha256,
+        "body_size": body.size,
+        "headers": {name: request.headers[name] for name in replay_headers if name in request.headers},
+        "group_id": pk,  # an event with no resource is a FIFO group of its own
+    }
+    if body.inline is not None:
+        item["body"] = body.inline
+    else:
+        item["body_s3_key"] = body.s3_key
+    if request.query:
+        item["query"] = dict(request.query)
+    if failure:
+        item["last_error"] = failure
+        item["event_type"] = "unparseable"
+        return item
+    assert event is not None
+    item.update(
+        event_type=event.event_type,
+        occurred_at=iso_utc(event.occurred_at),
+        dispatch_id=new_dispatch_id(),
+        dispatch_reason=DispatchReason.RECEIVED.value,
+    )
+    if event.resource_id:
+        item["resource_id"] = event.resource_id
+        item["resource_key"] = item["group_id"] = resource_key(provider, event.resource_id)
+    for name in ("provider_status", "amount", "currency"):
+        value = getattr(event, name)
+        if value is not None:
+            item[name] = value
+    return item

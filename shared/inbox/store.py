@@ -1,0 +1,107 @@
+"""Data access for the inbox table and the body bucket. The only module that speaks DynamoDB for events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shared import aws
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+class StorageUnavailable(Exception):
+    """DynamoDB or S3 did not take the write (throttled, timed out, failed). The caller must not say 2xx."""
+
+
+class PutOutcome(StrEnum):
+    STORED = "stored"
+    DUPLICATE = "duplicate"
+
+
+def to_attributes(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in item.items() if value is not None}
+
+
+def from_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    item = {name: _deserializer.deserialize(value) for name, value in attributes.items()}
+    for name, value in item.items():
+        if isinstance(value, Binary):
+            item[name] = value.value  # type: ignore[attr-defined]
+        elif type(value).__name__ == "Decimal":
+            item[name] = int(value) if value == int(value) else float(value)
+    return item
+
+
+class InboxStore:
+    def __init__(
+        self,
+        table_name: str,
+        bucket_name: str | None = None,
+        *,
+        dynamodb: DynamoDBClient | None = None,
+        s3: S3Client | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self.bucket_name = bucket_name
+        self._dynamodb = dynamodb
+        self._s3 = s3
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        return self._dynamodb or aws.dynamodb()
+
+    @property
+    def s3(self) -> S3Client:
+        return self._s3 or aws.s3()
+
+    def put_new(self, item: dict[str, Any]) -> PutOutcome:
+        """Store the item unless its key exists. The key, not a read-then-write, is what deduplicates."""
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table_name,
+                Item=to_attributes(item),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return PutOutcome.DUPLICATE
+            raise StorageUnavailable(f"inbox put failed: {error.response['Error']['Code']}") from error
+        except BotoCoreError as error:
+            raise StorageUnavailable(f"inbox put failed: {type(error).__name__}") from error
+        return PutOutcome.STORED
+
+    def put_body(self, key: str, body: bytes) -> None:
+        if not self.bucket_name:
+            raise StorageUnavailable("no body bucket configured for a body too large for an item")
+        try:
+            self.s3.put_object(Bucket=self.bucket_name, Key=key, Body=body)
+        except (ClientError, BotoCoreError) as error:
+            raise StorageUnavailable(f"body upload failed: {type(error).__name__}") from error
+
+    def get(self, pk: str, *, consistent: bool = True) -> dict[str, Any] | None:
+        response = self.dynamodb.get_item(TableName=self.table_name, Key={"pk": {"S": pk}}, ConsistentRead=consistent)
+        return from_attributes(response["Item"]) if "Item" in response else None
+
+    def read_body(self, item: dict[str, Any]) -> bytes:
+        if "body" in item:
+            body: bytes = item["body"]
+            return body
+        response = self.s3.get_object(Bucket=str(self.bucket_name), Key=item["body_s3_key"])
+        return response["Body"].read()
+
+    def scan(self, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every item, for operators' listings on small tables (the CLI) — never on a hot path."""
+        paginator = self.dynamodb.get_paginator("scan")
+        for page in paginator.paginate(TableName=self.table_name, PaginationConfig={"PageSize": page_size}):
+            for attributes in page.get("Items", []):
+                yield from_attributes(attributes)

@@ -1,0 +1,208 @@
+"""Receiving one webhook: verify on the raw bytes, parse, store once, answer.
+
+The order matters: nothing is stored before the signature verifies; a verified body that cannot be parsed is
+still stored (as failed, with the reason) because a signed event is never dropped; and the answer is 2xx only
+once the item is durably written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Protocol
+
+from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
+from shared.inbox.store import InboxStore, PutOutcome
+from shared.observability import logger, metrics
+from shared.providers import (
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    get_driver,
+)
+from shared.settings import IngestSettings
+
+
+class SecretsSource(Protocol):
+    def signing_secrets(self, provider: str) -> SigningSecrets: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What the gateway is told, and what happened (for logs and metrics)."""
+
+    status_code: int
+    body: dict[str, Any]
+    outcome: str
+    event_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class IngestService:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        store: InboxStore,
+        secrets: SecretsSource,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.secrets = secrets
+        self.clock = clock
+
+    def receive(self, driver: ProviderDriver, request: WebhookRequest) -> IngestResult:
+        """Verify, parse and store one delivery. Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
+        now = self.clock()
+        try:
+            driver.verify(
+                request,
+                self.secrets.signing_secrets(driver.name),
+                now=now,
+                tolerance_seconds=self.settings.signature_tolerance_seconds,
+            )
+        except SignatureInvalid as rejection:
+            return IngestResult(
+                401, {"error": "invalid signature"}, "signature_rejected", extra={"reason": str(rejection)}
+            )
+
+        failure: str | None = None
+        try:
+            event = driver.parse(request)
+            event_id = event.event_id
+        except PayloadInvalid as invalid:
+            event, failure, event_id = (
+                None,
+                str(invalid) or "unparseable body",
+                driver.fallback_event_id(request),
+            )
+
+        received_at = datetime.fromtimestamp(now, tz=UTC)
+        item = build_item(
+            provider=driver.name,
+            event_id=event_id,
+            event=event,
+            request=request,
+            replay_headers=driver.replay_headers,
+            body=self._store_body(driver.name, event_key(driver.name, event_id), request.body, received_at),
+            received_at=received_at,
+            retention_days=self.settings.retention_days,
+            failure=failure,
+        )
+        if self.store.put_new(item) is PutOutcome.DUPLICATE:
+            return IngestResult(200, {"received": True, "duplicate": True}, "duplicate", event_id)
+        if failure:
+            return IngestResult(200, {"received": True}, "stored_unparseable", event_id, {"reason": failure})
+        return IngestResult(200, {"received": True}, "stored", event_id)
+
+    def _store_body(self, provider: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
+        digest = hashlib.sha256(body).hexdigest()
+        if len(body) <= self.settings.inline_body_limit_bytes:
+            return StoredBody(sha256=digest, size=len(body), inline=body)
+        key = body_object_key(provider, pk, body, received_at)
+        self.store.put_body(key, body)
+        return StoredBody(sha256=digest, size=len(body), s3_key=key)
+
+
+# ----------------------------------------------------------------------------------- HTTP API (payload v2)
+
+_METRIC_BY_OUTCOME = {
+    "stored": "EventsReceived",
+    "stored_unparseable": "EventsUnparseable",
+    "duplicate": "DuplicatesAbsorbed",
+    "signature_rejected": "SignaturesRejected",
+}
+
+
+def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    import json  # noqa: PLC0415 - stdlib, already loaded by boto3
+
+    return {
+        "statusCode": status,
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps(body, separators=(",", ":")),
+    }
+
+
+def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
+    """The raw delivery from an API Gateway HTTP API (v2) event. Raises ValueError on undecodable base64."""
+    import base64  # noqa: PLC0415
+
+    raw = event.get("body") or ""
+    body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode("utf-8")
+    headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
+    return WebhookRequest(
+        body=body,
+        headers=headers,
+        query=dict(event.get("queryStringParameters") or {}),
+        path=event.get("rawPath", ""),
+    )
+
+
+def handle_api_event(event: dict[str, Any], service_factory: Callable[[], IngestService]) -> dict[str, Any]:
+    """Route an HTTP API event: POST /webhooks/{provider} and GET /health. Every error is mapped here, once."""
+    from shared.inbox.store import StorageUnavailable  # noqa: PLC0415
+    from shared.providers import UnknownProvider  # noqa: PLC0415
+    from shared.secrets import SecretUnavailable  # noqa: PLC0415
+
+    http = event.get("requestContext", {}).get("http", {})
+    method, path = http.get("method", "GET").upper(), event.get("rawPath", http.get("path", "/"))
+    if path == "/health":
+        if method != "GET":
+            return _json_response(405, {"error": "method not allowed"})
+        service_factory()  # ready means configured: a broken configuration answers 500 here, not at the first event
+        return _json_response(200, {"status": "ok"})
+    segments = path.strip("/").split("/")
+    if len(segments) != 2 or segments[0] != "webhooks" or not segments[1]:
+        return _json_response(404, {"error": "not found"})
+    provider = (event.get("pathParameters") or {}).get("provider") or segments[1]
+    if method != "POST":
+        return _json_response(405, {"error": "method not allowed"})
+
+    started = time.perf_counter()
+    log: dict[str, Any] = {"provider": provider}
+    try:
+        driver = get_driver(provider)
+        request = request_from_api_event(event)
+        result = service_factory().receive(driver, request)
+    except UnknownProvider:
+        result = IngestResult(404, {"error": f"unknown provider {provider!r}"}, "unknown_provider")
+    except ValueError as error:  # undecodable base64 from the API layer
+        result = IngestResult(400, {"error": "body could not be decoded"}, "bad_request", extra={"reason": str(error)})
+    except (StorageUnavailable, SecretUnavailable) as error:
+        # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put is one call).
+        result = IngestResult(
+            503, {"error": "temporarily unavailable, retry"}, "unavailable", extra={"reason": str(error)}
+        )
+    log.update(
+        outcome=result.outcome,
+        event_id=result.event_id,
+        status_code=result.status_code,
+        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        **result.extra,
+    )
+    if result.outcome in _METRIC_BY_OUTCOME or result.outcome == "unavailable":
+        metrics.add_dimension("provider", provider if result.outcome != "unknown_provider" else "unknown")
+        metrics.add_metric(_METRIC_BY_OUTCOME.get(result.outcome, "StorageFailures"), "Count", 1)
+    (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
+    return _json_response(result.status_code, result.body)
+
+
+@cache
+def default_ingest_service() -> IngestService:
+    """The service wired from the environment, built once per Lambda instance (on the first request)."""
+    from shared.secrets import SigningSecretSource  # noqa: PLC0415
+
+    settings = IngestSettings.from_environ()
+    return IngestService(
+        settings,
+        InboxStore(settings.inbox_table, settings.body_bucket),
+        SigningSecretSource(settings.secret_prefix),
+    )

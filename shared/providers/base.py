@@ -1,0 +1,122 @@
+"""The provider driver interface: what the ingest needs from each payment gateway.
+
+A driver knows three things about its gateway: how a delivery is signed (verify, and sign for tests and
+`inbox send`), how a body becomes a normalized event, and which key deduplicates redeliveries. Adding a
+provider is adding a driver to the registry; the handler never changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class SignatureInvalid(Exception):
+    """The delivery is not provably from the provider. The message is safe to log: it never holds a secret."""
+
+
+class PayloadInvalid(Exception):
+    """The body is authentic but cannot be turned into an event (not JSON, a required field missing...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRequest:
+    """One delivery exactly as it reached us. Header names are lower-cased; `body` is the raw bytes."""
+
+    body: bytes
+    headers: dict[str, str]
+    query: dict[str, str] = field(default_factory=dict)
+    path: str = ""
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+@dataclass(frozen=True, slots=True)
+class SigningSecrets:
+    """The provider's current signing secret and, during a rotation, the previous one. Either verifies."""
+
+    current: str
+    previous: str | None = None
+
+    def candidates(self) -> tuple[str, ...]:
+        return (self.current,) if not self.previous else (self.current, self.previous)
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedEvent:
+    """A provider's notification reduced to what the inbox and the processor need."""
+
+    event_id: str  # stable across redeliveries: the dedup key together with the provider
+    event_type: str  # the provider's own type name, e.g. "payment_intent.succeeded", "PAYMENT_RECEIVED"
+    resource_id: str | None  # the payment this event is about; None when the event is not about one
+    occurred_at: datetime  # the provider's time, timezone-aware UTC
+    provider_status: str | None = None  # the resource's status as the webhook states it, if it does
+    amount: int | None = None  # integer minor units, as stated by the webhook
+    currency: str | None = None  # ISO 4217, upper case
+
+
+class ProviderDriver(Protocol):
+    """What every provider driver implements."""
+
+    name: str  # lower-case provider id used in URLs, env vars and the CLI
+    # Headers stored with the event so that it can be re-verified later. Never a header that carries the
+    # secret itself (Asaas sends its token as a header: that one is not kept).
+    replay_headers: tuple[str, ...]
+    signs_timestamp: bool  # whether verify() enforces a timestamp tolerance
+
+    def verify(
+        self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int
+    ) -> None:
+        """Raise SignatureInvalid unless the raw body is signed by the current or the previous secret."""
+        ...
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        """Raise PayloadInvalid when the authentic body cannot be understood."""
+        ...
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        """An id for a verified body that could not be parsed, so it can be stored as failed and deduplicated."""
+        ...
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        """Produce the delivery a gateway would send for this body: used by `inbox send` and the tests."""
+        ...
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A realistic body of this provider's payment notification, for `inbox send` and the simulator."""
+        ...
+
+
+def derive_event_id(resource_id: str, event_type: str, status: str, occurred_at: datetime | str) -> str:
+    """The dedup key for providers whose envelope id is missing or changes per retry.
+
+    Built from the business fact, never from the whole body: a redelivery with a new envelope id, a new
+    delivery timestamp or re-ordered JSON keys still maps to the same key.
+    """
+    when = occurred_at.astimezone(UTC).isoformat() if isinstance(occurred_at, datetime) else occurred_at
+    fact = "|".join((resource_id, event_type, status, when))
+    return "d_" + hashlib.sha256(fact.encode("utf-8")).hexdigest()[:40]
+
+
+def body_digest_id(body: bytes) -> str:
+    """Last-resort id for a verified body that cannot be parsed at all: nothing else identifies it."""
+    return "b_" + hashlib.sha256(body).hexdigest()[:40]
+
+
+def utc_from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def parse_iso_utc(text: str, *, assume_timezone: str | None = None) -> datetime:
+    """Parse an ISO-8601 timestamp into aware UTC. A naive value needs `assume_timezone` (an IANA name)."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        if assume_timezone is None:
+            raise PayloadInvalid(f"timestamp without a time zone: {text!r}")
+        from zoneinfo import ZoneInfo  # noqa: PLC0415 - only the naive-timestamp providers pay for it
+
+        value = value.replace(tzinfo=ZoneInfo(assume_timezone))
+    return value.astimezone(UTC)

@@ -1,0 +1,47 @@
+"""Where signing secrets come from: the environment locally, Secrets Manager in AWS.
+
+`INBOX_SECRET_<PROVIDER>` (and `INBOX_SECRET_<PROVIDER>_PREVIOUS`) win when set, so the local stack and tests
+need no AWS. Otherwise the secret `{prefix}{provider}` holds `{"current": "...", "previous": "..."}`; it is
+cached for five minutes, so a rotation reaches every instance within that time while the previous secret
+keeps verifying.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from shared.providers.base import SigningSecrets
+
+SECRET_CACHE_SECONDS = 300
+
+
+class SecretUnavailable(Exception):
+    """The secret could not be read or is not set: the delivery must be retried later, not rejected."""
+
+
+class SigningSecretSource:
+    def __init__(self, prefix: str, environ: Mapping[str, str] | None = None) -> None:
+        self._prefix = prefix
+        self._environ = os.environ if environ is None else environ
+
+    def signing_secrets(self, provider: str) -> SigningSecrets:
+        variable = f"INBOX_SECRET_{provider.upper()}"
+        if self._environ.get(variable):
+            return SigningSecrets(self._environ[variable], self._environ.get(f"{variable}_PREVIOUS") or None)
+        return self._from_secrets_manager(provider)
+
+    def _from_secrets_manager(self, provider: str) -> SigningSecrets:
+        # Imported here: Powertools' parameters module is only needed on the first fetch of each secret.
+        from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+
+        try:
+            value: Any = parameters.get_secret(
+                f"{self._prefix}{provider}", transform="json", max_age=SECRET_CACHE_SECONDS
+            )
+        except Exception as error:  # any failure to read is the same answer: retry later
+            raise SecretUnavailable(f"signing secret for {provider!r} unavailable: {type(error).__name__}") from error
+        if not isinstance(value, dict) or not value.get("current"):
+            raise SecretUnavailable(f"signing secret for {provider!r} has no 'current' value")
+        return SigningSecrets(str(value["current"]), str(value.get("previous") or "") or None)

@@ -1,0 +1,70 @@
+"""Function configuration read from the environment once, validated, and passed explicitly.
+
+A frozen dataclass rather than a pydantic model for the ingest: pydantic's import is measurable on a cold
+start and these are four values. The processor's richer configuration uses pydantic.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300
+DEFAULT_RETENTION_DAYS = 30
+MINIMUM_RETENTION_DAYS = 7
+# DynamoDB items are limited to 400 KB: bodies above this go to S3 and the item references them.
+INLINE_BODY_LIMIT_BYTES = 256 * 1024
+
+
+class ConfigurationError(ValueError):
+    pass
+
+
+def _required(environ: Mapping[str, str], name: str) -> str:
+    value = environ.get(name, "").strip()
+    if not value:
+        raise ConfigurationError(f"environment variable {name} is required")
+    return value
+
+
+def _integer(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    inbox_table: str
+    body_bucket: str
+    secret_prefix: str
+    signature_tolerance_seconds: int = DEFAULT_SIGNATURE_TOLERANCE_SECONDS
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES
+
+    def __post_init__(self) -> None:
+        if self.retention_days < MINIMUM_RETENTION_DAYS:
+            raise ConfigurationError(
+                f"retention of {self.retention_days} days refused: at least {MINIMUM_RETENTION_DAYS} days "
+                "are needed to replay a week-long gateway outage"
+            )
+        if self.signature_tolerance_seconds < 0:
+            raise ConfigurationError("signature tolerance cannot be negative")
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> IngestSettings:
+        env = os.environ if environ is None else environ
+        return cls(
+            inbox_table=_required(env, "INBOX_TABLE"),
+            body_bucket=_required(env, "INBOX_BODY_BUCKET"),
+            secret_prefix=env.get("INBOX_SECRET_PREFIX", ""),
+            signature_tolerance_seconds=_integer(
+                env, "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS
+            ),
+            retention_days=_integer(env, "INBOX_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+        )

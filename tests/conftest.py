@@ -1,0 +1,48 @@
+"""Fixtures shared by every tier: no test ever reaches a real AWS account."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Before any boto3 client exists: dummy credentials, a fixed region, and no account-id endpoints (moto).
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_SERVICE_NAME": "webhook-inbox",
+        "POWERTOOLS_METRICS_NAMESPACE": "WebhookInbox",
+        "POWERTOOLS_DEV": "false",
+    }
+)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_clients() -> Iterator[None]:
+    """Cached boto3 clients must not outlive the moto mock they were made under."""
+    from shared import aws
+    from shared.ingest import default_ingest_service
+
+    aws.reset_clients()
+    default_ingest_service.cache_clear()
+    yield
+    aws.reset_clients()
+    default_ingest_service.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _clear_metrics() -> Iterator[None]:
+    from shared.observability import metrics
+
+    yield
+    metrics.clear_metrics()
+    metrics.clear_default_dimensions()

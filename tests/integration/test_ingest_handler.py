@@ -1,0 +1,329 @@
+"""The ingest Lambda against moto: what a gateway sees, and what ends up stored."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.ingest.handler import lambda_handler
+from inbox_local.config import DEV_SECRETS
+from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.server import api_gateway_event
+from shared.inbox.store import InboxStore
+from shared.ingest import IngestService, default_ingest_service, handle_api_event
+from shared.providers import WebhookRequest, get_driver
+
+
+def signed_delivery(
+    provider: str,
+    *,
+    event_id: str = "evt_1",
+    resource_id: str = "pi_1",
+    status: str = "paid",
+    body: bytes | None = None,
+    now: int | None = None,
+    secret: str | None = None,
+) -> WebhookRequest:
+    driver = get_driver(provider)
+    now = int(time.time()) if now is None else now
+    if body is None:
+        body = driver.sample_body(
+            event_id=event_id, resource_id=resource_id, status=status, amount=1990, occurred_at=now
+        )
+    return driver.sign(body, secret or DEV_SECRETS[provider], now=now, event_id=event_id)
+
+
+def deliver(provider: str, request: WebhookRequest, *, method: str = "POST") -> tuple[int, dict[str, Any]]:
+    headers = {"content-type": "application/json", **request.headers}
+    event = api_gateway_event(method, f"/webhooks/{provider}", headers, request.body, "203.0.113.9")
+    response = lambda_handler(event, LocalLambdaContext("ingest"))
+    return response["statusCode"], json.loads(response["body"])
+
+
+def stored_items(aws_world) -> list[dict[str, Any]]:
+    return list(InboxStore(aws_world.names.inbox_table).scan())
+
+
+class TestStoringEvents:
+    def test_a_signed_stripe_event_is_stored_pending_with_its_raw_body(self, aws_world):
+        # Given a correctly signed Stripe delivery
+        request = signed_delivery("stripe", event_id="evt_abc", resource_id="pi_42")
+        # When the gateway posts it
+        status, answer = deliver("stripe", request)
+        # Then it is acknowledged and stored once, pending, with what the processor and a re-verification need
+        assert (status, answer) == (200, {"received": True})
+        [item] = stored_items(aws_world)
+        assert item["pk"] == "stripe#evt_abc"
+        assert item["status"] == "pending"
+        assert item["resource_id"] == "pi_42"
+        assert item["group_id"] == item["resource_key"] == "stripe#pi_42"
+        assert item["body"] == request.body
+        assert item["headers"] == {"stripe-signature": request.headers["stripe-signature"]}
+        assert item["dispatch_reason"] == "received"
+        assert item["open_status"].startswith("pending#")
+        assert item["expires_at"] - int(time.time()) == pytest.approx(30 * 86_400, abs=5)
+
+    def test_a_repeat_is_answered_as_a_duplicate_and_stored_once(self, aws_world):
+        # Given an event already received
+        request = signed_delivery("stripe", event_id="evt_dup")
+        assert deliver("stripe", request)[0] == 200
+        # When the gateway delivers it again (a redelivery carries a new signature timestamp)
+        again = signed_delivery("stripe", event_id="evt_dup", body=request.body, now=int(time.time()) + 1)
+        status, answer = deliver("stripe", again)
+        # Then it is a 200 duplicate and the first copy is untouched
+        assert (status, answer) == (200, {"received": True, "duplicate": True})
+        [item] = stored_items(aws_world)
+        assert item["headers"]["stripe-signature"] == request.headers["stripe-signature"]
+
+    def test_asaas_token_header_is_never_stored(self, aws_world):
+        # Given an Asaas delivery, authenticated by a static token header
+        request = signed_delivery("asaas", event_id="evt_asaas_1", resource_id="pay_1")
+        # When it is stored
+        assert deliver("asaas", request) == (200, {"received": True})
+        # Then the token (the secret itself) is not part of the stored item
+        [item] = stored_items(aws_world)
+        assert item["headers"] == {}
+        assert DEV_SECRETS["asaas"] not in json.dumps(item, default=str)
+
+    def test_a_signed_body_that_cannot_be_parsed_is_stored_failed_and_acknowledged(self, aws_world):
+        # Given a validly signed Stripe delivery whose body is not JSON
+        request = signed_delivery("stripe", body=b"this is not json")
+        # When it arrives
+        status, answer = deliver("stripe", request)
+        # Then it is kept (a signed event is never dropped), failed with the reason, and acknowledged
+        assert (status, answer) == (200, {"received": True})
+        [item] = stored_items(aws_world)
+        assert item["status"] == "failed"
+        assert item["open_status"].startswith("failed#")
+        assert "JSON" in item["last_error"] or "json" in item["last_error"]
+        assert "dispatch_reason" not in item  # failed events are not dispatched until replayed
+
+    def test_a_base64_encoded_body_is_verified_on_its_decoded_bytes(self, aws_world):
+        # Given API Gateway base64-encodes the body (non-text content type)
+        request = signed_delivery("standard", event_id="msg_b64")
+        headers = {**request.headers, "content-type": "application/octet-stream"}
+        event = api_gateway_event("POST", "/webhooks/standard", headers, request.body, "203.0.113.9")
+        assert event["isBase64Encoded"] is True
+        # When it is handled
+        response = lambda_handler(event, LocalLambdaContext("ingest"))
+        # Then the signature verifies on the raw bytes and the raw bytes are stored
+        assert response["statusCode"] == 200
+        assert stored_items(aws_world)[0]["body"] == request.body
+
+    def test_a_body_too_large_for_an_item_goes_to_s3_and_is_referenced(self, aws_world):
+        # Given a 5 MB signed body (API Gateway allows up to 10 MB)
+        driver = get_driver("standard")
+        payload = {
+            "type": "payment.updated",
+            "timestamp": "2026-11-29T10:00:00Z",
+            "data": {"id": "pay_big", "status": "paid", "blob": "x" * (5 * 1024 * 1024)},
+        }
+        request = signed_delivery("standard", event_id="msg_big", body=json.dumps(payload).encode())
+        # When it is delivered
+        assert deliver("standard", request)[0] == 200
+        # Then the item references S3 and the body reads back byte for byte
+        store = InboxStore(aws_world.names.inbox_table, aws_world.names.body_bucket)
+        [item] = list(store.scan())
+        assert "body" not in item
+        assert item["body_s3_key"].startswith("bodies/standard/")
+        assert store.read_body(item) == request.body
+        assert item["body_size"] == len(request.body)
+        assert driver.name == "standard"
+
+
+def _api_event(provider: str, body: bytes, headers: dict[str, str], method: str = "POST") -> dict[str, Any]:
+    return api_gateway_event(
+        method, f"/webhooks/{provider}", {"content-type": "application/json", **headers}, body, "1.2.3.4"
+    )
+
+
+def _stripe_headers(body: bytes, *, now: int, secret: str = DEV_SECRETS["stripe"]) -> dict[str, str]:
+    return get_driver("stripe").sign(body, secret, now=now).headers
+
+
+_NOW = int(time.time())
+_BODY = get_driver("stripe").sample_body(
+    event_id="evt_t", resource_id="pi_t", status="paid", amount=100, occurred_at=_NOW
+)
+
+BAD_INPUTS: list[tuple[str, dict[str, Any], int]] = [
+    ("empty body, no signature", _api_event("stripe", b"", {}), 401),
+    ("non-JSON, no signature", _api_event("stripe", b"hello", {}), 401),
+    ("invalid UTF-8, no signature", _api_event("stripe", b"\xff\xfe\x00", {}), 401),
+    ("missing signature header", _api_event("stripe", _BODY, {}), 401),
+    ("malformed signature header", _api_event("stripe", _BODY, {"stripe-signature": "garbage"}), 401),
+    ("signature without v1", _api_event("stripe", _BODY, {"stripe-signature": f"t={_NOW}"}), 401),
+    ("wrong secret", _api_event("stripe", _BODY, _stripe_headers(_BODY, now=_NOW, secret="whsec_wrong")), 401),
+    ("stale timestamp", _api_event("stripe", _BODY, _stripe_headers(_BODY, now=_NOW - 900)), 401),
+    ("future timestamp", _api_event("stripe", _BODY, _stripe_headers(_BODY, now=_NOW + 900)), 401),
+    ("body altered after signing", _api_event("stripe", _BODY + b" ", _stripe_headers(_BODY, now=_NOW)), 401),
+    ("asaas wrong token", _api_event("asaas", b"{}", {"asaas-access-token": "nope"}), 401),
+    ("standard missing headers", _api_event("standard", b"{}", {}), 401),
+    ("unknown provider", _api_event("paypal-ish", _BODY, {}), 404),
+    ("wrong method", _api_event("stripe", _BODY, _stripe_headers(_BODY, now=_NOW), method="GET"), 405),
+    ("unknown route", api_gateway_event("POST", "/hooks", {}, b"", "1.2.3.4"), 404),
+    ("undecodable base64", {**_api_event("stripe", _BODY, {}), "isBase64Encoded": True, "body": "%%%"}, 400),
+]
+
+
+@pytest.mark.parametrize(("case", "event", "expected"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gets_a_clear_answer_and_stores_nothing(aws_world, case, event, expected):
+    # Given a delivery that is not a valid signed webhook
+    # When it reaches the ingest
+    response = lambda_handler(event, LocalLambdaContext("ingest"))
+    # Then the answer says why, and nothing is stored
+    assert response["statusCode"] == expected, case
+    assert json.loads(response["body"])["error"]
+    assert stored_items(aws_world) == []
+
+
+def test_the_previous_secret_still_verifies_during_a_rotation(aws_world, monkeypatch):
+    # Given the Stripe secret was rotated: a new current one, the old one kept as previous
+    monkeypatch.setenv("INBOX_SECRET_STRIPE", "whsec_new_secret")
+    monkeypatch.setenv("INBOX_SECRET_STRIPE_PREVIOUS", DEV_SECRETS["stripe"])
+    # When a delivery still signed with the old secret arrives
+    status, _ = deliver("stripe", signed_delivery("stripe", event_id="evt_rot"))
+    # Then it verifies; a delivery signed with neither is refused
+    assert status == 200
+    assert deliver("stripe", signed_delivery("stripe", event_id="evt_x", secret="whsec_other"))[0] == 401
+
+
+def test_a_huge_body_is_not_refused_for_its_size(aws_world):
+    # Given a 9.5 MB signed body, just under API Gateway's limit
+    payload = {
+        "type": "payment.updated",
+        "timestamp": "2026-11-29T10:00:00Z",
+        "data": {"id": "pay_huge", "status": "paid", "blob": "y" * (9_500_000)},
+    }
+    request = signed_delivery("standard", event_id="msg_huge", body=json.dumps(payload).encode())
+    # When it is delivered, then it is stored
+    assert deliver("standard", request)[0] == 200
+    assert stored_items(aws_world)[0]["body_size"] == len(request.body)
+
+
+def test_duplicate_storm_stores_exactly_one_item_and_answers_every_delivery_2xx(aws_world):
+    # Given 20 gateway workers holding the same event
+    request = signed_delivery("stripe", event_id="evt_storm", resource_id="pi_storm")
+    barrier = threading.Barrier(20)
+    answers: list[tuple[int, dict[str, Any]]] = []
+    lock = threading.Lock()
+
+    def deliver_once() -> None:
+        barrier.wait()
+        result = deliver("stripe", request)
+        with lock:
+            answers.append(result)
+
+    # When they all deliver at once
+    workers = [threading.Thread(target=deliver_once) for _ in range(20)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    # Then every delivery gets a 2xx, exactly one was stored as new, and there is one item
+    assert len(answers) == 20
+    assert all(status == 200 for status, _ in answers)
+    assert sum(1 for _, body in answers if not body.get("duplicate")) == 1
+    assert len(stored_items(aws_world)) == 1
+
+
+class _FailingDynamoDB:
+    """A DynamoDB client whose writes fail the way DynamoDB fails under load."""
+
+    def __init__(self, real: Any, code: str = "ProvisionedThroughputExceededException") -> None:
+        self.real, self.code = real, code
+
+    def put_item(self, **_: Any) -> None:
+        raise ClientError({"Error": {"Code": self.code, "Message": "throttled"}}, "PutItem")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize(
+    "code", ["ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerError"]
+)
+def test_storage_failure_answers_5xx_writes_nothing_and_the_retry_is_stored_once(aws_world, code):
+    # Given DynamoDB refuses writes
+    real = default_ingest_service()
+    failing_store = InboxStore(
+        real.store.table_name,
+        real.store.bucket_name,
+        dynamodb=_FailingDynamoDB(aws_world.session.client("dynamodb"), code),
+    )
+    failing = IngestService(real.settings, failing_store, real.secrets)
+    request = signed_delivery("stripe", event_id="evt_throttled")
+    event = _api_event("stripe", request.body, request.headers)
+    # When a delivery arrives
+    response = handle_api_event(event, lambda: failing)
+    # Then the gateway is told to retry, and nothing was written
+    assert response["statusCode"] == 503
+    assert stored_items(aws_world) == []
+    # When the gateway retries after DynamoDB recovers
+    assert handle_api_event(event, lambda: real)["statusCode"] == 200
+    assert handle_api_event(event, lambda: real)["statusCode"] == 200  # and once more: a duplicate
+    # Then the event is stored exactly once
+    [item] = stored_items(aws_world)
+    assert item["pk"] == "stripe#evt_throttled"
+
+
+def test_a_secret_that_cannot_be_read_answers_5xx(aws_world, monkeypatch):
+    # Given no local secret and no Secrets Manager secret for Stripe
+    monkeypatch.delenv("INBOX_SECRET_STRIPE")
+    request = signed_delivery("stripe", event_id="evt_nosecret")
+    # When a delivery arrives, then the gateway is asked to retry (not told the signature is wrong)
+    assert deliver("stripe", request)[0] == 503
+    assert stored_items(aws_world) == []
+
+
+def test_secrets_manager_secret_with_current_and_previous_verifies(aws_world, monkeypatch):
+    # Given the Stripe secret lives in Secrets Manager (as deployed), holding current and previous
+    monkeypatch.delenv("INBOX_SECRET_STRIPE")
+    aws_world.session.client("secretsmanager").create_secret(
+        Name=f"{aws_world.names.secret_prefix}stripe",
+        SecretString=json.dumps({"current": "whsec_current", "previous": "whsec_previous"}),
+    )
+    # When deliveries signed by either arrive, then both verify
+    assert deliver("stripe", signed_delivery("stripe", event_id="evt_c", secret="whsec_current"))[0] == 200
+    assert deliver("stripe", signed_delivery("stripe", event_id="evt_p", secret="whsec_previous"))[0] == 200
+    assert deliver("stripe", signed_delivery("stripe", event_id="evt_n", secret="whsec_nope"))[0] == 401
+
+
+def test_health_answers_once_configured(aws_world):
+    response = lambda_handler(api_gateway_event("GET", "/health", {}, b"", "1.2.3.4"), LocalLambdaContext("ingest"))
+    assert (response["statusCode"], json.loads(response["body"])) == (200, {"status": "ok"})
+
+
+def test_logs_never_carry_the_body_or_the_secret(aws_world, caplog):
+    # Given a delivery whose body carries personal data
+    driver = get_driver("standard")
+    body = json.dumps(
+        {
+            "type": "payment.updated",
+            "timestamp": "2026-11-29T10:00:00Z",
+            "data": {"id": "pay_pii", "status": "paid", "email": "maria@example.com"},
+        }
+    ).encode()
+    request = driver.sign(body, DEV_SECRETS["standard"], now=int(time.time()), event_id="msg_pii")
+    # When it is received and logged (at INFO)
+    deliver("standard", request)
+    deliver(
+        "standard",
+        signed_delivery(
+            "standard", event_id="msg_bad", body=body, secret="whsec_" + base64.b64encode(b"k" * 32).decode()
+        ),
+    )
+    # Then the log has the outcome but neither the body's data nor any secret or signature
+    from shared.observability import logger
+
+    out = "\n".join(logger.registered_formatter.format(record) for record in caplog.records)
+    assert '"outcome":"stored"' in out.replace(" ", "")
+    assert "maria@example.com" not in out
+    assert DEV_SECRETS["standard"] not in out
+    assert request.headers["webhook-signature"] not in out
