@@ -34,10 +34,11 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     if not rows:
         click.echo("(none)")
         return
-    widths = {c: max(len(c), *(len(str(r.get(c, "") or "")) for r in rows)) for c in columns}
-    click.echo("  ".join(c.upper().ljust(widths[c]) for c in columns))
-    for row in rows:
-        click.echo("  ".join(str(row.get(c, "") or "").ljust(widths[c]) for c in columns))
+    cells = [["" if row.get(c) is None else str(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for line in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
 
 
 @click.group()

@@ -7,6 +7,7 @@ same definitions the CDK stack uses.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class LocalStack:
         for provider in ("stripe", "standard", "asaas"):
             os.environ.setdefault(f"INBOX_SECRET_{provider.upper()}", signing_secret(provider))
 
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
         self._moto = ThreadedMotoServer(ip_address=self.endpoints.host, port=self.endpoints.aws_port, verbose=False)
         self._moto.start()
 

@@ -7,7 +7,10 @@ once the item is durably written.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,17 +19,23 @@ from functools import cache
 from typing import Any, Protocol
 
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
-from shared.inbox.store import InboxStore, PutOutcome
+from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import logger, metrics
 from shared.providers import (
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
+    UnknownProvider,
     WebhookRequest,
     get_driver,
 )
+from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
+
+
+class BodyUndecodable(ValueError):
+    """API Gateway said the body is base64 but it is not."""
 
 
 class SecretsSource(Protocol):
@@ -68,6 +77,8 @@ class IngestService:
                 now=now,
                 tolerance_seconds=self.settings.signature_tolerance_seconds,
             )
+        except ValueError as misconfigured:  # an empty or malformed configured secret: retry once it is fixed
+            raise SecretUnavailable(f"signing secret for {driver.name!r} unusable: {misconfigured}") from None
         except SignatureInvalid as rejection:
             return IngestResult(
                 401, {"error": "invalid signature"}, "signature_rejected", extra={"reason": str(rejection)}
@@ -122,8 +133,6 @@ _METRIC_BY_OUTCOME = {
 
 
 def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
-    import json  # noqa: PLC0415 - stdlib, already loaded by boto3
-
     return {
         "statusCode": status,
         "headers": {"content-type": "application/json"},
@@ -133,10 +142,11 @@ def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
 
 def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
     """The raw delivery from an API Gateway HTTP API (v2) event. Raises ValueError on undecodable base64."""
-    import base64  # noqa: PLC0415
-
     raw = event.get("body") or ""
-    body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode("utf-8")
+    try:
+        body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode("utf-8")
+    except binascii.Error as error:
+        raise BodyUndecodable(str(error)) from None
     headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
     return WebhookRequest(
         body=body,
@@ -148,9 +158,6 @@ def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
 
 def handle_api_event(event: dict[str, Any], service_factory: Callable[[], IngestService]) -> dict[str, Any]:
     """Route an HTTP API event: POST /webhooks/{provider} and GET /health. Every error is mapped here, once."""
-    from shared.inbox.store import StorageUnavailable  # noqa: PLC0415
-    from shared.providers import UnknownProvider  # noqa: PLC0415
-    from shared.secrets import SecretUnavailable  # noqa: PLC0415
 
     http = event.get("requestContext", {}).get("http", {})
     method, path = http.get("method", "GET").upper(), event.get("rawPath", http.get("path", "/"))
@@ -174,7 +181,7 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         result = service_factory().receive(driver, request)
     except UnknownProvider:
         result = IngestResult(404, {"error": f"unknown provider {provider!r}"}, "unknown_provider")
-    except ValueError as error:  # undecodable base64 from the API layer
+    except BodyUndecodable as error:
         result = IngestResult(400, {"error": "body could not be decoded"}, "bad_request", extra={"reason": str(error)})
     except (StorageUnavailable, SecretUnavailable) as error:
         # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put is one call).
@@ -198,8 +205,6 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
 @cache
 def default_ingest_service() -> IngestService:
     """The service wired from the environment, built once per Lambda instance (on the first request)."""
-    from shared.secrets import SigningSecretSource  # noqa: PLC0415
-
     settings = IngestSettings.from_environ()
     return IngestService(
         settings,

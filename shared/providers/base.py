@@ -67,9 +67,7 @@ class ProviderDriver(Protocol):
     replay_headers: tuple[str, ...]
     signs_timestamp: bool  # whether verify() enforces a timestamp tolerance
 
-    def verify(
-        self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int
-    ) -> None:
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         """Raise SignatureInvalid unless the raw body is signed by the current or the previous secret."""
         ...
 

@@ -327,3 +327,12 @@ def test_logs_never_carry_the_body_or_the_secret(aws_world, caplog):
     assert "maria@example.com" not in out
     assert DEV_SECRETS["standard"] not in out
     assert request.headers["webhook-signature"] not in out
+
+
+def test_a_malformed_configured_secret_answers_5xx_not_401(aws_world, monkeypatch):
+    # Given the Standard Webhooks secret was configured with something that is not base64
+    monkeypatch.setenv("INBOX_SECRET_STANDARD", "whsec_***not base64***")
+    request = signed_delivery("standard", event_id="msg_misconfigured")
+    # When a genuine delivery arrives, then the gateway is asked to retry: it is our fault, not a forgery
+    assert deliver("standard", request)[0] == 503
+    assert stored_items(aws_world) == []

@@ -1,0 +1,45 @@
+"""The refetch contract every gateway client implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from shared.payments.status import PaymentStatus
+
+
+class ResourceNotFound(Exception):
+    """The gateway does not know the resource (yet): the webhook raced the API. Retry with backoff."""
+
+
+class GatewayUnavailable(Exception):
+    """The gateway failed (5xx, 429, timeout) after bounded retries, or its circuit is open. Retry later."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, circuit_open: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the gateway (or the breaker) asked us to wait, if it said
+        self.circuit_open = circuit_open  # no call was made: this must not count as one of the event's attempts
+
+
+class GatewayRejected(Exception):
+    """The gateway refused the request for a reason retrying will not fix (401, 403, 400): an operator must act."""
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentSnapshot:
+    """A payment as the gateway's API reports it now."""
+
+    resource_id: str
+    status: PaymentStatus  # canonical
+    provider_status: str  # the gateway's own status word(s), for operators
+    amount: int | None  # integer minor units
+    currency: str | None  # ISO 4217, upper case
+    amount_refunded: int = 0
+
+
+class GatewayClient(Protocol):
+    provider: str
+
+    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+        """Raise ResourceNotFound, GatewayUnavailable or GatewayRejected; never return a guess."""
+        ...

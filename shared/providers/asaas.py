@@ -1,0 +1,186 @@
+"""Asaas (Brazil): a static token in `asaas-access-token`, no signature over the body, no timestamp.
+
+Authentication: the header must equal the token configured on the Asaas webhook (current or previous, for a
+rotation), compared in constant time. The header IS the secret, so it is never stored: `replay_headers` is
+empty, and a stored Asaas event is re-verified by nothing but the fact that it was accepted. With no
+timestamp, a captured delivery can be replayed at will; deduplication by event id is what makes that harmless.
+
+Dedup: the body `id` (`evt_...`) repeats on every redelivery of the same event, so it is the event id. A body
+without one (older webhook versions) gets `derive_event_id(payment.id, event, payment.status, dateCreated)`.
+
+Time: `dateCreated` ("2024-06-12 16:45:03") carries no zone. Asaas is a Brazilian gateway and its times are
+America/Sao_Paulo; they are converted to UTC with that zone. `dateCreated` is required: inventing a time
+(e.g. the receive time) would change the derived id on every redelivery and corrupt `occurred_at` ordering.
+
+Money: `payment.value` is a decimal amount in BRL (`100.0`). The body is parsed with `parse_float=Decimal`
+so that `10.1` becomes exactly 1010 centavos (as a float, 10.1 * 100 = 1009.9999999999999).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from shared.providers._signing import (
+    constant_time_equals,
+    get_str,
+    iso_to_utc,
+    load_json_object,
+    require_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    derive_event_id,
+)
+
+TOKEN_HEADER = "asaas-access-token"  # noqa: S105 - a header name, not a secret
+TIMEZONE = "America/Sao_Paulo"
+CURRENCY = "BRL"
+# Brazil abolished daylight saving time in 2019: since then Sao Paulo is UTC-3 all year. Used only if the
+# runtime has no time-zone database (zoneinfo finds neither system tzdata nor the `tzdata` package).
+_SAO_PAULO_SINCE_2019 = timezone(timedelta(hours=-3))
+_MAX_VALUE = Decimal(10) ** 12  # a sanity bound; it also keeps Decimal -> int cheap on hostile exponents
+
+
+def _normalize_timestamp(text: str) -> str:
+    """Asaas writes "YYYY-MM-DD HH:MM:SS": make it ISO-8601 ("YYYY-MM-DDTHH:MM:SS")."""
+    text = text.strip()
+    if len(text) > 10 and text[10] == " ":
+        text = f"{text[:10]}T{text[11:]}"
+    return text
+
+
+def parse_asaas_time(text: str, where: str) -> datetime:
+    """An Asaas timestamp (Sao Paulo local time unless it states a zone) as aware UTC."""
+    iso = _normalize_timestamp(text)
+    try:
+        return iso_to_utc(iso, where, assume_timezone=TIMEZONE)
+    except KeyError:  # zoneinfo.ZoneInfoNotFoundError: no tz database in this runtime
+        try:
+            naive = datetime.fromisoformat(iso)
+        except ValueError:
+            raise PayloadInvalid(f"field {where} is not a timestamp") from None
+        return naive.replace(tzinfo=_SAO_PAULO_SINCE_2019).astimezone(UTC)
+
+
+def value_to_minor_units(value: Any, where: str) -> int:
+    """A decimal BRL amount (Decimal or int, as parsed) -> integer centavos, half-up."""
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        raise PayloadInvalid(f"field {where} must be a number")
+    amount = Decimal(value)
+    if not amount.is_finite() or amount.copy_abs() >= _MAX_VALUE:  # copy_abs: no context, cannot overflow
+        raise PayloadInvalid(f"field {where} is out of range")
+    return int((amount * 100).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+class AsaasDriver:
+    name: str = "asaas"
+    replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
+    signs_timestamp: bool = False
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        candidates = usable_secrets(secrets, self.name)
+        token = request.header(TOKEN_HEADER)
+        if not token:
+            raise SignatureInvalid("missing asaas-access-token header")
+        matched = False
+        for candidate in candidates:  # no early exit: each candidate compared in constant time
+            matched |= constant_time_equals(candidate, token)
+        if not matched:
+            raise SignatureInvalid("access token does not match")
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        body = load_json_object(request.body, parse_float=Decimal)
+        event_type = require_str(body, "event", "event")
+        payment = require_object(body, "payment", "payment")
+        payment_id = require_str(payment, "id", "payment.id")
+        status = get_str(payment, "status", "payment.status")
+        occurred_at = parse_asaas_time(require_str(body, "dateCreated", "dateCreated"), "dateCreated")
+        value = payment.get("value")
+        amount = value_to_minor_units(value, "payment.value") if value is not None else None
+        event_id = get_str(body, "id", "id") or derive_event_id(payment_id, event_type, status or "", occurred_at)
+        return NormalizedEvent(
+            event_id=event_id,
+            event_type=event_type,
+            resource_id=payment_id,
+            occurred_at=occurred_at,
+            provider_status=status,
+            amount=amount,
+            currency=CURRENCY,
+        )
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        """Asaas signs nothing: the delivery carries the configured token. `now` and `event_id` are unused."""
+        return WebhookRequest(
+            body=body,
+            headers={"content-type": "application/json", TOKEN_HEADER: secret},
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """An Asaas payment webhook for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
+        try:
+            event_type, asaas_status = _SAMPLES[status]
+        except KeyError:
+            supported = ", ".join(sorted(_SAMPLES))
+            raise ValueError(f"no Asaas sample for status {status!r}; supported: {supported}") from None
+        local = datetime.fromtimestamp(occurred_at, tz=UTC).astimezone(_sao_paulo())
+        paid = asaas_status in {"RECEIVED", "REFUNDED", "CHARGEBACK_REQUESTED"}
+        day = local.date().isoformat()
+        # amount / 100 as a float prints as the exact decimal (e.g. 10.1), and Asaas sends JSON numbers.
+        value = amount / 100
+        body = {
+            "id": event_id,
+            "event": event_type,
+            "dateCreated": local.strftime("%Y-%m-%d %H:%M:%S"),
+            "payment": {
+                "object": "payment",
+                "id": resource_id,
+                "dateCreated": day,
+                "customer": "cus_000005219613",
+                "value": value,
+                "netValue": value,
+                "description": "Pedido 1234",
+                "billingType": "PIX",
+                "status": asaas_status,
+                "dueDate": day,
+                "paymentDate": day if paid else None,
+                "clientPaymentDate": day if paid else None,
+                "externalReference": None,
+                "deleted": False,
+            },
+        }
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _sao_paulo() -> tzinfo:
+    try:
+        from zoneinfo import ZoneInfo  # noqa: PLC0415 - only sample_body needs it; verify stays light
+
+        return ZoneInfo(TIMEZONE)
+    except (ImportError, KeyError):
+        return _SAO_PAULO_SINCE_2019
+
+
+# canonical status -> (Asaas event, Asaas payment status)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("PAYMENT_CREATED", "PENDING"),
+    "paid": ("PAYMENT_RECEIVED", "RECEIVED"),
+    "refunded": ("PAYMENT_REFUNDED", "REFUNDED"),
+    "disputed": ("PAYMENT_CHARGEBACK_REQUESTED", "CHARGEBACK_REQUESTED"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+driver: ProviderDriver = AsaasDriver()

@@ -1,0 +1,311 @@
+"""Stripe: `Stripe-Signature: t=<ts>,v1=<hex>[,v1=<hex>...]` over `{t}.{raw body}`, HMAC-SHA256.
+
+Signing, as stripe-python's `WebhookSignature` does it:
+- the key is the whole `whsec_...` string as UTF-8 bytes (it is NOT base64-decoded, unlike Standard Webhooks);
+- the header may carry several `v1` signatures (Stripe sends one per active secret while a secret is being
+  rolled): any match passes. `v0` and unknown schemes are ignored;
+- the timestamp must be within the tolerance. The SDK only bounds the past; we bound the future too (see
+  `check_timestamp`).
+
+Dedup: the event `id` (`evt_...`) is the same on every redelivery of an event, so it is the event id.
+
+The payment, for the inbox, is the PaymentIntent: `payment_intent.*` events are about `data.object.id`;
+charge, refund and dispute events belong to their intent (`data.object.payment_intent`). Other events (customer,
+invoice, payout...) are stored with no resource and left to the processor to ignore.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from typing import Any
+
+from shared.providers._signing import (
+    JsonObject,
+    check_timestamp,
+    constant_time_equals,
+    epoch_to_utc,
+    get_currency,
+    get_int,
+    get_str,
+    load_json_object,
+    parse_epoch_seconds,
+    require_int,
+    require_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+)
+
+SIGNATURE_HEADER = "stripe-signature"
+SCHEME = "v1"
+API_VERSION = "2024-06-20"  # only written into sample bodies; parsing does not depend on it
+
+_Builder = Callable[[str, int, int], JsonObject]  # (resource_id, amount, created) -> data.object
+
+
+def _parse_signature_header(value: str) -> tuple[int, list[str]]:
+    """`t=...,v1=...,v1=...,v0=...` -> (timestamp, v1 signatures). Unknown items are ignored."""
+    timestamp: int | None = None
+    signatures: list[str] = []
+    for item in value.split(","):
+        key, sep, item_value = item.strip().partition("=")
+        if not sep:
+            continue
+        if key == "t":
+            if timestamp is not None:  # two timestamps: which one was signed is ambiguous
+                raise SignatureInvalid("malformed header")
+            timestamp = parse_epoch_seconds(item_value)
+        elif key == SCHEME and item_value:
+            signatures.append(item_value)
+    if timestamp is None:
+        raise SignatureInvalid("malformed header")
+    return timestamp, signatures
+
+
+def compute_signature(timestamp: int, body: bytes, secret: str) -> str:
+    """The hex `v1` signature Stripe computes for `body` at `timestamp` with `secret`."""
+    signed = f"{timestamp}.".encode("ascii") + body
+    return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
+
+
+def _intent_reference(obj: JsonObject) -> str | None:
+    """`payment_intent` of a charge, refund or dispute: an id, null, or (when expanded) an object with an id."""
+    value: Any = obj.get("payment_intent")
+    if isinstance(value, dict):
+        return get_str(value, "id", "data.object.payment_intent.id")
+    return get_str(obj, "payment_intent", "data.object.payment_intent")
+
+
+def _object_kind(event_type: str, obj: JsonObject) -> str | None:
+    kind = get_str(obj, "object", "data.object.object")
+    if kind is not None:
+        return kind
+    # `object` is always present in real events; infer it from the event type if it is not.
+    for prefix, inferred in (
+        ("payment_intent.", "payment_intent"),
+        ("charge.dispute.", "dispute"),
+        ("charge.refund.", "refund"),
+        ("refund.", "refund"),
+        ("charge.", "charge"),
+    ):
+        if event_type.startswith(prefix):
+            return inferred
+    return None
+
+
+class StripeDriver:
+    name: str = "stripe"
+    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
+    signs_timestamp: bool = True
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        candidates = usable_secrets(secrets, self.name)
+        header = request.header(SIGNATURE_HEADER)
+        if not header:
+            raise SignatureInvalid("missing Stripe-Signature header")
+        timestamp, signatures = _parse_signature_header(header)
+        if not signatures:
+            raise SignatureInvalid("no v1 signature in header")
+        expected = [compute_signature(timestamp, request.body, secret) for secret in candidates]
+        # Every pair is compared (no early exit on the first secret), each in constant time.
+        matched = False
+        for signature in signatures:
+            for candidate in expected:
+                matched |= constant_time_equals(candidate, signature)
+        if not matched:
+            raise SignatureInvalid("no signature matches")
+        # Checked after the signature, as stripe-python does: an authentic but stale delivery is reported as
+        # such, a forged one as a mismatch.
+        check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        event = load_json_object(request.body)
+        event_id = require_str(event, "id", "id")
+        event_type = require_str(event, "type", "type")
+        occurred_at = epoch_to_utc(require_int(event, "created", "created"), "created")
+        obj = require_object(require_object(event, "data", "data"), "object", "data.object")
+        kind = _object_kind(event_type, obj)
+
+        resource_id: str | None
+        if event_type.startswith("payment_intent."):
+            resource_id = require_str(obj, "id", "data.object.id")
+        elif event_type.startswith(("charge.", "refund.")):
+            resource_id = _intent_reference(obj)  # None for a charge made without an intent (legacy API)
+        elif kind == "payment_intent":
+            resource_id = require_str(obj, "id", "data.object.id")
+        else:
+            resource_id = None
+
+        provider_status: str | None
+        amount: int | None
+        if kind == "charge":
+            amount = get_int(obj, "amount", "data.object.amount")
+            refunded_amount = get_int(obj, "amount_refunded", "data.object.amount_refunded") or 0
+            if obj.get("refunded") is True:
+                provider_status = "refunded"
+            elif refunded_amount > 0:
+                provider_status = "partially_refunded"
+            else:
+                provider_status = get_str(obj, "status", "data.object.status")
+        elif kind == "dispute":
+            # A dispute's own status (needs_response, won, lost...) is not the payment's; the processor
+            # refetches the intent for the outcome. Its `amount` is the disputed amount, which may be less
+            # than the payment's, so it is not reported as the payment's amount.
+            provider_status = "disputed"
+            amount = None
+        elif kind == "refund":
+            # A refund's status ("succeeded") and amount (the refunded part) describe the refund, not the
+            # payment: reporting them would read as "payment succeeded, amount = refund". The processor
+            # refetches the intent and its latest charge instead.
+            provider_status = None
+            amount = None
+        else:
+            provider_status = get_str(obj, "status", "data.object.status")
+            amount = get_int(obj, "amount", "data.object.amount")
+
+        return NormalizedEvent(
+            event_id=event_id,
+            event_type=event_type,
+            resource_id=resource_id,
+            occurred_at=occurred_at,
+            provider_status=provider_status,
+            amount=amount,
+            currency=get_currency(obj, "currency", "data.object.currency"),
+        )
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        signature = compute_signature(now, body, secret)
+        return WebhookRequest(
+            body=body,
+            headers={
+                "content-type": "application/json; charset=utf-8",
+                "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+                SIGNATURE_HEADER: f"t={now},{SCHEME}={signature}",
+            },
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
+        try:
+            event_type, build = _SAMPLES[status]
+        except KeyError:
+            supported = ", ".join(sorted(_SAMPLES))
+            raise ValueError(f"no Stripe sample for status {status!r}; supported: {supported}") from None
+        event = {
+            "id": event_id,
+            "object": "event",
+            "api_version": API_VERSION,
+            "created": occurred_at,
+            "data": {"object": build(resource_id, amount, occurred_at)},
+            "livemode": False,
+            "pending_webhooks": 1,
+            "request": {"id": None, "idempotency_key": None},
+            "type": event_type,
+        }
+        return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
+
+
+def _suffix(resource_id: str) -> str:
+    return resource_id.split("_", 1)[1] if "_" in resource_id else resource_id
+
+
+def _intent(status: str, **extra: Any) -> _Builder:
+    def build(resource_id: str, amount: int, created: int) -> JsonObject:
+        obj: JsonObject = {
+            "id": resource_id,
+            "object": "payment_intent",
+            "amount": amount,
+            "amount_capturable": amount if status == "requires_capture" else 0,
+            "amount_received": amount if status == "succeeded" else 0,
+            "capture_method": "manual" if status == "requires_capture" else "automatic",
+            "created": created,
+            "currency": "brl",
+            "latest_charge": f"ch_{_suffix(resource_id)}",
+            "livemode": False,
+            "metadata": {},
+            "payment_method_types": ["card"],
+            "status": status,
+        }
+        obj.update(extra)
+        return obj
+
+    return build
+
+
+def _charge(refunded_fraction: int) -> _Builder:
+    """refunded_fraction: 0 none, 1 half, 2 all."""
+
+    def build(resource_id: str, amount: int, created: int) -> JsonObject:
+        refunded = {0: 0, 1: max(1, amount // 2), 2: amount}[refunded_fraction]
+        return {
+            "id": f"ch_{_suffix(resource_id)}",
+            "object": "charge",
+            "amount": amount,
+            "amount_captured": amount,
+            "amount_refunded": refunded,
+            "captured": True,
+            "created": created,
+            "currency": "brl",
+            "disputed": False,
+            "livemode": False,
+            "paid": True,
+            "payment_intent": resource_id,
+            "refunded": refunded == amount,
+            "status": "succeeded",
+        }
+
+    return build
+
+
+def _dispute(status: str) -> _Builder:
+    def build(resource_id: str, amount: int, created: int) -> JsonObject:
+        return {
+            "id": f"dp_{_suffix(resource_id)}",
+            "object": "dispute",
+            "amount": amount,
+            "charge": f"ch_{_suffix(resource_id)}",
+            "created": created,
+            "currency": "brl",
+            "livemode": False,
+            "payment_intent": resource_id,
+            "reason": "fraudulent",
+            "status": status,
+        }
+
+    return build
+
+
+# canonical status -> (Stripe event type, data.object builder)
+_SAMPLES: dict[str, tuple[str, _Builder]] = {
+    "pending": ("payment_intent.processing", _intent("processing")),
+    "authorized": ("payment_intent.amount_capturable_updated", _intent("requires_capture")),
+    "paid": ("payment_intent.succeeded", _intent("succeeded")),
+    "failed": (
+        "payment_intent.payment_failed",
+        _intent(
+            "requires_payment_method",
+            last_payment_error={"code": "card_declined", "message": "Your card was declined.", "type": "card_error"},
+        ),
+    ),
+    "canceled": ("payment_intent.canceled", _intent("canceled", cancellation_reason="requested_by_customer")),
+    "partially_refunded": ("charge.refunded", _charge(1)),
+    "refunded": ("charge.refunded", _charge(2)),
+    "disputed": ("charge.dispute.created", _dispute("needs_response")),
+    "charged_back": ("charge.dispute.closed", _dispute("lost")),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+driver: ProviderDriver = StripeDriver()

@@ -1,0 +1,91 @@
+"""Local end-to-end tier: the real local stack (`python -m inbox_local`, what `make run` starts) over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class RunningStack:
+    url: str
+    env: dict[str, str]
+    process: subprocess.Popen[str]
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "inbox_cli.main", *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"inbox {' '.join(args)} failed: {result.stdout}\n{result.stderr}")
+        return result
+
+
+def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
+    port, aws_port = free_port(), free_port()
+    env = (
+        {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "INBOX_SECRET_"))}
+        | {"INBOX_PORT": str(port), "INBOX_AWS_PORT": str(aws_port), "PYTHONUNBUFFERED": "1"}
+        | (extra_env or {})
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "inbox_local"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"local stack exited early:\n{process.stdout.read() if process.stdout else ''}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:  # noqa: S310
+                if response.status == 200:
+                    return RunningStack(url, env, process)
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError("local stack did not become healthy in 60 s")
+
+
+def stop_stack(stack: RunningStack) -> int:
+    stack.process.send_signal(signal.SIGINT)
+    try:
+        return stack.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        stack.process.kill()
+        raise
+
+
+@pytest.fixture(scope="module")
+def local_stack() -> Iterator[RunningStack]:
+    stack = start_stack()
+    yield stack
+    if stack.process.poll() is None:
+        stop_stack(stack)
