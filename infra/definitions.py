@@ -74,7 +74,9 @@ PIPE_BATCH_SIZE: Final = 10
 
 # -------------------------------------------------------------------------------------------------- queue
 QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 60
-QUEUE_MAX_RECEIVE_COUNT: Final = 8  # then the message goes to the dead-letter queue
+# A safety net only: the processor counts attempts on the item and dead-letters exhausted events itself, so
+# that a delay while a gateway's circuit is open (many receives, no attempt spent) never dead-letters an event.
+QUEUE_MAX_RECEIVE_COUNT: Final = 100
 QUEUE_RETENTION_DAYS: Final = 14
 PROCESSOR_BATCH_SIZE: Final = 10
 PROCESSOR_MAX_CONCURRENCY: Final = 10
@@ -132,16 +134,14 @@ ENV_QUEUE_URL: Final = "INBOX_QUEUE_URL"
 ENV_MAX_ATTEMPTS: Final = "INBOX_MAX_ATTEMPTS"
 
 # ---------------------------------------------------------------------------------------------- stack outputs
-# CloudFormation output keys of the stack: how the CLI (`--stack NAME`) and operators find the resources.
-OUTPUT_API_URL: Final = "ApiUrl"
-OUTPUT_INBOX_TABLE: Final = "InboxTableName"
-OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
-OUTPUT_SECRET_PREFIX: Final = "SigningSecretPrefix"
-OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
-
-# ---------------------------------------------------------------------------------------------- stack outputs
 # CloudFormation output names the CLI reads to find a deployed stack's resources (`inbox ... --stack NAME`).
 OUTPUT_API_URL: Final = "ApiUrl"
 OUTPUT_INBOX_TABLE: Final = "InboxTableName"
 OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
 OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
+OUTPUT_SECRET_PREFIX: Final = "SigningSecretPrefix"
+OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
+ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
+ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
+MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
+RETRY_BASE_SECONDS: Final = 5

@@ -1,0 +1,65 @@
+"""The payment projection: one item per `{provider}#{resource_id}` in the payments table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shared.payments.status import PaymentStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    provider: str
+    resource_id: str
+    status: PaymentStatus
+    provider_status: str | None
+    amount: int | None
+    currency: str | None
+    amount_refunded: int
+    version: int  # optimistic concurrency: bumped by every write
+    transitions: int  # status changes applied (the first sighting counts as one)
+    last_event_at: str | None  # occurred_at of the newest event applied (ISO-8601 UTC)
+    last_event_id: str | None
+    updated_at: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}#{self.resource_id}"
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "pk": self.key,
+            "provider": self.provider,
+            "resource_id": self.resource_id,
+            "status": self.status.value,
+            "provider_status": self.provider_status,
+            "amount": self.amount,
+            "currency": self.currency,
+            "amount_refunded": self.amount_refunded,
+            "version": self.version,
+            "transitions": self.transitions,
+            "last_event_at": self.last_event_at,
+            "last_event_id": self.last_event_id,
+            "updated_at": self.updated_at,
+        }
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Payment:
+        return cls(
+            provider=item["provider"],
+            resource_id=item["resource_id"],
+            status=PaymentStatus(item["status"]),
+            provider_status=item.get("provider_status"),
+            amount=item.get("amount"),
+            currency=item.get("currency"),
+            amount_refunded=int(item.get("amount_refunded") or 0),
+            version=int(item["version"]),
+            transitions=int(item.get("transitions") or 0),
+            last_event_at=item.get("last_event_at"),
+            last_event_id=item.get("last_event_id"),
+            updated_at=item["updated_at"],
+        )
+
+    def evolve(self, **changes: Any) -> Payment:
+        return replace(self, **changes)

@@ -1,0 +1,99 @@
+"""Wiring of the processor Lambda: settings from the environment, the SQS retry queue, the record handler."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from functools import cache
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared import aws
+from shared.observability import logger
+from shared.payments.store import ProcessingStore
+from shared.process.handlers import default_router
+from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from mypy_boto3_sqs import SQSClient
+
+
+class ProcessorSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    inbox_table: str = Field(alias="INBOX_TABLE", min_length=1)
+    payments_table: str = Field(alias="PAYMENTS_TABLE", min_length=1)
+    control_table: str | None = Field(default=None, alias="CONTROL_TABLE")
+    queue_url: str = Field(alias="INBOX_QUEUE_URL", min_length=1)
+    dead_letter_queue_url: str = Field(alias="INBOX_DLQ_URL", min_length=1)
+    max_attempts: int = Field(default=8, alias="INBOX_MAX_ATTEMPTS", ge=1, le=50)
+    retry_base_seconds: float = Field(default=5.0, alias="INBOX_RETRY_BASE_SECONDS", gt=0, le=600)
+
+    @classmethod
+    def from_environ(cls) -> ProcessorSettings:
+        return cls.model_validate(dict(os.environ))
+
+
+class SqsRetryQueue:
+    """Retries by hiding the message for the backoff (its FIFO group waits, other payments do not)."""
+
+    def __init__(self, queue_url: str, dead_letter_queue_url: str, *, sqs: SQSClient | None = None) -> None:
+        self.queue_url = queue_url
+        self.dead_letter_queue_url = dead_letter_queue_url
+        self._sqs = sqs
+
+    @property
+    def sqs(self) -> SQSClient:
+        return self._sqs or aws.sqs()
+
+    def delay(self, delivery: Delivery, seconds: int) -> None:
+        self.sqs.change_message_visibility(
+            QueueUrl=self.queue_url, ReceiptHandle=delivery.receipt_handle, VisibilityTimeout=min(seconds, 43_200)
+        )
+
+    def dead_letter(self, delivery: Delivery) -> None:
+        self.sqs.send_message(
+            QueueUrl=self.dead_letter_queue_url,
+            MessageBody=delivery.body,
+            MessageGroupId=delivery.message_group_id,
+            MessageDeduplicationId=uuid.uuid4().hex,
+        )
+
+
+@cache
+def default_processor() -> EventProcessor:
+    from shared.gateway.registry import gateway_client  # noqa: PLC0415 - keeps urllib3 off the import path
+
+    settings = ProcessorSettings.from_environ()
+    return EventProcessor(
+        ProcessingStore(settings.inbox_table, settings.payments_table),
+        default_router(gateway_client),
+        SqsRetryQueue(settings.queue_url, settings.dead_letter_queue_url),
+        max_attempts=settings.max_attempts,
+        retry_base_seconds=settings.retry_base_seconds,
+    )
+
+
+def delivery_of(record: SQSRecord) -> Delivery:
+    return Delivery(
+        receipt_handle=record.receipt_handle,
+        message_group_id=record.attributes.message_group_id or "",
+        receive_count=int(record.attributes.approximate_receive_count),
+        body=record.body,
+    )
+
+
+def handle_record(record: SQSRecord, processor: EventProcessor | None = None) -> str:
+    """One queue record. Raising marks it failed in the partial batch response (it will come back)."""
+    processor = processor or default_processor()
+    delivery = delivery_of(record)
+    try:
+        message = DispatchMessage.from_body(record.body)
+    except ValueError as error:
+        # Nothing can ever process it: park it in the dead-letter queue for an operator and acknowledge.
+        logger.error("malformed queue message", extra={"message_id": record.message_id, "error": str(error)})
+        processor.queue.dead_letter(delivery)
+        return Outcome.FAILED.value
+    return processor.handle(message, delivery).value  # RetryLater propagates: the record is reported failed

@@ -1,0 +1,87 @@
+"""The built-in payment handlers and the default routing table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shared.gateway.base import GatewayClient, PaymentSnapshot
+from shared.payments.status import PaymentStatus
+from shared.process.decide import Observation
+from shared.process.router import InboxEvent, Router, StateMachineApply, UnprocessableEvent
+
+ClientLookup = Callable[[str], GatewayClient | None]
+
+
+def check_amount_agrees(event: InboxEvent, snapshot: PaymentSnapshot) -> None:
+    """A webhook stating another amount or currency than the gateway's API is failed, never applied."""
+    if event.amount is not None and snapshot.amount is not None and event.amount != snapshot.amount:
+        raise UnprocessableEvent(f"amount mismatch: webhook {event.amount}, gateway {snapshot.amount}")
+    if event.currency and snapshot.currency and event.currency.upper() != snapshot.currency.upper():
+        raise UnprocessableEvent(f"currency mismatch: webhook {event.currency}, gateway {snapshot.currency}")
+
+
+class RefetchPaymentHandler(StateMachineApply):
+    """For gateways with an API: the webhook is only a hint; the payment is read back from the API."""
+
+    def __init__(self, clients: ClientLookup) -> None:
+        self._clients = clients
+
+    def prepare(self, event: InboxEvent) -> Observation:
+        if not event.resource_id:
+            raise UnprocessableEvent("event names no payment")
+        client = self._clients(event.provider)
+        if client is None:
+            raise UnprocessableEvent(f"no API client for provider {event.provider!r}")
+        snapshot = client.fetch_payment(event.resource_id)
+        check_amount_agrees(event, snapshot)
+        return observation_from_snapshot(event.provider, snapshot, event)
+
+
+def observation_from_snapshot(provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None) -> Observation:
+    return Observation(
+        provider=provider,
+        resource_id=snapshot.resource_id,
+        status=snapshot.status,
+        provider_status=snapshot.provider_status,
+        amount=snapshot.amount,
+        currency=snapshot.currency,
+        amount_refunded=snapshot.amount_refunded,
+        event_id=event.event_id if event else None,
+        event_occurred_at=event.occurred_at if event else None,
+        ordered_by_event_time=False,
+    )
+
+
+class EventTimeOrderedHandler(StateMachineApply):
+    """For senders with no API to ask (Standard Webhooks): the event states the status, and only an event newer
+    than the last applied one (occurred_at vs last_event_at) may change the payment."""
+
+    def prepare(self, event: InboxEvent) -> Observation:
+        if not event.resource_id:
+            raise UnprocessableEvent("event names no payment")
+        try:
+            status = PaymentStatus(event.provider_status or "")
+        except ValueError:
+            raise UnprocessableEvent(f"status {event.provider_status!r} is not a canonical payment status") from None
+        return Observation(
+            provider=event.provider,
+            resource_id=event.resource_id,
+            status=status,
+            provider_status=event.provider_status,
+            amount=event.amount,
+            currency=event.currency,
+            amount_refunded=0,
+            event_id=event.event_id,
+            event_occurred_at=event.occurred_at,
+            ordered_by_event_time=True,
+        )
+
+
+def default_router(clients: ClientLookup) -> Router:
+    router = Router()
+    refetch = RefetchPaymentHandler(clients)
+    for event_type in ("payment_intent.*", "charge.*", "refund.*"):
+        router.register("stripe", event_type, refetch)
+    router.register("asaas", "PAYMENT_*", refetch)
+    router.register("standard", "payment.*", EventTimeOrderedHandler())
+    return router

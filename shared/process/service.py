@@ -1,0 +1,203 @@
+"""Processing one dispatched event: load, prepare (refetch), apply (one transaction), settle.
+
+Exactly once in effect: the inbox item only leaves `pending` inside the transaction that applies the payment
+change, and that transaction is conditioned on the item still being pending and on the payment's version. A
+redelivered message finds the item settled and does nothing; a crash anywhere before the commit leaves the
+item pending and the message comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Protocol
+
+from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
+from shared.inbox.model import EventStatus, iso_utc
+from shared.observability import logger, metrics
+from shared.payments.store import EventAlreadySettled, ProcessingStore, TransientStoreError, VersionConflict
+from shared.process.decide import Apply, Touch
+from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
+
+MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
+
+
+class Outcome(StrEnum):
+    PROCESSED = "processed"
+    IGNORED = "ignored"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # the item was not pending any more: a redelivery, nothing to do
+
+
+class RetryLater(Exception):
+    """The message must come back later (its visibility was already set to the backoff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchMessage:
+    """The queue message the Pipe (or the sweeper) sends: just the item's key, the item is the truth."""
+
+    pk: str
+    dispatch_id: str | None = None
+    dispatch_reason: str | None = None
+
+    @classmethod
+    def from_body(cls, body: str) -> DispatchMessage:
+        data = json.loads(body)
+        if not isinstance(data, dict) or not isinstance(data.get("pk"), str):
+            raise ValueError("dispatch message without a 'pk'")
+        return cls(pk=data["pk"], dispatch_id=data.get("dispatch_id"), dispatch_reason=data.get("dispatch_reason"))
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Where the message came from, so a retry can be delayed and an exhausted one dead-lettered."""
+
+    receipt_handle: str
+    message_group_id: str
+    receive_count: int
+    body: str
+
+
+class RetryQueue(Protocol):
+    def delay(self, delivery: Delivery, seconds: int) -> None: ...
+
+    def dead_letter(self, delivery: Delivery) -> None: ...
+
+
+def backoff_seconds(attempt: int, base: float, *, cap: int = 900, rng: random.Random | None = None) -> int:
+    """Growing, jittered visibility delay for attempt N (1-based): base * 2^(N-1), +-20 %, capped."""
+    rng = rng or random.Random()  # noqa: S311 - jitter, not security
+    delay = base * (2 ** (attempt - 1)) * rng.uniform(0.8, 1.2)
+    return int(max(1, min(cap, round(delay))))
+
+
+class EventProcessor:
+    def __init__(
+        self,
+        store: ProcessingStore,
+        router: Router,
+        queue: RetryQueue,
+        *,
+        max_attempts: int,
+        retry_base_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.router = router
+        self.queue = queue
+        self.max_attempts = max_attempts
+        self.retry_base_seconds = retry_base_seconds
+        self.clock = clock
+
+    def _now(self) -> str:
+        return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
+
+    def handle(self, message: DispatchMessage, delivery: Delivery) -> Outcome:
+        """Process one message. Returns how it ended; raises RetryLater when it must come back.
+
+        An unexpected crash still counts as one of the event's attempts, so a poison event ends failed (and in
+        the dead-letter queue) instead of blocking its payment's group forever."""
+        try:
+            return self.process(message, delivery)
+        except RetryLater:
+            raise
+        except Exception as crash:
+            logger.exception("processing crashed", extra={"pk": message.pk})
+            item = self.store.load_event(message.pk)
+            if item is None or item.get("status") != EventStatus.PENDING.value:
+                raise
+            return self._retry(InboxEvent.from_item(item), delivery, f"crash: {type(crash).__name__}: {crash}")
+
+    def process(self, message: DispatchMessage, delivery: Delivery) -> Outcome:
+        """The processing steps, without the crash accounting of `handle`."""
+        item = self.store.load_event(message.pk)
+        if item is None or item.get("status") != EventStatus.PENDING.value:
+            return Outcome.SKIPPED
+        event = InboxEvent.from_item(item)
+        handler = self.router.resolve(event.provider, event.event_type)
+        try:
+            if handler is None:
+                return self._settle(event, EventStatus.IGNORED, f"no handler for {event.event_type!r}")
+            return self._prepare_and_apply(event, handler, delivery)
+        except EventAlreadySettled:
+            return Outcome.SKIPPED
+        except (TransientStoreError, VersionConflict) as error:
+            return self._retry(event, delivery, f"{type(error).__name__}: {error}")
+
+    def _prepare_and_apply(self, event: InboxEvent, handler: EventHandler, delivery: Delivery) -> Outcome:
+        try:
+            seen = handler.prepare(event)  # outside any transaction: may call the gateway
+        except (UnprocessableEvent, GatewayRejected) as error:
+            self.store.mark_failed(event.pk, f"{type(error).__name__}: {error}", now=self._now(), count_attempt=True)
+            self._count(event, Outcome.FAILED)
+            return Outcome.FAILED
+        except GatewayUnavailable as error:
+            if error.circuit_open:  # no call was made: delay without spending one of the event's attempts
+                self.queue.delay(delivery, max(1, round(error.retry_after or self.retry_base_seconds)))
+                raise RetryLater(str(error)) from error
+            return self._retry(event, delivery, f"GatewayUnavailable: {error}", error.retry_after)
+        except ResourceNotFound as error:
+            return self._retry(event, delivery, f"ResourceNotFound: {error}")
+
+        for _ in range(MAX_DECISION_ROUNDS):
+            current = self.store.load_payment(f"{seen.provider}#{seen.resource_id}")
+            now = self._now()
+            decision = handler.apply(current, seen, now=now)
+            try:
+                if isinstance(decision, Apply):
+                    self.store.settle(
+                        event.pk,
+                        EventStatus.PROCESSED,
+                        now=now,
+                        note=decision.reason,
+                        payment=decision.payment,
+                        expected_version=current.version if current else None,
+                    )
+                    self._count(event, Outcome.PROCESSED)
+                    return Outcome.PROCESSED
+                if isinstance(decision, Touch):
+                    self.store.settle(
+                        event.pk,
+                        EventStatus.IGNORED,
+                        now=now,
+                        note=decision.reason,
+                        payment=decision.payment,
+                        expected_version=decision.previous.version,
+                    )
+                    self._count(event, Outcome.IGNORED)
+                    return Outcome.IGNORED
+                return self._settle(event, EventStatus.IGNORED, decision.reason)
+            except VersionConflict:
+                continue  # another event of this payment committed first: decide again on its result
+        raise VersionConflict(f"{seen.provider}#{seen.resource_id} kept changing")
+
+    def _settle(self, event: InboxEvent, status: EventStatus, note: str) -> Outcome:
+        self.store.settle(event.pk, status, now=self._now(), note=note)
+        outcome = Outcome(status.value)
+        self._count(event, outcome)
+        return outcome
+
+    def _retry(self, event: InboxEvent, delivery: Delivery, error: str, retry_after: float | None = None) -> Outcome:
+        attempts = self.store.record_attempt(event.pk, error)
+        if attempts >= self.max_attempts:
+            self.store.mark_failed(event.pk, error, now=self._now(), count_attempt=False)
+            self.queue.dead_letter(delivery)
+            self._count(event, Outcome.FAILED)
+            logger.warning("event failed", extra={"pk": event.pk, "attempts": attempts, "error": error})
+            return Outcome.FAILED
+        delay = backoff_seconds(attempts, self.retry_base_seconds)
+        if retry_after:
+            delay = max(delay, min(900, round(retry_after)))
+        self.queue.delay(delivery, delay)
+        logger.info("event retry", extra={"pk": event.pk, "attempts": attempts, "delay_s": delay, "error": error})
+        raise RetryLater(error)
+
+    def _count(self, event: InboxEvent, outcome: Outcome) -> None:
+        metrics.add_metric(f"Events{outcome.value.capitalize()}", "Count", 1)
+        logger.info("event settled", extra={"pk": event.pk, "outcome": outcome.value, "type": event.event_type})
