@@ -65,7 +65,7 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
         if process.poll() is not None:
             raise AssertionError(f"local stack exited early:\n{process.stdout.read() if process.stdout else ''}")
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:  # noqa: S310
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
                 if response.status == 200:
                     return RunningStack(url, env, process)
         except OSError:

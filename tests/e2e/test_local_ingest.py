@@ -15,9 +15,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
