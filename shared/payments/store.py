@@ -143,7 +143,7 @@ class ProcessingStore:
                 TableName=self.inbox_table,
                 Key={"pk": {"S": event_pk}},
                 UpdateExpression=(
-                    f"SET #status = :failed, open_status = :open, last_error = :error, failed_at = :now, "
+                    "SET #status = :failed, open_status = :open, last_error = :error, failed_at = :now, "
                     "attempts = if_not_exists(attempts, :zero) + :increment"
                 ),
                 ConditionExpression="#status = :pending",

@@ -33,6 +33,7 @@ class RunningStack:
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [sys.executable, "-m", "inbox_cli.main", *args],
+            check=False,
             env=self.env,
             cwd=ROOT,
             capture_output=True,
