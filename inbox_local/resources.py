@@ -21,7 +21,7 @@ def inbox_table_spec(name: str) -> dict[str, Any]:
             {
                 "IndexName": index,
                 "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": definitions.INBOX_INDEX_PROJECTION},
             }
             for index, pk, sk in definitions.INBOX_GLOBAL_INDEXES
         ],

@@ -1,0 +1,94 @@
+"""Deploy-time settings read from CDK context, validated before any resource is described.
+
+Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.json):
+
+- ``stack_name``: CloudFormation stack name (default ``WebhookInbox``). Several stacks can live in one account;
+  every named resource (the signing secrets) is prefixed with it.
+- ``retention_days``: how long an inbox item lives before DynamoDB TTL removes it (default
+  ``definitions.DEFAULT_RETENTION_DAYS``; refused below ``definitions.MINIMUM_RETENTION_DAYS``: a week-long
+  gateway outage must stay replayable).
+- ``signature_tolerance_seconds``: accepted clock skew of a signed timestamp (default
+  ``definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS``).
+- ``powertools_layer_version``: version N of the official layer
+  ``arn:aws:lambda:<region>:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:N``. The default is
+  the newest version the Powertools docs listed when this was written; when bumping the Powertools version in
+  uv.lock, bump this to the layer that carries it (the Powertools docs' "Lambda Layer" table, or
+  ``aws lambda get-layer-version-by-arn``), so that the code tested locally is the code that runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Node
+
+from infra import definitions
+
+DEFAULT_STACK_NAME = "WebhookInbox"
+DEFAULT_POWERTOOLS_LAYER_VERSION = 27
+
+POWERTOOLS_LAYER_ACCOUNT = "017000801446"
+POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-arm64"
+
+
+class SettingsError(ValueError):
+    """A context value is missing its mark: synth stops with this message."""
+
+
+def _integer(node: Node, key: str, default: int) -> int:
+    raw: Any = node.try_get_context(key)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):  # bool is an int subclass: `-c retention_days=true` is a mistake, not 1
+        raise SettingsError(f"context value {key!r} must be an integer, got {raw!r}")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"context value {key!r} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class StackSettings:
+    retention_days: int = definitions.DEFAULT_RETENTION_DAYS
+    signature_tolerance_seconds: int = definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
+    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
+
+    def __post_init__(self) -> None:
+        if self.retention_days < definitions.MINIMUM_RETENTION_DAYS:
+            raise SettingsError(
+                f"context value 'retention_days' is {self.retention_days}, but inbox items must be kept at least "
+                f"{definitions.MINIMUM_RETENTION_DAYS} days (definitions.MINIMUM_RETENTION_DAYS) so that a "
+                "week-long gateway outage can still be replayed"
+            )
+        if self.signature_tolerance_seconds <= 0:
+            raise SettingsError(
+                "context value 'signature_tolerance_seconds' must be a positive number of seconds, "
+                f"got {self.signature_tolerance_seconds}"
+            )
+        if self.powertools_layer_version <= 0:
+            raise SettingsError(
+                f"context value 'powertools_layer_version' must be positive, got {self.powertools_layer_version}"
+            )
+
+    @classmethod
+    def from_context(cls, node: Node) -> StackSettings:
+        return cls(
+            retention_days=_integer(node, "retention_days", definitions.DEFAULT_RETENTION_DAYS),
+            signature_tolerance_seconds=_integer(
+                node, "signature_tolerance_seconds", definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
+            ),
+            powertools_layer_version=_integer(node, "powertools_layer_version", DEFAULT_POWERTOOLS_LAYER_VERSION),
+        )
+
+
+def stack_name_from_context(node: Node) -> str:
+    raw: Any = node.try_get_context("stack_name")
+    name = DEFAULT_STACK_NAME if raw is None or raw == "" else str(raw)
+    # CloudFormation's rule for stack names; the name also prefixes the secrets' names.
+    if not (name[:1].isalpha() and len(name) <= 128 and all(c.isalnum() or c == "-" for c in name)):
+        raise SettingsError(
+            f"context value 'stack_name' {name!r} is not a valid CloudFormation stack name "
+            "(a letter, then letters, digits and hyphens, at most 128 characters)"
+        )
+    return name

@@ -1,0 +1,95 @@
+"""The inbox: the DynamoDB table that deduplicates and records every accepted event, and the S3 bucket for
+bodies too large to sit in an item. Key names, indexes and TTL come from infra/definitions.py, the values the
+local runtime builds its moto table from.
+
+Choices:
+- Encryption: the table uses the AWS managed key (``aws/dynamodb``): every use of the key is visible in
+  CloudTrail and nothing has to be granted to each reader (the Pipe, the processor, the sweeper, the CLI). A
+  customer managed key would add a key policy to maintain and kms:Decrypt grants everywhere for no control we
+  need (no cross-account access, no crypto-shredding). The bucket uses SSE-S3 for the same reason.
+- Indexes project ALL attributes (definitions.INBOX_INDEX_PROJECTION explains why).
+- Retention: items expire by TTL after ``retention_days``; large bodies live ``BODY_EXPIRY_MARGIN_DAYS`` longer,
+  because TTL deletes lazily (typically within days of the expiry) and an item must never point at a body
+  that is already gone.
+- Nothing here is deleted with the stack: the table has deletion protection and RETAIN, both buckets RETAIN.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra import definitions
+
+BODY_EXPIRY_MARGIN_DAYS = 7
+NONCURRENT_VERSION_DAYS = 7  # an overwritten or deleted body stays recoverable this long
+ACCESS_LOG_RETENTION_DAYS = 90
+POINT_IN_TIME_RECOVERY_DAYS = 35  # the maximum DynamoDB offers
+
+
+class InboxStorage(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, retention_days: int) -> None:
+        super().__init__(scope, construct_id)
+
+        self.table = dynamodb.Table(
+            self,
+            "InboxTable",
+            partition_key=dynamodb.Attribute(name=definitions.INBOX_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            time_to_live_attribute=definitions.INBOX_TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        projection = dynamodb.ProjectionType(definitions.INBOX_INDEX_PROJECTION)
+        for index_name, partition_key, sort_key in definitions.INBOX_GLOBAL_INDEXES:
+            self.table.add_global_secondary_index(
+                index_name=index_name,
+                partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
+                projection_type=projection,
+            )
+
+        # The destination of the body bucket's server access logs. It is not logged itself (that would only log
+        # log deliveries); cdk-nag's S1 recognises a log destination bucket as compliant.
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogsBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # the only encryption S3 server access logging delivers to
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_RETENTION_DAYS))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.body_bucket = s3.Bucket(
+            self,
+            "BodyBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix="body-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-bodies-after-retention",
+                    expiration=Duration.days(retention_days + BODY_EXPIRY_MARGIN_DAYS),
+                    noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                s3.LifecycleRule(id="remove-expired-delete-markers", expired_object_delete_marker=True),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )

@@ -1,0 +1,1 @@
+"""Infrastructure tests: CDK synth, cdk-nag, cfn-lint and the Lambda packaging."""

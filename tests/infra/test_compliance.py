@@ -1,0 +1,71 @@
+"""cdk-nag (AwsSolutions) finds nothing unacknowledged, every acknowledgement says why, and cfn-lint is clean."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Annotations, Match
+
+from infra.nag import MINIMUM_REASON_LENGTH
+
+from .conftest import Synthesized
+
+# One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+# Every acknowledged finding, reviewed: adding one to the stack means adding it here, with its reason in code.
+EXPECTED_ACKNOWLEDGEMENTS = {
+    ("AwsSolutions-SMG4", "SigningSecrets/StripeSigningSecret/Resource"),
+    ("AwsSolutions-SMG4", "SigningSecrets/StandardSigningSecret/Resource"),
+    ("AwsSolutions-SMG4", "SigningSecrets/AsaasSigningSecret/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "IngestFunction/Ingest/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::<BODY_BUCKET.Arn>/*]", "IngestFunction/Ingest/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "IngestFunction/Ingest/Function/Resource"),
+    ("AwsSolutions-APIG4", "IngestApi/HttpApi/POST--webhooks--{provider}/Resource"),
+    ("AwsSolutions-APIG4", "IngestApi/HttpApi/GET--health/Resource"),
+}
+
+
+def test_cdk_nag_reports_no_unacknowledged_finding(synthesized: Synthesized) -> None:
+    reports = {report["pluginName"]: report for report in synthesized.validation_report["pluginReports"]}
+    assert "AwsSolutions" in reports, "the cdk-nag plugin did not run"
+    for name, report in reports.items():
+        assert report["violations"] == [], f"{name} findings: {report['violations']}"
+        assert report["conclusion"] == "success"
+
+
+def test_cdk_nag_annotations_hold_no_error_or_warning(synthesized: Synthesized) -> None:
+    annotations = Annotations.from_stack(synthesized.stack)
+    assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    assert annotations.find_error("*", Match.any_value()) == []
+    assert annotations.find_warning("*", Match.any_value()) == []
+
+
+def test_every_acknowledgement_is_expected_and_explained(synthesized: Synthesized) -> None:
+    (report,) = [r for r in synthesized.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    stack_name = synthesized.stack.stack_name
+    body_bucket_id = synthesized.stack.get_logical_id(synthesized.stack.storage.body_bucket.node.default_child)  # type: ignore[arg-type]
+    found = set()
+    for suppressed in report["suppressedViolations"]:
+        assert len(suppressed["reason"].strip()) >= MINIMUM_REASON_LENGTH, suppressed
+        for construct in suppressed["violatingConstructs"]:
+            path = construct["constructPath"].removeprefix(f"{stack_name}/")
+            found.add((suppressed["ruleName"].replace(body_bucket_id, "BODY_BUCKET"), path))
+    assert found == EXPECTED_ACKNOWLEDGEMENTS
+
+
+def test_cfn_lint_passes(synthesized: Synthesized) -> None:
+    template = synthesized.assembly_dir / synthesized.stack.template_file
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")  # the venv's console script
+    result = subprocess.run(
+        [str(cfn_lint), "--ignore-checks", "W3005", "--", str(template)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,108 @@
+"""Context values are validated before anything is described; a bad one stops `cdk synth` with a clear message.
+
+Invalid values are refused while the app is built, before any synth (cheap); one test synthesizes a stack with
+non-default values, and one runs app.py the way the CDK CLI runs it (context in CDK_CONTEXT_JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Template
+
+from infra import definitions
+from infra.application import build_app
+from infra.config import SettingsError
+from infra.constructs.inbox_storage import BODY_EXPIRY_MARGIN_DAYS
+
+# One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("retention_days", [definitions.MINIMUM_RETENTION_DAYS - 1, 0, "6"])
+def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
+    with pytest.raises(SettingsError, match=r"retention_days.*at least 7 days"):
+        build_app(context={"retention_days": retention_days})
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("retention_days", "thirty"),
+        ("retention_days", True),
+        ("signature_tolerance_seconds", 0),
+        ("powertools_layer_version", "latest"),
+        ("stack_name", "1-starts-with-a-digit"),
+        ("stack_name", "has_underscore"),
+    ],
+)
+def test_invalid_context_values_fail(key: str, value: object) -> None:
+    with pytest.raises(SettingsError, match=key):
+        build_app(context={key: value})
+
+
+def test_context_values_reach_the_function_and_the_names() -> None:
+    """The one extra synth of the suite: a non-default stack name and settings, end to end."""
+    _app, stack = build_app(
+        context={
+            "stack_name": "InboxStaging",
+            "retention_days": "14",  # as `cdk -c retention_days=14` passes it
+            "signature_tolerance_seconds": 120,
+            "powertools_layer_version": 30,
+        }
+    )
+    assert stack.stack_name == "InboxStaging"
+    template = Template.from_stack(stack).to_json()
+    secret_names = sorted(
+        r["Properties"]["Name"] for r in template["Resources"].values() if r["Type"] == "AWS::SecretsManager::Secret"
+    )
+    assert secret_names == sorted(definitions.secret_name("InboxStaging", p) for p in definitions.PROVIDERS)
+    (function,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables[definitions.ENV_RETENTION_DAYS] == "14"
+    assert variables[definitions.ENV_SIGNATURE_TOLERANCE] == "120"
+    assert variables[definitions.ENV_SECRET_PREFIX] == "InboxStaging/webhook-signing/"
+    assert function["Properties"]["Layers"][0]["Fn::Join"][1][-1].endswith("-python313-arm64:30")
+    (table,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
+    assert table["Properties"]["TimeToLiveSpecification"]["AttributeName"] == definitions.INBOX_TTL_ATTRIBUTE
+    (bucket,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
+    ]
+    expiry = [
+        rule["ExpirationInDays"]
+        for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]
+        if "ExpirationInDays" in rule
+    ]
+    assert expiry == [14 + BODY_EXPIRY_MARGIN_DAYS]
+
+
+def test_app_py_refuses_a_short_retention_with_a_clear_message(tmp_path: Path) -> None:
+    environment = {
+        **os.environ,
+        "CDK_CONTEXT_JSON": json.dumps({"retention_days": "3"}),
+        "CDK_OUTDIR": str(tmp_path),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "retention_days" in result.stderr
+    assert "at least 7 days" in result.stderr
+    assert "Traceback" not in result.stderr  # a message for the operator, not a stack trace
+    assert not (tmp_path / "manifest.json").exists()

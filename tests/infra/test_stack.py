@@ -1,0 +1,283 @@
+"""The synthesized template says what definitions.py says, and grants no more than the ingest needs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra import definitions
+from infra.config import DEFAULT_POWERTOOLS_LAYER_VERSION
+
+from .conftest import Synthesized
+
+# One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+
+def _statements(synthesized: Synthesized) -> list[dict[str, Any]]:
+    """Every statement of the ingest role's policies (inline and attached), with actions as lists."""
+    _function_id, function = synthesized.only("AWS::Lambda::Function")
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements: list[dict[str, Any]] = []
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    for statement in statements:
+        actions = statement["Action"]
+        statement["Action"] = [actions] if isinstance(actions, str) else actions
+    return statements
+
+
+def _actions(synthesized: Synthesized) -> set[str]:
+    return {action for statement in _statements(synthesized) for action in statement["Action"]}
+
+
+# ------------------------------------------------------------------------------------------------- table
+def test_inbox_table_matches_definitions(synthesized: Synthesized) -> None:
+    synthesized.template.resource_count_is("AWS::DynamoDB::Table", 1)
+    synthesized.template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like(
+                {
+                    "KeySchema": [{"AttributeName": definitions.INBOX_PARTITION_KEY, "KeyType": "HASH"}],
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+                    "TimeToLiveSpecification": {"AttributeName": definitions.INBOX_TTL_ATTRIBUTE, "Enabled": True},
+                    "PointInTimeRecoverySpecification": Match.object_like({"PointInTimeRecoveryEnabled": True}),
+                    "SSESpecification": {"SSEEnabled": True},
+                    "DeletionProtectionEnabled": True,
+                }
+            ),
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
+
+
+def test_inbox_indexes_match_definitions(synthesized: Synthesized) -> None:
+    _table_id, table = synthesized.only("AWS::DynamoDB::Table")
+    properties = table["Properties"]
+    indexes = {index["IndexName"]: index for index in properties["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {name for name, _pk, _sk in definitions.INBOX_GLOBAL_INDEXES}
+    for name, partition_key, sort_key in definitions.INBOX_GLOBAL_INDEXES:
+        assert indexes[name]["KeySchema"] == [
+            {"AttributeName": partition_key, "KeyType": "HASH"},
+            {"AttributeName": sort_key, "KeyType": "RANGE"},
+        ]
+        assert indexes[name]["Projection"] == {"ProjectionType": definitions.INBOX_INDEX_PROJECTION}
+    attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+    key_names = {definitions.INBOX_PARTITION_KEY} | {
+        key for _name, pk, sk in definitions.INBOX_GLOBAL_INDEXES for key in (pk, sk)
+    }
+    assert attribute_types == dict.fromkeys(key_names, "S")
+
+
+# ----------------------------------------------------------------------------------------------- buckets
+def test_body_bucket_is_private_encrypted_versioned_logged_and_expires_after_retention(
+    synthesized: Synthesized,
+) -> None:
+    table_retention = synthesized.stack.settings.retention_days
+    body_buckets = {
+        logical_id: bucket
+        for logical_id, bucket in synthesized.resources("AWS::S3::Bucket").items()
+        if "LoggingConfiguration" in bucket["Properties"]
+    }
+    assert len(body_buckets) == 1
+    bucket = next(iter(body_buckets.values()))["Properties"]
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert bucket["PublicAccessBlockConfiguration"] == dict.fromkeys(
+        ["BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"], True
+    )
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    expiry = [
+        rule["ExpirationInDays"] for rule in bucket["LifecycleConfiguration"]["Rules"] if "ExpirationInDays" in rule
+    ]
+    assert len(expiry) == 1
+    assert expiry[0] > table_retention  # a body outlives the item that points at it
+
+
+def test_every_bucket_refuses_plain_http(synthesized: Synthesized) -> None:
+    buckets = synthesized.resources("AWS::S3::Bucket")
+    policies = synthesized.resources("AWS::S3::BucketPolicy").values()
+    for logical_id in buckets:
+        policy = next(p for p in policies if p["Properties"]["Bucket"] == {"Ref": logical_id})
+        assert any(
+            statement["Effect"] == "Deny"
+            and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        ), f"{logical_id} accepts plain HTTP"
+
+
+# ----------------------------------------------------------------------------------------------- secrets
+def test_one_signing_secret_per_provider(synthesized: Synthesized) -> None:
+    secrets = synthesized.resources("AWS::SecretsManager::Secret").values()
+    stack_name = synthesized.stack.stack_name
+    assert sorted(s["Properties"]["Name"] for s in secrets) == sorted(
+        definitions.secret_name(stack_name, provider) for provider in definitions.PROVIDERS
+    )
+    for secret in secrets:
+        generated = secret["Properties"]["GenerateSecretString"]
+        assert generated["GenerateStringKey"] == "current"
+        assert json.loads(generated["SecretStringTemplate"]) == {"previous": ""}
+
+
+# ------------------------------------------------------------------------------------------------ lambda
+def test_ingest_function_runtime_architecture_and_observability(synthesized: Synthesized) -> None:
+    _function_id, function = synthesized.only("AWS::Lambda::Function")
+    properties = function["Properties"]
+    assert properties["Runtime"] == "python3.13"
+    assert properties["Architectures"] == ["arm64"]
+    assert properties["Handler"] == "handler.lambda_handler"
+    assert properties["MemorySize"] == definitions.INGEST_MEMORY_MB
+    assert properties["Timeout"] == definitions.INGEST_TIMEOUT_SECONDS
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+    log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
+    assert synthesized.template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_ingest_function_uses_the_official_powertools_layer(synthesized: Synthesized) -> None:
+    _function_id, function = synthesized.only("AWS::Lambda::Function")
+    (layer,) = function["Properties"]["Layers"]
+    joined = "".join(part if isinstance(part, str) else json.dumps(part) for part in layer["Fn::Join"][1])
+    assert joined == (
+        'arn:aws:lambda:{"Ref": "AWS::Region"}:017000801446:layer:'
+        f"AWSLambdaPowertoolsPythonV3-python313-arm64:{DEFAULT_POWERTOOLS_LAYER_VERSION}"
+    )
+
+
+def test_ingest_function_environment(synthesized: Synthesized) -> None:
+    _function_id, function = synthesized.only("AWS::Lambda::Function")
+    variables = function["Properties"]["Environment"]["Variables"]
+    table_id, _table = synthesized.only("AWS::DynamoDB::Table")
+    assert variables == {
+        "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
+        definitions.ENV_INBOX_TABLE: {"Ref": table_id},
+        definitions.ENV_BODY_BUCKET: variables[definitions.ENV_BODY_BUCKET],
+        definitions.ENV_SECRET_PREFIX: definitions.secret_prefix(synthesized.stack.stack_name),
+        definitions.ENV_SIGNATURE_TOLERANCE: str(definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
+        definitions.ENV_RETENTION_DAYS: str(definitions.DEFAULT_RETENTION_DAYS),
+    }
+    bucket_ref = variables[definitions.ENV_BODY_BUCKET]["Ref"]
+    assert "LoggingConfiguration" in synthesized.template_json["Resources"][bucket_ref]["Properties"]
+
+
+# ------------------------------------------------------------------------------------------------- IAM
+def test_ingest_role_has_no_managed_policy(synthesized: Synthesized) -> None:
+    _function_id, function = synthesized.only("AWS::Lambda::Function")
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    role = synthesized.template_json["Resources"][role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role
+
+
+def test_ingest_role_is_least_privilege(synthesized: Synthesized) -> None:
+    assert _actions(synthesized) == {
+        "dynamodb:PutItem",
+        "s3:PutObject",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+
+
+@pytest.mark.parametrize(
+    "forbidden",
+    [
+        "dynamodb:DeleteItem",
+        "dynamodb:Scan",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "dynamodb:BatchWriteItem",
+        "s3:GetObject",
+        "s3:DeleteObject",
+        "secretsmanager:PutSecretValue",
+    ],
+)
+def test_ingest_role_cannot(synthesized: Synthesized, forbidden: str) -> None:
+    service = forbidden.split(":", maxsplit=1)[0]
+    actions = _actions(synthesized)
+    assert forbidden not in actions
+    assert f"{service}:*" not in actions
+
+
+def test_put_item_is_granted_on_the_table_only_not_its_indexes(synthesized: Synthesized) -> None:
+    table_id, _table = synthesized.only("AWS::DynamoDB::Table")
+    (statement,) = [s for s in _statements(synthesized) if "dynamodb:PutItem" in s["Action"]]
+    assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+
+
+def test_secret_read_is_granted_on_the_signing_secrets_only(synthesized: Synthesized) -> None:
+    secret_ids = set(synthesized.resources("AWS::SecretsManager::Secret"))
+    (statement,) = [s for s in _statements(synthesized) if "secretsmanager:GetSecretValue" in s["Action"]]
+    assert {resource["Ref"] for resource in statement["Resource"]} == secret_ids
+
+
+def test_only_xray_is_granted_on_every_resource(synthesized: Synthesized) -> None:
+    wildcard = [s for s in _statements(synthesized) if s["Resource"] == "*"]
+    assert {action for s in wildcard for action in s["Action"]} == {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+
+
+# ------------------------------------------------------------------------------------------------- API
+def test_http_api_routes_go_to_the_ingest_function(synthesized: Synthesized) -> None:
+    routes = synthesized.resources("AWS::ApiGatewayV2::Route").values()
+    assert sorted(route["Properties"]["RouteKey"] for route in routes) == sorted(
+        [f"POST {definitions.WEBHOOK_ROUTE}", f"GET {definitions.HEALTH_ROUTE}"]
+    )
+    function_id, _function = synthesized.only("AWS::Lambda::Function")
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGatewayV2::Integration",
+        {
+            "IntegrationType": "AWS_PROXY",
+            "PayloadFormatVersion": "2.0",
+            "IntegrationUri": {"Fn::GetAtt": [function_id, "Arn"]},
+        },
+    )
+    # API Gateway may invoke the function for exactly these two routes.
+    permissions = synthesized.resources("AWS::Lambda::Permission").values()
+    assert len(permissions) == 2
+    for permission in permissions:
+        assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+        assert permission["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
+
+
+def test_default_stage_throttles_and_logs_access_as_json(synthesized: Synthesized) -> None:
+    _stage_id, stage = synthesized.only("AWS::ApiGatewayV2::Stage")
+    properties = stage["Properties"]
+    assert properties["StageName"] == "$default"
+    assert properties["AutoDeploy"] is True
+    assert properties["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": definitions.API_THROTTLE_RATE_LIMIT,
+        "ThrottlingBurstLimit": definitions.API_THROTTLE_BURST_LIMIT,
+    }
+    access_log = properties["AccessLogSettings"]
+    log_group_id = access_log["DestinationArn"]["Fn::GetAtt"][0]
+    assert synthesized.template_json["Resources"][log_group_id]["Type"] == "AWS::Logs::LogGroup"
+    fields = json.loads(access_log["Format"])
+    assert {"requestId", "ip", "routeKey", "status", "responseLength", "integrationError"} <= set(fields)
+    assert all(value.startswith("$context.") for value in fields.values())
+    forbidden = ("body", "header", "authorizer")
+    assert not [value for value in fields.values() if any(word in value.lower() for word in forbidden)]
+
+
+def test_outputs(synthesized: Synthesized) -> None:
+    outputs = synthesized.template_json["Outputs"]
+    assert {
+        definitions.OUTPUT_API_URL,
+        definitions.OUTPUT_INBOX_TABLE,
+        definitions.OUTPUT_BODY_BUCKET,
+        definitions.OUTPUT_SECRET_PREFIX,
+        definitions.OUTPUT_INGEST_FUNCTION,
+    } <= set(outputs)
+    assert outputs[definitions.OUTPUT_SECRET_PREFIX]["Value"] == definitions.secret_prefix(synthesized.stack.stack_name)
