@@ -14,6 +14,7 @@ import click
 from inbox_cli.target import Target, resolve
 from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
+from shared.payments.store import ProcessingStore
 from shared.providers import get_driver, provider_names
 
 
@@ -162,8 +163,109 @@ def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) 
     click.echo(_json_default(body) if isinstance(body, bytes) else body)
 
 
+# -------------------------------------------------------------------------------------------------- payments
+
+
+@cli.group()
+def payments() -> None:
+    """Read the payment projection."""
+
+
+@payments.command("show")
+@click.argument("provider")
+@click.argument("resource_id")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: bool) -> None:
+    """Show one payment as the processor last applied it."""
+    target = _target(ctx)
+    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(f"{provider}#{resource_id}")
+    if stored is None:
+        click.echo(f"no payment {provider}#{resource_id}", err=True)
+        raise SystemExit(1)
+    document = stored.to_item()
+    if as_json:
+        _echo_json(document)
+        return
+    for name in sorted(document):
+        click.echo(f"{name:>16}: {document[name]}")
+
+
+# -------------------------------------------------------------------------------------------------- simulate
+
+
+@cli.command()
+@click.option("--payments", "payment_count", default=50, show_default=True, help="How many payments to drive.")
+@click.option("--provider", "providers", multiple=True, type=click.Choice(["stripe", "asaas"]), help="Repeatable.")
+@click.option("--seed", default=7, show_default=True, help="Same seed, same schedule.")
+@click.option("--duplicates", default=0.3, show_default=True, help="Share of webhooks delivered more than once.")
+@click.option("--concurrent-duplicates", default=0.1, show_default=True, help="Share sent twice at the same instant.")
+@click.option("--max-delay", default=2, show_default=True, help="How many gateway steps late a webhook may arrive.")
+@click.option("--concurrency", default=8, show_default=True, help="Parallel deliveries.")
+@click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for every event to settle.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+@click.pass_context
+def simulate(
+    ctx: click.Context,
+    payment_count: int,
+    providers: tuple[str, ...],
+    seed: int,
+    duplicates: float,
+    concurrent_duplicates: float,
+    max_delay: int,
+    concurrency: int,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
+    from dataclasses import asdict  # noqa: PLC0415
+
+    from inbox_cli.simulate import Simulation, SimulationOptions, SimulatorAdmin, render_report  # noqa: PLC0415
+    from inbox_local.config import LocalEndpoints  # noqa: PLC0415
+
+    target = _target(ctx)
+    if not target.local:
+        raise click.UsageError("simulate drives the local gateway simulator: run it against `make run`")
+    options = SimulationOptions(
+        payments=payment_count,
+        providers=providers or ("stripe", "asaas"),
+        seed=seed,
+        duplicate_rate=duplicates,
+        concurrent_duplicate_rate=concurrent_duplicates,
+        max_delay_rounds=max_delay,
+        concurrency=concurrency,
+        settle_timeout_seconds=timeout,
+    )
+    simulation = Simulation(
+        options,
+        api_url=target.api_url,
+        admin=SimulatorAdmin(LocalEndpoints.from_environ().gateway_url),
+        inbox=InboxStore(target.inbox_table, target.body_bucket),
+        payments=ProcessingStore(target.inbox_table, target.payments_table),
+        secret_for=target.signing_secret,
+    )
+    report = simulation.run()
+    if as_json:
+        _echo_json({**asdict(report), "ok": report.ok})
+    else:
+        click.echo(render_report(report))
+    if not report.ok:
+        raise SystemExit(1)
+
+
 def main() -> None:
-    cli()
+    from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415
+
+    try:
+        cli()
+    except (urllib.error.URLError, EndpointConnectionError, ConnectionError) as error:
+        reason = getattr(error, "reason", error)
+        click.echo(
+            f"error: cannot reach the stack ({reason}). Is the local stack running (`make run`), "
+            "on the same INBOX_PORT?",
+            err=True,
+        )
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

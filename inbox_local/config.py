@@ -29,6 +29,7 @@ class LocalEndpoints:
     host: str
     port: int
     aws_port: int
+    gateway_port: int
 
     @property
     def api_url(self) -> str:
@@ -38,6 +39,10 @@ class LocalEndpoints:
     def aws_url(self) -> str:
         return f"http://{self.host}:{self.aws_port}"
 
+    @property
+    def gateway_url(self) -> str:
+        return f"http://{self.host}:{self.gateway_port}"
+
     @classmethod
     def from_environ(cls) -> LocalEndpoints:
         port = int(os.environ.get("INBOX_PORT", "8787"))
@@ -45,6 +50,7 @@ class LocalEndpoints:
             host=os.environ.get("INBOX_HOST", "127.0.0.1"),
             port=port,
             aws_port=int(os.environ.get("INBOX_AWS_PORT", str(port + 1))),
+            gateway_port=int(os.environ.get("INBOX_GATEWAY_PORT", str(port + 2))),
         )
 
 

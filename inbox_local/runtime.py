@@ -14,8 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
+from inbox_local.embedded_aws import EmbeddedAws
+from inbox_local.gateway_simulator import GatewaySimulator
+from inbox_local.pipe import StreamPipe
+from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
 from inbox_local.server import ApiServer
+from infra import definitions
+
+# Locally, retries back off from 1 s instead of 5 s so that a demo recovers while you watch.
+LOCAL_RETRY_BASE_SECONDS = "1"
+LOCAL_PROCESSOR_CONCURRENCY = 4
 
 
 @dataclass
@@ -24,14 +33,15 @@ class LocalStack:
     names: LocalNames = field(default_factory=LocalNames)
     access_log: bool = True
     resources: dict[str, str] = field(default_factory=dict)
-    _moto: Any = None
+    _moto: EmbeddedAws | None = None
     _api: ApiServer | None = None
+    simulator: GatewaySimulator | None = None
+    pipe: StreamPipe | None = None
+    queue_mapping: QueueMapping | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer  # noqa: PLC0415 - only the local stack needs moto
-
         os.environ.update(aws_environment(self.endpoints))
         os.environ.update(function_environment(self.names))
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -40,14 +50,39 @@ class LocalStack:
             os.environ.setdefault(f"INBOX_SECRET_{provider.upper()}", signing_secret(provider))
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
-        self._moto = ThreadedMotoServer(ip_address=self.endpoints.host, port=self.endpoints.aws_port, verbose=False)
+        self._moto = EmbeddedAws(self.endpoints.host, self.endpoints.aws_port)
         self._moto.start()
 
         import boto3  # noqa: PLC0415
 
-        self.resources = provision(boto3.session.Session(), self.names)
+        session = boto3.session.Session()
+        self.resources = provision(session, self.names)
+        os.environ[definitions.ENV_QUEUE_URL] = self.resources["queue_url"]
+        os.environ[definitions.ENV_DLQ_URL] = self.resources["dead_letter_url"]
+        os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)
+        os.environ.setdefault(definitions.ENV_MAX_ATTEMPTS, str(definitions.MAX_PROCESSING_ATTEMPTS))
+
+        # The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<PROVIDER> points elsewhere.
+        self.simulator = GatewaySimulator(self.endpoints.gateway_port, host=self.endpoints.host).start()
+        for name, value in self.simulator.environment().items():
+            os.environ.setdefault(name, value)
 
         from functions.ingest.handler import lambda_handler as ingest_handler  # noqa: PLC0415
+        from functions.process.handler import lambda_handler as process_handler  # noqa: PLC0415
+
+        self.pipe = StreamPipe(session, self.resources["stream_arn"], self.resources["queue_url"])
+        self.queue_mapping = QueueMapping(
+            session,
+            self.resources["queue_url"],
+            process_handler,
+            batch_size=definitions.PROCESSOR_BATCH_SIZE,
+            concurrency=LOCAL_PROCESSOR_CONCURRENCY,
+        )
+        self._spawn("pipe", lambda: self.pipe.run(self._stopping) if self.pipe else None)
+        for worker in range(LOCAL_PROCESSOR_CONCURRENCY):
+            self._spawn(
+                f"processor-{worker}", lambda: self.queue_mapping.run(self._stopping) if self.queue_mapping else None
+            )
 
         self._api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
         self._spawn("api", self._api.serve_forever)
@@ -64,6 +99,8 @@ class LocalStack:
             self._api.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.simulator is not None:
+            self.simulator.stop()
         if self._moto is not None:
             self._moto.stop()
 
@@ -79,6 +116,7 @@ class LocalStack:
         return f"""Webhook Inbox local stack is up.
   API:           {url}   (POST {url}/webhooks/{{provider}}, GET {url}/health)
   Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
+  Gateway sim:   {self.endpoints.gateway_url}   (Stripe and Asaas REST shapes; the processor refetches here)
 
 Signing secrets in use (development values unless you set them):
 {secrets}

@@ -32,7 +32,7 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
         app,
         stack_name,
         stack_name=stack_name,
-        description="Webhook Inbox: verified, deduplicated payment-gateway webhooks (ingest)",
+        description="Webhook Inbox: verified, deduplicated payment-gateway webhooks, applied in order and once",
     )
     Tags.of(stack).add("service", definitions.SERVICE_NAME)
     # cdk-nag 3: a validation plugin. Any unacknowledged finding fails the synth, and the cloud assembly's

@@ -66,14 +66,31 @@ PIPE_MESSAGE_GROUP_ID_PATH: Final = "$.dynamodb.NewImage.group_id.S"
 # re-dispatch, while a retried delivery of the same stream record still deduplicates.
 PIPE_DEDUPLICATION_ID_PATH: Final = "$.dynamodb.NewImage.dispatch_id.S"
 # The message body: just enough to load the item; the item itself stays the truth.
+# Pipes substitutes values as they are: a string placeholder is written inside quotes (AWS: "put quotes around
+# variables that reference JSON path parameters, not around JSON objects or arrays").
 PIPE_INPUT_TEMPLATE: Final = (
-    '{"pk": <$.dynamodb.Keys.pk.S>, "dispatch_id": <$.dynamodb.NewImage.dispatch_id.S>, '
-    '"dispatch_reason": <$.dynamodb.NewImage.dispatch_reason.S>}'
+    '{"pk": "<$.dynamodb.Keys.pk.S>", "dispatch_id": "<$.dynamodb.NewImage.dispatch_id.S>", '
+    '"dispatch_reason": "<$.dynamodb.NewImage.dispatch_reason.S>"}'
 )
 PIPE_BATCH_SIZE: Final = 10
+# Where a newly created Pipe starts reading the stream. TRIM_HORIZON: the oldest record still in the stream (24 h),
+# so events accepted before the Pipe existed (first deploy) or while it was being replaced (StartingPosition and
+# Source are create-only: a change replaces the Pipe) are dispatched, not stranded until the sweeper finds them.
+# Re-reading records already dispatched is harmless: the processor skips items that are no longer pending.
+PIPE_STARTING_POSITION: Final = "TRIM_HORIZON"
+# A record the Pipe cannot deliver (say, an item written without a group id) is retried this often, bisecting the
+# batch to isolate it, then handed to the Pipe's dead-letter queue so it stops blocking its shard. Nothing is lost:
+# the item itself is still pending in the inbox, and the sweeper re-dispatches stale pending events.
+PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 10
 
 # -------------------------------------------------------------------------------------------------- queue
-QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 60
+# AWS's guidance for a queue feeding a Lambda event source mapping: a visibility timeout of at least six times the
+# function's timeout, so a batch the service retries (throttling, a crashed invocation) never becomes visible to a
+# second poller while the first is still at work. 6 x PROCESSOR_TIMEOUT_SECONDS (30 s) = 180 s. (It was 60 s.)
+# The processor's own retries do not wait for it: they set the failed message's visibility to the backoff. But
+# the later messages of that payment in the same batch, returned unprocessed (skip_group_on_error), come back
+# only after this timeout, and their FIFO group waits for them.
+QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 180
 # A safety net only: the processor counts attempts on the item and dead-letters exhausted events itself, so
 # that a delay while a gateway's circuit is open (many receives, no attempt spent) never dead-letters an event.
 QUEUE_MAX_RECEIVE_COUNT: Final = 100
@@ -81,6 +98,7 @@ QUEUE_RETENTION_DAYS: Final = 14
 PROCESSOR_BATCH_SIZE: Final = 10
 PROCESSOR_MAX_CONCURRENCY: Final = 10
 PROCESSOR_TIMEOUT_SECONDS: Final = 30
+PROCESSOR_MEMORY_MB: Final = 512
 
 # ---------------------------------------------------------------------------------------------- ingest API
 WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
@@ -99,6 +117,9 @@ INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
 
 # Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
 PROVIDERS: Final = ("stripe", "standard", "asaas")
+# Providers with a payment API the processor refetches from (one gateway API-key secret each). `standard` is a
+# signing scheme, not a gateway: it has no API, and its events are ordered by `occurred_at` instead.
+REFETCH_PROVIDERS: Final = ("stripe", "asaas")
 
 
 def secret_name(stack_name: str, provider: str) -> str:
@@ -113,6 +134,11 @@ def secret_prefix(stack_name: str) -> str:
 def api_key_secret_prefix(stack_name: str) -> str:
     """Secrets Manager name prefix of the gateways' API keys used by the processor's refetch."""
     return f"{stack_name}/gateway-api/"
+
+
+def api_key_secret_name(stack_name: str, provider: str) -> str:
+    """Name of the Secrets Manager secret holding a provider's API key (a plain string, not JSON)."""
+    return f"{api_key_secret_prefix(stack_name)}{provider}"
 
 
 # ------------------------------------------------------------------------------------------- control table
@@ -141,6 +167,12 @@ OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
 OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
 OUTPUT_SECRET_PREFIX: Final = "SigningSecretPrefix"
 OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
+OUTPUT_CONTROL_TABLE: Final = "ControlTableName"
+OUTPUT_QUEUE_URL: Final = "DispatchQueueUrl"
+OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
+OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
+OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
+OUTPUT_API_KEY_SECRET_PREFIX: Final = "GatewayApiKeySecretPrefix"
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event

@@ -9,9 +9,14 @@ from constructs import Construct
 
 from infra import definitions
 from infra.config import StackSettings
+from infra.constructs.dispatch_pipe import DispatchPipe
+from infra.constructs.dispatch_queue import DispatchQueue
+from infra.constructs.gateway_api_keys import GatewayApiKeys
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.ingest_api import IngestApi
 from infra.constructs.ingest_function import IngestFunction
+from infra.constructs.payments_storage import PaymentsStorage
+from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.signing_secrets import SigningSecrets
 
 
@@ -22,12 +27,28 @@ class WebhookInboxStack(Stack):
         settings = StackSettings.from_context(self.node)
         self.settings = settings
 
+        # Ingest: gateway -> API -> verified, deduplicated inbox item.
         self.storage = InboxStorage(self, "InboxStorage", retention_days=settings.retention_days)
         self.signing_secrets = SigningSecrets(self, "SigningSecrets", stack_name=self.stack_name)
         self.ingest = IngestFunction(
             self, "IngestFunction", storage=self.storage, secrets=self.signing_secrets, settings=settings
         )
         self.api = IngestApi(self, "IngestApi", handler=self.ingest.function)
+
+        # Dispatch and processing: inbox stream -> Pipe -> SQS FIFO (one group per payment) -> processor.
+        self.payments = PaymentsStorage(self, "PaymentsStorage")
+        self.queues = DispatchQueue(self, "DispatchQueue")
+        self.pipe = DispatchPipe(self, "DispatchPipe", table=self.storage.table, queue=self.queues.queue)
+        self.api_keys = GatewayApiKeys(self, "GatewayApiKeys", stack_name=self.stack_name)
+        self.processor = ProcessorFunction(
+            self,
+            "ProcessorFunction",
+            inbox=self.storage,
+            payments=self.payments,
+            queues=self.queues,
+            api_keys=self.api_keys,
+            settings=settings,
+        )
 
         outputs = {
             definitions.OUTPUT_API_URL: (self.api.url, "Base URL; gateways POST to <url>webhooks/<provider>"),
@@ -38,6 +59,25 @@ class WebhookInboxStack(Stack):
                 "Secrets Manager name prefix of the signing secrets (<prefix><provider>)",
             ),
             definitions.OUTPUT_INGEST_FUNCTION: (self.ingest.function.function_name, "Ingest Lambda"),
+            definitions.OUTPUT_PAYMENTS_TABLE: (self.payments.payments_table.table_name, "Payments DynamoDB table"),
+            definitions.OUTPUT_CONTROL_TABLE: (
+                self.payments.control_table.table_name,
+                "Control DynamoDB table (the gateways' circuit breakers)",
+            ),
+            definitions.OUTPUT_QUEUE_URL: (self.queues.queue.queue_url, "Dispatch queue (SQS FIFO)"),
+            definitions.OUTPUT_DEAD_LETTER_QUEUE_URL: (
+                self.queues.dead_letter_queue.queue_url,
+                "Dead-letter queue of events the processor gave up on",
+            ),
+            definitions.OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: (
+                self.pipe.dead_letter_queue.queue_url,
+                "Dead-letter queue of stream records the Pipe could not deliver",
+            ),
+            definitions.OUTPUT_PROCESSOR_FUNCTION: (self.processor.function.function_name, "Processor Lambda"),
+            definitions.OUTPUT_API_KEY_SECRET_PREFIX: (
+                self.api_keys.prefix,
+                "Secrets Manager name prefix of the gateways' API keys (<prefix><provider>)",
+            ),
         }
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
-from shared.observability import logger, metrics
+from shared.observability import count_for_provider, logger
 from shared.providers import (
     PayloadInvalid,
     ProviderDriver,
@@ -129,6 +129,7 @@ _METRIC_BY_OUTCOME = {
     "stored_unparseable": "EventsUnparseable",
     "duplicate": "DuplicatesAbsorbed",
     "signature_rejected": "SignaturesRejected",
+    "unavailable": "StorageFailures",
 }
 
 
@@ -195,9 +196,9 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         duration_ms=round((time.perf_counter() - started) * 1000, 2),
         **result.extra,
     )
-    if result.outcome in _METRIC_BY_OUTCOME or result.outcome == "unavailable":
-        metrics.add_dimension("provider", provider if result.outcome != "unknown_provider" else "unknown")
-        metrics.add_metric(_METRIC_BY_OUTCOME.get(result.outcome, "StorageFailures"), "Count", 1)
+    metric = _METRIC_BY_OUTCOME.get(result.outcome)
+    if metric:
+        count_for_provider(metric, provider)
     (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
     return _json_response(result.status_code, result.body)
 

@@ -37,12 +37,3 @@ def _fresh_clients() -> Iterator[None]:
     yield
     aws.reset_clients()
     default_ingest_service.cache_clear()
-
-
-@pytest.fixture(autouse=True)
-def _clear_metrics() -> Iterator[None]:
-    from shared.observability import metrics
-
-    yield
-    metrics.clear_metrics()
-    metrics.clear_default_dimensions()

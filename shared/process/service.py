@@ -19,7 +19,7 @@ from typing import Protocol
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.model import EventStatus, iso_utc
-from shared.observability import logger, metrics
+from shared.observability import count_for_provider, logger
 from shared.payments.store import EventAlreadySettled, ProcessingStore, TransientStoreError, VersionConflict
 from shared.process.decide import Apply, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
@@ -66,6 +66,8 @@ class Delivery:
 
 class RetryQueue(Protocol):
     def delay(self, delivery: Delivery, seconds: int) -> None: ...
+
+    def release(self, receipt_handle: str) -> None: ...
 
     def dead_letter(self, delivery: Delivery) -> None: ...
 
@@ -199,5 +201,5 @@ class EventProcessor:
         raise RetryLater(error)
 
     def _count(self, event: InboxEvent, outcome: Outcome) -> None:
-        metrics.add_metric(f"Events{outcome.value.capitalize()}", "Count", 1)
+        count_for_provider(f"Events{outcome.value.capitalize()}", event.provider)
         logger.info("event settled", extra={"pk": event.pk, "outcome": outcome.value, "type": event.event_type})

@@ -46,10 +46,15 @@ class RunningStack:
 
 
 def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
-    port, aws_port = free_port(), free_port()
+    port, aws_port, gateway_port = free_port(), free_port(), free_port()
     env = (
         {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "INBOX_SECRET_"))}
-        | {"INBOX_PORT": str(port), "INBOX_AWS_PORT": str(aws_port), "PYTHONUNBUFFERED": "1"}
+        | {
+            "INBOX_PORT": str(port),
+            "INBOX_AWS_PORT": str(aws_port),
+            "INBOX_GATEWAY_PORT": str(gateway_port),
+            "PYTHONUNBUFFERED": "1",
+        }
         | (extra_env or {})
     )
     process = subprocess.Popen(

@@ -14,8 +14,9 @@ import pytest
 # Before aws_cdk is imported: jsii reads it when it starts (Node 20 works; the warning is noise).
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from aws_cdk import App
+from aws_cdk import App, CfnElement
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from infra.application import build_app
 from infra.stack import WebhookInboxStack
@@ -45,6 +46,37 @@ class Synthesized:
         found = self.resources(resource_type)
         assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
         return next(iter(found.items()))
+
+    def logical_id(self, construct: IConstruct) -> str:
+        """The logical id of an L2 construct's resource (its default child) or of an L1 resource."""
+        element = construct if isinstance(construct, CfnElement) else construct.node.default_child
+        assert isinstance(element, CfnElement), f"{construct.node.path} has no CloudFormation resource"
+        return self.stack.get_logical_id(element)
+
+    def resource(self, construct: IConstruct) -> tuple[str, dict[str, Any]]:
+        """(logical id, template resource) of a construct of the stack."""
+        logical_id = self.logical_id(construct)
+        return logical_id, self.template_json["Resources"][logical_id]
+
+    def role_statements(self, role: IConstruct) -> list[dict[str, Any]]:
+        """Every statement of a role's policies, with actions as lists."""
+        role_id = self.logical_id(role)
+        statements: list[dict[str, Any]] = []
+        for policy in self.resources("AWS::IAM::Policy").values():
+            if {"Ref": role_id} in policy["Properties"]["Roles"]:
+                statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+        normalized = []
+        for statement in statements:
+            actions = statement["Action"]
+            resources = statement["Resource"]
+            normalized.append(
+                {
+                    **statement,
+                    "Action": [actions] if isinstance(actions, str) else list(actions),
+                    "Resource": resources if isinstance(resources, list) else [resources],
+                }
+            )
+        return normalized
 
 
 @pytest.fixture(scope="session")

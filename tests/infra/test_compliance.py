@@ -26,6 +26,12 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     ("AwsSolutions-L1", "IngestFunction/Ingest/Function/Resource"),
     ("AwsSolutions-APIG4", "IngestApi/HttpApi/POST--webhooks--{provider}/Resource"),
     ("AwsSolutions-APIG4", "IngestApi/HttpApi/GET--health/Resource"),
+    # dispatch and processing
+    ("AwsSolutions-SMG4", "GatewayApiKeys/StripeApiKey/Resource"),
+    ("AwsSolutions-SMG4", "GatewayApiKeys/AsaasApiKey/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "ProcessorFunction/Processor/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "ProcessorFunction/Processor/Function/Resource"),
+    ("AwsSolutions-SQS3", "DispatchPipe/DeadLetterQueue/Resource"),
 }
 
 

@@ -1,5 +1,6 @@
-"""The synthesized ingest asset runs as Lambda would run it: in a clean interpreter whose only code is the
-asset (/var/task), the Powertools layer (/opt/python) and the runtime's boto3 - nothing from the dev venv.
+"""The synthesized function assets (ingest, process) run as Lambda would run them: in a clean interpreter whose
+only code is the asset (/var/task), the Powertools layer (/opt/python) and the runtime's boto3 - nothing from the
+dev venv.
 
 The "layer" holds aws-lambda-powertools and pydantic, the "runtime" boto3, at the versions the venv resolved
 (uv.lock), installed with uv into build/lambda-layer-cache/<hash of the versions>/ once and reused. A module
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from constructs import IConstruct
+
+from infra import definitions
 
 from .conftest import Synthesized
 
@@ -36,12 +40,15 @@ CACHE_ROOT = REPO_ROOT / "build" / "lambda-layer-cache"
 LAYER_PACKAGES = ("aws-lambda-powertools", "pydantic")  # what the official Powertools layer carries for us
 RUNTIME_PACKAGES = ("boto3",)  # what the Lambda Python runtime carries
 
-LAMBDA_ENVIRONMENT = {
+RUNTIME_ENVIRONMENT = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
+}
+LAMBDA_ENVIRONMENT = {
+    **RUNTIME_ENVIRONMENT,
     "AWS_LAMBDA_FUNCTION_NAME": "ingest",
     "INBOX_TABLE": "x",
     "INBOX_BODY_BUCKET": "x",
@@ -89,7 +96,9 @@ def _lambda_dependencies() -> tuple[Path, Path]:
     return cached / "layer", cached / "runtime"
 
 
-# Runs inside the isolated interpreter: argv[1] is a JSON list of sys.path entries, argv[2] the events.
+# Runs inside the isolated interpreter: argv[1] is a JSON list of sys.path entries, argv[2] the events, argv[3] a
+# JSON list of "module:callable" probes, called without arguments after the events; each reports its result, or
+# the name of its result's type when that is not JSON.
 RUNNER = textwrap.dedent(
     """
     import json, sys
@@ -97,13 +106,16 @@ RUNNER = textwrap.dedent(
     for entry in sys.path[3:]:
         assert "site-packages" not in entry and "dist-packages" not in entry, f"leaked path {entry}"
 
+    import importlib, os
+    name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+
     class Context:
-        function_name = "ingest"
+        function_name = name
         function_version = "$LATEST"
         memory_limit_in_mb = 512
-        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:ingest"
+        invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
         aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
-        log_group_name = "/aws/lambda/ingest"
+        log_group_name = f"/aws/lambda/{name}"
         log_stream_name = "2024/01/01/[$LATEST]abcdef"
         def get_remaining_time_in_millis(self):
             return 10_000
@@ -112,7 +124,18 @@ RUNNER = textwrap.dedent(
     import aws_lambda_powertools, boto3, pydantic
     origins = {m.__name__: m.__file__ for m in (handler, aws_lambda_powertools, boto3, pydantic)}
     results = [handler.lambda_handler(event, Context()) for event in json.loads(sys.argv[2])]
-    print(json.dumps({"origins": origins, "results": results}))
+    probes = {}
+    for probe in json.loads(sys.argv[3]):
+        module, attributes = probe.split(":")
+        target = importlib.import_module(module)
+        for attribute in attributes.split("."):
+            target = getattr(target, attribute)
+        value = target()
+        try:
+            probes[probe] = json.loads(json.dumps(value))
+        except TypeError:
+            probes[probe] = type(value).__name__
+    print(json.dumps({"origins": origins, "results": results, "probes": probes}))
     """
 )
 
@@ -164,18 +187,52 @@ def _http_api_event(
     return event
 
 
-def _ingest_asset(synthesized: Synthesized) -> Path:
-    """The folder CDK zips and uploads for the ingest function, found through the template's S3 key."""
-    _function_id, function = synthesized.only("AWS::Lambda::Function")
-    asset_hash = function["Properties"]["Code"]["S3Key"].removesuffix(".zip")
+def _asset(synthesized: Synthesized, function: IConstruct) -> Path:
+    """The folder CDK zips and uploads for a function, found through the template's S3 key."""
+    _function_id, resource = synthesized.resource(function)
+    asset_hash = resource["Properties"]["Code"]["S3Key"].removesuffix(".zip")
     asset = synthesized.assembly_dir / f"asset.{asset_hash}"
     assert (asset / "handler.py").is_file(), f"{asset} holds no handler.py"
     return asset
 
 
-def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
-    asset = _ingest_asset(synthesized)
+def _run_in_lambda_like_interpreter(
+    asset: Path, environment: dict[str, str], events: list[dict[str, Any]], probes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Run the asset's handler on `events` (then the probes) in the isolated interpreter; check where each
+    module came from; return the handler's results and the probes' values."""
     layer, runtime = _lambda_dependencies()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            RUNNER,
+            json.dumps([str(asset), str(layer), str(runtime)]),
+            json.dumps(events),
+            json.dumps(list(probes)),
+        ],
+        env=environment,
+        cwd=asset,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    output: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+
+    origins = output["origins"]
+    assert origins["handler"] == str(asset / "handler.py")
+    assert origins["aws_lambda_powertools"].startswith(str(layer))
+    assert origins["pydantic"].startswith(str(layer))
+    assert origins["boto3"].startswith(str(runtime))
+    return output
+
+
+def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
+    asset = _asset(synthesized, synthesized.stack.ingest.function)
     stripe_body = json.dumps({"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {}}})
     events = [
         _http_api_event("GET", "/health", route_key="GET /health"),
@@ -196,31 +253,7 @@ def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized
             path_parameters={"provider": "stripe"},
         ),
     ]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            RUNNER,
-            json.dumps([str(asset), str(layer), str(runtime)]),
-            json.dumps(events),
-        ],
-        env=LAMBDA_ENVIRONMENT,
-        cwd=asset,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-5000:]
-    output = json.loads(result.stdout.strip().splitlines()[-1])
-
-    origins = output["origins"]
-    assert origins["handler"] == str(asset / "handler.py")
-    assert origins["aws_lambda_powertools"].startswith(str(layer))
-    assert origins["pydantic"].startswith(str(layer))
-    assert origins["boto3"].startswith(str(runtime))
+    output = _run_in_lambda_like_interpreter(asset, LAMBDA_ENVIRONMENT, events)
 
     health, unknown_provider, bad_signature = output["results"]
     assert health["statusCode"] == 200, health
@@ -228,3 +261,81 @@ def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized
     assert bad_signature["statusCode"] == 401, bad_signature
     for response in output["results"]:
         json.loads(response["body"])  # the gateway is always answered with JSON
+
+
+def _processor_environment(synthesized: Synthesized) -> dict[str, str]:
+    """The processor's environment as the stack sets it; references to resources become sample values. Every AWS
+    endpoint is a closed local port: whatever the handler calls fails at once, as an unreachable service would."""
+    _function_id, function = synthesized.resource(synthesized.stack.processor.function)
+    samples = {
+        definitions.ENV_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/dispatch.fifo",
+        definitions.ENV_DLQ_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/dead-letter.fifo",
+    }
+    variables = {
+        name: value if isinstance(value, str) else samples.get(name, f"sample-{name.lower()}")
+        for name, value in function["Properties"]["Environment"]["Variables"].items()
+    }
+    return {
+        **RUNTIME_ENVIRONMENT,
+        "AWS_LAMBDA_FUNCTION_NAME": "process",
+        "AWS_ENDPOINT_URL": UNREACHABLE_ENDPOINT,
+        **variables,
+    }
+
+
+UNREACHABLE_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens there
+
+
+def _sqs_fifo_record(message_id: str, body: str, group_id: str) -> dict[str, Any]:
+    """A message of the dispatch queue as the event source mapping hands it to the function."""
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"receipt-{message_id}",
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1741608000000",
+            "SequenceNumber": "18849496460467696128",
+            "MessageGroupId": group_id,
+            "SenderId": "AROAEXAMPLE:pipes",
+            "MessageDeduplicationId": f"dedup-{message_id}",
+            "ApproximateFirstReceiveTimestamp": "1741608000001",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "0" * 32,
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:dispatch.fifo",
+        "awsRegion": "us-east-1",
+    }
+
+
+def test_process_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
+    """The processor, with the stack's own environment, builds its processor (settings validated) and answers
+    an SQS batch with a partial batch response. AWS is out of reach here, so both messages must come back as
+    failures rather than be lost: the well-formed one cannot load its event, and the malformed one (which would
+    be parked in the dead-letter queue) cannot be sent there. The processor can refetch from exactly the
+    providers the stack creates API-key secrets for. (Against moto, the integration tests go further.)"""
+    asset = _asset(synthesized, synthesized.stack.processor.function)
+    batch = {
+        "Records": [
+            _sqs_fifo_record("m-malformed", "{not json", "stripe#pi_1"),
+            _sqs_fifo_record(
+                "m-valid",
+                json.dumps({"pk": "stripe#evt_1", "dispatch_id": "d1", "dispatch_reason": "received"}),
+                "stripe#pi_2",
+            ),
+        ]
+    }
+    output = _run_in_lambda_like_interpreter(
+        asset,
+        _processor_environment(synthesized),
+        [batch],
+        probes=("shared.process.app:default_processor", "shared.gateway.registry:supported_providers"),
+    )
+    assert output["results"] == [
+        {"batchItemFailures": [{"itemIdentifier": "m-malformed"}, {"itemIdentifier": "m-valid"}]}
+    ]
+    assert output["probes"] == {
+        "shared.process.app:default_processor": "EventProcessor",
+        "shared.gateway.registry:supported_providers": list(definitions.REFETCH_PROVIDERS),
+    }

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
@@ -60,22 +61,34 @@ def test_context_values_reach_the_function_and_the_names() -> None:
     )
     assert stack.stack_name == "InboxStaging"
     template = Template.from_stack(stack).to_json()
+    resources = template["Resources"]
+
+    def resource(construct: Any) -> dict[str, Any]:
+        found: dict[str, Any] = resources[stack.get_logical_id(construct.node.default_child)]
+        return found
+
     secret_names = sorted(
-        r["Properties"]["Name"] for r in template["Resources"].values() if r["Type"] == "AWS::SecretsManager::Secret"
+        r["Properties"]["Name"] for r in resources.values() if r["Type"] == "AWS::SecretsManager::Secret"
     )
-    assert secret_names == sorted(definitions.secret_name("InboxStaging", p) for p in definitions.PROVIDERS)
-    (function,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    variables = function["Properties"]["Environment"]["Variables"]
+    assert secret_names == sorted(
+        [definitions.secret_name("InboxStaging", p) for p in definitions.PROVIDERS]
+        + [definitions.api_key_secret_name("InboxStaging", p) for p in definitions.REFETCH_PROVIDERS]
+    )
+    ingest = resource(stack.ingest.function)
+    variables = ingest["Properties"]["Environment"]["Variables"]
     assert variables[definitions.ENV_RETENTION_DAYS] == "14"
     assert variables[definitions.ENV_SIGNATURE_TOLERANCE] == "120"
     assert variables[definitions.ENV_SECRET_PREFIX] == "InboxStaging/webhook-signing/"
-    assert function["Properties"]["Layers"][0]["Fn::Join"][1][-1].endswith("-python313-arm64:30")
-    (table,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
+    processor = resource(stack.processor.function)
+    assert processor["Properties"]["Environment"]["Variables"][definitions.ENV_API_KEY_SECRET_PREFIX] == (
+        "InboxStaging/gateway-api/"
+    )
+    for function in (ingest, processor):
+        assert function["Properties"]["Layers"][0]["Fn::Join"][1][-1].endswith("-python313-arm64:30")
+    table = resource(stack.storage.table)
     assert table["Properties"]["TimeToLiveSpecification"]["AttributeName"] == definitions.INBOX_TTL_ATTRIBUTE
     (bucket,) = [
-        r
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
+        r for r in resources.values() if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
     ]
     expiry = [
         rule["ExpirationInDays"]

@@ -49,6 +49,9 @@ class RecordingQueue:
     def delay(self, delivery: Delivery, seconds: int) -> None:
         self.delays.append((delivery.body, seconds))
 
+    def release(self, receipt_handle: str) -> None:
+        self.delays.append((receipt_handle, 0))
+
     def dead_letter(self, delivery: Delivery) -> None:
         self.dead_letters.append(delivery.body)
 

@@ -1,0 +1,120 @@
+"""Emulation of the EventBridge Pipe: inbox stream -> filter -> SQS FIFO, from the stack's own definitions.
+
+The filter, the message group id, the deduplication id and the input template are the very values the CDK
+stack gives the real Pipe (`infra.definitions`), interpreted here the way Pipes interprets them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from typing import Any
+
+from moto.events.models import EventPattern
+
+from infra import definitions
+
+_TEMPLATE_PATH = re.compile(r'("?)<(\$[^>]*)>("?)')
+
+
+def json_path(document: Any, path: str) -> Any:
+    """Resolve a simple `$.a.b.c` path, as the Pipe's target parameters use them."""
+    value = document
+    for part in path.removeprefix("$.").split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def render_input_template(template: str, record: dict[str, Any]) -> str:
+    """Pipes' input transformer: `"<$.path>"` (quoted) becomes the string found there, JSON-escaped; a bare
+    `<$.path>` becomes the JSON value found there (an object, an array, a number)."""
+
+    def substitute(match: re.Match[str]) -> str:
+        opening, path, closing = match.groups()
+        value = json_path(record, path)
+        if opening and closing:
+            return json.dumps(str(value))
+        return opening + json.dumps(value) + closing
+
+    return _TEMPLATE_PATH.sub(substitute, template)  # one pass: substituted text is never re-read
+
+
+class StreamPipe:
+    """Polls the inbox table's stream and forwards matching records to the FIFO queue, in stream order."""
+
+    def __init__(self, session: Any, stream_arn: str, queue_url: str, *, poll_seconds: float = 0.05) -> None:
+        self._streams = session.client("dynamodbstreams")
+        self._sqs = session.client("sqs")
+        self.stream_arn = stream_arn
+        self.queue_url = queue_url
+        self.poll_seconds = poll_seconds
+        self.pattern = EventPattern.load(json.dumps(definitions.PIPE_FILTER_PATTERN))
+        self._iterators: dict[str, str | None] = {}
+        self._running = threading.Event()
+        self._running.set()
+        self.forwarded = 0
+        self.filtered_out = 0
+
+    def pause(self) -> None:
+        """Stop forwarding (records stay in the stream, as when a Pipe is stopped or failing)."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def matches(self, record: dict[str, Any]) -> bool:
+        return bool(self.pattern.matches_event(record))  # type: ignore[arg-type]  # a stream record, not an event
+
+    def message_for(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "QueueUrl": self.queue_url,
+            "MessageBody": render_input_template(definitions.PIPE_INPUT_TEMPLATE, record),
+            "MessageGroupId": json_path(record, definitions.PIPE_MESSAGE_GROUP_ID_PATH),
+            "MessageDeduplicationId": json_path(record, definitions.PIPE_DEDUPLICATION_ID_PATH),
+        }
+
+    def poll_once(self) -> int:
+        """Forward what the stream holds now. Returns how many messages were sent."""
+        if self.paused:
+            return 0
+        sent = 0
+        shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self._streams.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            iterator = self._iterators[shard_id]
+            if iterator is None:
+                continue
+            response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+            self._iterators[shard_id] = response.get("NextShardIterator")
+            for raw_record in response.get("Records", []):
+                record = json.loads(json.dumps(raw_record, default=str))  # as Pipes sees it: plain JSON
+                if not self.matches(record):
+                    self.filtered_out += 1
+                    continue
+                self._sqs.send_message(**self.message_for(record))
+                sent += 1
+        self.forwarded += sent
+        return sent
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                if self.poll_once() == 0:
+                    stop.wait(self.poll_seconds)
+            except Exception as error:  # keep pumping: a real Pipe retries too
+                print(f"pipe: {type(error).__name__}: {error}", flush=True)
+                stop.wait(1)
+            if self.paused:
+                time.sleep(self.poll_seconds)

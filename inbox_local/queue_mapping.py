@@ -1,0 +1,96 @@
+"""Emulation of the SQS -> Lambda event source mapping: batches, partial batch responses, concurrency.
+
+Visibility, backoff and redrive are SQS's own (moto's), exactly as the processor drives them in AWS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from inbox_local.config import REGION
+from inbox_local.lambda_context import LocalLambdaContext
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def lambda_sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    """A received message as Lambda hands it to the function."""
+    attributes = dict(message.get("Attributes", {}))
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": attributes,
+        "messageAttributes": {},
+        "md5OfBody": hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324 - SQS's own checksum
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }
+
+
+class QueueMapping:
+    def __init__(
+        self,
+        session: Any,
+        queue_url: str,
+        handler: Handler,
+        *,
+        batch_size: int,
+        concurrency: int,
+        wait_seconds: int = 1,
+    ) -> None:
+        self._sqs = session.client("sqs")
+        self.queue_url = queue_url
+        self.queue_arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        self.handler = handler
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.wait_seconds = wait_seconds
+        self.invocations = 0
+        self.crashes = 0
+        self._lock = threading.Lock()
+
+    def poll_once(self) -> int:
+        """One receive + invoke + delete cycle. Returns how many messages were received."""
+        response = self._sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=self.wait_seconds,
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return 0
+        event = {"Records": [lambda_sqs_record(message, self.queue_arn) for message in messages]}
+        with self._lock:
+            self.invocations += 1
+        try:
+            result = self.handler(event, LocalLambdaContext("process"))
+        except Exception as error:  # the whole batch fails: every message comes back after its visibility
+            with self._lock:
+                self.crashes += 1
+            print(f"processor crashed: {type(error).__name__}: {error}", flush=True)
+            return len(messages)
+        failed = {failure["itemIdentifier"] for failure in (result or {}).get("batchItemFailures", [])}
+        done = [
+            {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
+            for index, message in enumerate(messages)
+            if message["MessageId"] not in failed
+        ]
+        if done:
+            self._sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
+        return len(messages)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.poll_once()
+            except Exception as error:
+                print(f"queue mapping: {type(error).__name__}: {error}", flush=True)
+                stop.wait(1)

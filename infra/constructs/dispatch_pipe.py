@@ -1,0 +1,125 @@
+"""The EventBridge Pipe that dispatches: inbox table stream -> filter -> SQS FIFO.
+
+Filter, message group id, deduplication id and input template are the values of infra/definitions.py, the very
+values the local runtime's Pipe emulation (inbox_local/pipe.py) interprets: local and cloud dispatch the same.
+
+Choices:
+- The L1 ``CfnPipe`` (stable in aws-cdk-lib) with a role written here: the alpha ``Pipe`` construct would add a
+  dependency and, for a DynamoDB source, grant ``dynamodb:ListStreams`` on ``*``; this role needs no wildcard.
+- Starting position, retries, bisection: definitions.PIPE_STARTING_POSITION and PIPE_MAXIMUM_RETRY_ATTEMPTS
+  explain. After its retries a record's batch metadata (shard, sequence numbers; not the record) goes to the
+  Pipe's dead-letter queue, a standard queue: stream sources cannot dead-letter to FIFO. The event is not lost:
+  the item is still pending in the table, and the sweeper re-dispatches it.
+- The role may read this one table's stream and send to the dispatch queue and the Pipe's dead-letter queue,
+  and write to the Pipe's log group; only the Pipes service of this account may assume it (aws:SourceAccount).
+  The Pipe depends on the role's policy: Pipes validates the permissions when it is created.
+- Logs: ERROR level, without execution data (the payload is the stream record: the raw webhook body and its
+  headers stay out of the logs), to a log group with a retention period.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import definitions
+from infra.nag import acknowledge
+
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+LOG_LEVEL = "ERROR"
+ON_PARTIAL_BATCH_ITEM_FAILURE = "AUTOMATIC_BISECT"
+
+# What Pipes needs to poll a DynamoDB stream (EventBridge user guide, "DynamoDB execution role permissions").
+# All four on the stream ARN, as the role the Pipes console generates has them; no action on "*".
+STREAM_READ_ACTIONS = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+)
+
+
+class DispatchPipe(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, queue: sqs.IQueue) -> None:
+        super().__init__(scope, construct_id)
+        stream_arn = table.table_stream_arn
+        if stream_arn is None:
+            raise ValueError("the inbox table has no stream: the Pipe has nothing to read")
+
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself a dead-letter destination: the Pipe sends it the metadata of stream records it "
+            "could not deliver. Nothing consumes it automatically (an operator reads it), so a message never "
+            "fails here and a further dead-letter queue would never receive anything.",
+        )
+
+        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION)
+
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "pipes.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            description="Execution role of the dispatch Pipe: read the inbox stream, send to the dispatch queue",
+        )
+        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        # sqs:SendMessage alone (queue.grant_send_messages would add GetQueueAttributes and GetQueueUrl).
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["sqs:SendMessage"], resources=[queue.queue_arn, self.dead_letter_queue.queue_arn]
+            )
+        )
+        self.log_group.grant_write(self.role)
+
+        self.pipe = pipes.CfnPipe(
+            self,
+            "Pipe",
+            description="Webhook Inbox dispatch: inbox events to process -> SQS FIFO, one group per payment",
+            role_arn=self.role.role_arn,
+            source=stream_arn,
+            source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
+                dynamo_db_stream_parameters=pipes.CfnPipe.PipeSourceDynamoDBStreamParametersProperty(
+                    starting_position=definitions.PIPE_STARTING_POSITION,
+                    batch_size=definitions.PIPE_BATCH_SIZE,
+                    maximum_retry_attempts=definitions.PIPE_MAXIMUM_RETRY_ATTEMPTS,
+                    on_partial_batch_item_failure=ON_PARTIAL_BATCH_ITEM_FAILURE,
+                    dead_letter_config=pipes.CfnPipe.DeadLetterConfigProperty(arn=self.dead_letter_queue.queue_arn),
+                ),
+                filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
+                    filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(definitions.PIPE_FILTER_PATTERN))]
+                ),
+            ),
+            target=queue.queue_arn,
+            target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+                input_template=definitions.PIPE_INPUT_TEMPLATE,
+                sqs_queue_parameters=pipes.CfnPipe.PipeTargetSqsQueueParametersProperty(
+                    message_group_id=definitions.PIPE_MESSAGE_GROUP_ID_PATH,
+                    message_deduplication_id=definitions.PIPE_DEDUPLICATION_ID_PATH,
+                ),
+            ),
+            log_configuration=pipes.CfnPipe.PipeLogConfigurationProperty(
+                cloudwatch_logs_log_destination=pipes.CfnPipe.CloudwatchLogsLogDestinationProperty(
+                    log_group_arn=self.log_group.log_group_arn
+                ),
+                level=LOG_LEVEL,
+            ),
+        )
+        # The role and its policy exist before the Pipe: creating a Pipe checks that its role can read the source
+        # and send to the target and the dead-letter queue.
+        self.pipe.node.add_dependency(self.role)

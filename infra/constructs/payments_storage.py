@@ -1,0 +1,57 @@
+"""The processor's own state: the payments table (the domain projection) and the small control table (the
+gateways' shared circuit breakers). Keys come from infra/definitions.py, as the local runtime's moto tables do.
+
+Choices:
+- Payments: on-demand, point-in-time recovery (35 days, the maximum), the AWS managed key (same reasoning as the
+  inbox, see inbox_storage.py), deletion protection and RETAIN. It is the money-state everyone reads: it is never
+  deleted with the stack. No stream: nothing consumes payment changes yet (adding one later is an in-place update).
+- Control: on-demand and the AWS managed key too, but disposable: one item per provider, rebuilt by the breakers
+  within seconds of being lost, so it has neither deletion protection nor RETAIN (deleting the stack deletes it).
+  Point-in-time recovery is on anyway, not because breaker state needs restoring but because at a few hundred
+  bytes it costs nothing, and "every table has PITR" then holds with no exception to explain (cdk-nag DDB3).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from infra import definitions
+from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
+
+
+class PaymentsStorage(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+
+        self.payments_table = dynamodb.Table(
+            self,
+            "PaymentsTable",
+            partition_key=dynamodb.Attribute(
+                name=definitions.PAYMENTS_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.control_table = dynamodb.Table(
+            self,
+            "ControlTable",
+            partition_key=dynamodb.Attribute(
+                name=definitions.CONTROL_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=False,
+            removal_policy=RemovalPolicy.DESTROY,
+        )

@@ -1,0 +1,97 @@
+"""The processor Lambda, fed by the dispatch queue, and exactly the permissions its code uses.
+
+What the code calls (shared/payments/store.py, shared/gateway/breaker.py, shared/process/app.py):
+- inbox table: GetItem (load the event), UpdateItem (count an attempt, mark failed, and the inbox half of the
+  settling transaction);
+- payments table: GetItem (load the payment), PutItem (the payment half of the transaction). TransactWriteItems
+  is not an IAM action: DynamoDB authorizes each item of a transaction with its own action (Put -> PutItem,
+  Update -> UpdateItem, ConditionCheck -> ConditionCheckItem, unused here);
+- control table: GetItem and UpdateItem (the breakers create their item with UpdateItem; no PutItem);
+- dispatch queue: what the event source mapping needs (receive, delete, visibility, attributes), which includes
+  ChangeMessageVisibility, the processor's retry backoff;
+- dead-letter queue: SendMessage (the processor parks exhausted events itself);
+- the gateways' API-key secrets: read.
+Everything on the table ARNs alone, never their indexes; no Scan, Query, DeleteItem or batch operation.
+
+The event source mapping: batches of definitions.PROCESSOR_BATCH_SIZE, partial batch responses (a failed
+message comes back alone, and with the FIFO processor's skip-group the rest of its payment's group with it), and
+at most definitions.PROCESSOR_MAX_CONCURRENCY concurrent invocations, so a burst cannot exhaust the account's
+concurrency or stampede a gateway's API. No batching window: SQS FIFO event sources do not support one.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as event_sources
+from constructs import Construct
+
+from infra import definitions
+from infra.config import StackSettings
+from infra.constructs.dispatch_queue import DispatchQueue
+from infra.constructs.gateway_api_keys import GatewayApiKeys
+from infra.constructs.inbox_storage import InboxStorage
+from infra.constructs.payments_storage import PaymentsStorage
+from infra.constructs.python_function import PythonFunction
+
+
+class ProcessorFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        inbox: InboxStorage,
+        payments: PaymentsStorage,
+        queues: DispatchQueue,
+        api_keys: GatewayApiKeys,
+        settings: StackSettings,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        built = PythonFunction(
+            self,
+            "Processor",
+            asset_name="process",
+            description="Webhook Inbox processor: refetch the payment, apply the event once, settle the inbox item",
+            memory_size=definitions.PROCESSOR_MEMORY_MB,
+            timeout_seconds=definitions.PROCESSOR_TIMEOUT_SECONDS,
+            powertools_layer_version=settings.powertools_layer_version,
+            environment={
+                definitions.ENV_INBOX_TABLE: inbox.table.table_name,
+                definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
+                definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
+                definitions.ENV_QUEUE_URL: queues.queue.queue_url,
+                definitions.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
+                definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
+                definitions.ENV_RETRY_BASE_SECONDS: str(definitions.RETRY_BASE_SECONDS),
+                definitions.ENV_API_KEY_SECRET_PREFIX: api_keys.prefix,
+            },
+        )
+        self.function = built.function
+        self.role = built.role
+
+        _grant_items(self.function, inbox.table, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        _grant_items(self.function, payments.payments_table, "dynamodb:GetItem", "dynamodb:PutItem")
+        _grant_items(self.function, payments.control_table, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        iam.Grant.add_to_principal(
+            grantee=self.function, actions=["sqs:SendMessage"], resource_arns=[queues.dead_letter_queue.queue_arn]
+        )
+        api_keys.grant_read(self.function)
+
+        # Grants the mapping's consume permissions on the queue (ReceiveMessage, DeleteMessage,
+        # ChangeMessageVisibility, GetQueueAttributes, GetQueueUrl).
+        self.function.add_event_source(
+            event_sources.SqsEventSource(
+                queues.queue,
+                batch_size=definitions.PROCESSOR_BATCH_SIZE,
+                report_batch_item_failures=True,
+                max_concurrency=definitions.PROCESSOR_MAX_CONCURRENCY,
+            )
+        )
+
+
+def _grant_items(grantee: iam.IGrantable, table: dynamodb.ITable, *actions: str) -> None:
+    """Item actions on the table ARN alone (``table.grant`` would add ``<table>/index/*`` for a table with
+    indexes, where item writes have no meaning)."""
+    iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[table.table_arn])

@@ -1,0 +1,137 @@
+"""Which gateway client refetches a provider's payments, built once per process.
+
+Configuration (environment):
+- `INBOX_API_BASE_<PROVIDER>`: the API base URL (defaults: the real Stripe and Asaas APIs). Any server speaking
+  the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
+- `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret
+  `{INBOX_API_KEY_SECRET_PREFIX}{provider}`, read on first use and cached for five minutes (a rotated key
+  reaches every instance within that time). Resolved on every call, never at import or construction.
+- `CONTROL_TABLE`: the table holding the shared circuit breakers. Unset: no breaker (plain calls).
+
+Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
+gateway) get None: the processor then orders their events by `occurred_at` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shared.gateway import asaas, stripe
+from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
+from shared.gateway.breaker import CircuitBreaker, GuardedClient
+from shared.gateway.http import JsonHttpClient
+
+ENV_CONTROL_TABLE = "CONTROL_TABLE"
+ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
+API_KEY_CACHE_SECONDS = 300
+# Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.
+_CONFIGURATION_ERRORS = frozenset(
+    {"ResourceNotFoundException", "AccessDeniedException", "AccessDeniedFault", "DecryptionFailure"}
+)
+
+_ClientFactory = Callable[[JsonHttpClient, Callable[[], str]], GatewayClient]
+_PROVIDERS: dict[str, tuple[_ClientFactory, str]] = {
+    stripe.PROVIDER: (stripe.StripeClient, stripe.DEFAULT_BASE_URL),
+    asaas.PROVIDER: (asaas.AsaasClient, asaas.DEFAULT_BASE_URL),
+}
+
+
+def base_url_variable(provider: str) -> str:
+    return f"INBOX_API_BASE_{provider.upper()}"
+
+
+def api_key_variable(provider: str) -> str:
+    return f"INBOX_API_KEY_{provider.upper()}"
+
+
+class ApiKeySource:
+    """The provider's API key: the environment first, else Secrets Manager (cached by Powertools)."""
+
+    def __init__(self, provider: str, environ: Mapping[str, str] | None = None) -> None:
+        self.provider = provider
+        self._environ = os.environ if environ is None else environ
+
+    def __call__(self) -> str:
+        key = self._environ.get(api_key_variable(self.provider), "").strip()
+        if key:
+            return key
+        prefix = self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip()
+        if not prefix:
+            raise GatewayRejected(
+                f"no API key for {self.provider}: set {api_key_variable(self.provider)} or {ENV_API_KEY_SECRET_PREFIX}"
+            )
+        # Imported here: only the first refetch of each provider pays for Powertools' parameters module.
+        from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+
+        try:
+            value: Any = parameters.get_secret(f"{prefix}{self.provider}", max_age=API_KEY_CACHE_SECONDS)
+        except Exception as error:
+            reason = type(error).__name__
+            if _error_code(error) in _CONFIGURATION_ERRORS:
+                raise GatewayRejected(f"API key secret for {self.provider} not readable: {reason}") from error
+            raise GatewayUnavailable(f"API key secret for {self.provider} unavailable: {reason}") from error
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str) or not value.strip():
+            raise GatewayRejected(f"API key secret for {self.provider} is empty")
+        return value.strip()
+
+
+def _error_code(error: BaseException) -> str | None:
+    """The AWS error code somewhere in the exception chain (Powertools wraps botocore's ClientError)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        response = getattr(current, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            if isinstance(code, str):
+                return code
+        current = current.__cause__ or current.__context__
+    return None
+
+
+_lock = threading.Lock()
+_clients: dict[str, GatewayClient] = {}
+
+
+def supported_providers() -> tuple[str, ...]:
+    """Providers the processor can refetch from."""
+    return tuple(_PROVIDERS)
+
+
+def build_gateway_client(provider: str, environ: Mapping[str, str] | None = None) -> GatewayClient | None:
+    """A new client for `provider` from `environ` (default: the process environment), or None if it has no API."""
+    try:
+        factory, default_base = _PROVIDERS[provider]
+    except KeyError:
+        return None
+    env = os.environ if environ is None else environ
+    http = JsonHttpClient(env.get(base_url_variable(provider), "").strip() or default_base, provider=provider)
+    client = factory(http, ApiKeySource(provider, env))
+    table = env.get(ENV_CONTROL_TABLE, "").strip()
+    breaker = CircuitBreaker(table, provider) if table else None
+    return GuardedClient(client, breaker)
+
+
+def gateway_client(provider: str) -> GatewayClient | None:
+    """The process-wide client for `provider` (None for providers with no API to refetch from)."""
+    if provider not in _PROVIDERS:
+        return None
+    with _lock:
+        client = _clients.get(provider)
+        if client is None:
+            client = build_gateway_client(provider)
+            assert client is not None
+            _clients[provider] = client
+        return client
+
+
+def reset_gateway_clients() -> None:
+    """Forget the cached clients (tests change the environment between cases)."""
+    with _lock:
+        _clients.clear()
