@@ -203,6 +203,7 @@ def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: b
 @click.option("--max-delay", default=2, show_default=True, help="How many gateway steps late a webhook may arrive.")
 @click.option("--concurrency", default=8, show_default=True, help="Parallel deliveries.")
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for every event to settle.")
+@click.option("--lifecycle", "lifecycles", multiple=True, help="Only this lifecycle (repeatable), e.g. 'dispute won'.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @click.pass_context
 def simulate(
@@ -215,6 +216,7 @@ def simulate(
     max_delay: int,
     concurrency: int,
     timeout: float,
+    lifecycles: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
@@ -235,6 +237,7 @@ def simulate(
         max_delay_rounds=max_delay,
         concurrency=concurrency,
         settle_timeout_seconds=timeout,
+        lifecycles=lifecycles,
     )
     simulation = Simulation(
         options,

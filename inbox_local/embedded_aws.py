@@ -9,12 +9,29 @@ table).
 
 from __future__ import annotations
 
+import json
+import logging
+import signal
+import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from moto.core.utils import camelcase_to_underscores
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
+from moto.sqs.models import Queue
+from werkzeug.serving import make_server
 
 _SERIALIZED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 
@@ -31,22 +48,151 @@ class SerializeDynamoDB:
         return self.app(environ, start_response)
 
 
+def transact_write_items_conditions_first(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    """TransactWriteItems as DynamoDB does it: every condition is checked before anything is written.
+
+    moto's own version writes item by item and, to roll back, deep-copies every table the transaction touches
+    first: O(table size) per transaction, which made the local stack crawl as the inbox grew. Under the
+    serializing lock above nothing can change between the checks and the writes, so no rollback is needed.
+    """
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    targets: set[tuple[str, str]] = set()
+    operations: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+    for entry in transact_items:
+        if len(entry) > 1:
+            raise TransactWriteSingleOpException
+        op_type, op = next(iter(entry.items()))
+        table = self.get_table(op["TableName"])
+        if op_type == "Put":
+            key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+            if table.range_key_attr is not None:
+                key[table.range_key_attr] = op["Item"][table.range_key_attr]
+        else:
+            key = op["Key"]
+        target = (op["TableName"], str(dict(sorted(key.items()))))
+        if target in targets:
+            raise MultipleTransactionsException()
+        targets.add(target)
+        condition = op.get("ConditionExpression")
+        if condition is not None:
+            current = self.get_item(op["TableName"], key)
+            check = get_filter_expression(
+                condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            )
+            if not check.expr(current):
+                old = (
+                    current.to_json()["Attributes"]
+                    if current and op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+                    else None
+                )
+                errors.append(("ConditionalCheckFailed", "The conditional request failed", old))
+                continue
+        errors.append((None, None, None))
+        operations.append((op_type, op, key))
+    if any(code is not None for code, _, _ in errors):
+        raise TransactionCanceledException(errors)
+    for op_type, op, key in operations:
+        names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+        if op_type == "Put":
+            self.put_item(
+                op["TableName"], op["Item"], expression_attribute_names=names, expression_attribute_values=values
+            )
+        elif op_type == "Delete":
+            self.delete_item(op["TableName"], key, expression_attribute_names=names, expression_attribute_values=values)
+        elif op_type == "Update":
+            self.update_item(
+                op["TableName"],
+                key,
+                update_expression=op["UpdateExpression"],
+                expression_attribute_names=names or {},
+                expression_attribute_values=values or {},
+            )
+
+
+class LazyQueueAttributes(Mapping[str, Any]):
+    """moto's `Queue.attributes`, computed per name on access.
+
+    moto reads one attribute (`ContentBasedDeduplication`) on every SendMessage through a property that builds
+    them all, including the approximate message counts, each a walk over the whole queue."""
+
+    def __init__(self, queue: Queue) -> None:
+        self._queue = queue
+        names = list(queue.BASE_ATTRIBUTES)
+        if queue.fifo_queue:
+            names += queue.FIFO_ATTRIBUTES
+        if queue.kms_master_key_id:  # type: ignore[attr-defined]
+            names += queue.KMS_ATTRIBUTES
+        if queue.policy:
+            names.append("Policy")
+        if queue.redrive_policy:
+            names.append("RedrivePolicy")
+        self._names = names
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        if name == "Policy":
+            return self._queue.policy
+        if name == "RedrivePolicy":
+            return json.dumps(self._queue.redrive_policy)
+        value = getattr(self._queue, camelcase_to_underscores(name))
+        return str(value).lower() if isinstance(value, bool) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def serve(host: str, port: int) -> None:
+    """Run the embedded AWS in this process until it is terminated."""
+    DynamoDBBackend.transact_write_items = transact_write_items_conditions_first  # type: ignore[method-assign]
+    Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
+    app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
+    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    server.serve_forever()
+
+
 class EmbeddedAws:
+    """The embedded AWS in a process of its own: moto's request handling is CPU-heavy Python, and sharing one
+    interpreter (one GIL) with the functions halved the local stack's throughput."""
+
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server(self.host, self.port, app, threaded=True, request_handler=MotoRequestHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-aws", daemon=True)
-        self._thread.start()
+    def start(self, timeout: float = 30.0) -> None:
+        self._process = subprocess.Popen(  # noqa: S603 - our own module, with the running interpreter
+            [sys.executable, "-m", "inbox_local.embedded_aws", self.host, str(self.port)],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the embedded AWS exited with code {self._process.returncode}")
+            with socket.socket() as probe:
+                if probe.connect_ex((self.host, self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the embedded AWS did not listen on {self.host}:{self.port} within {timeout} s")
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._process = None
+
+
+if __name__ == "__main__":
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -81,6 +81,15 @@ class StreamPipe:
             "MessageDeduplicationId": json_path(record, definitions.PIPE_DEDUPLICATION_ID_PATH),
         }
 
+    def _send(self, messages: list[dict[str, Any]]) -> None:
+        entries = [
+            {key: value for key, value in message.items() if key != "QueueUrl"} | {"Id": str(index)}
+            for index, message in enumerate(messages)
+        ]
+        response = self._sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        if response.get("Failed"):
+            raise RuntimeError(f"SendMessageBatch failed for {len(response['Failed'])} message(s)")
+
     def poll_once(self) -> int:
         """Forward what the stream holds now. Returns how many messages were sent."""
         if self.paused:
@@ -97,14 +106,19 @@ class StreamPipe:
             if iterator is None:
                 continue
             response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
-            self._iterators[shard_id] = response.get("NextShardIterator")
+            batch: list[dict[str, Any]] = []
             for raw_record in response.get("Records", []):
                 record = json.loads(json.dumps(raw_record, default=str))  # as Pipes sees it: plain JSON
                 if not self.matches(record):
                     self.filtered_out += 1
                     continue
-                self._sqs.send_message(**self.message_for(record))
-                sent += 1
+                batch.append(self.message_for(record))
+            for start in range(0, len(batch), 10):  # in stream order, ten per SendMessageBatch
+                self._send(batch[start : start + 10])
+                sent += len(batch[start : start + 10])
+            # Only now move on: a failed send re-reads these records (at least once; the processor skips events
+            # that are no longer pending, and SQS drops repeats of the same dispatch id).
+            self._iterators[shard_id] = response.get("NextShardIterator")
         self.forwarded += sent
         return sent
 

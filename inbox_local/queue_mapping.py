@@ -41,7 +41,7 @@ class QueueMapping:
         *,
         batch_size: int,
         concurrency: int,
-        wait_seconds: int = 1,
+        idle_seconds: float = 0.05,
     ) -> None:
         self._sqs = session.client("sqs")
         self.queue_url = queue_url
@@ -51,7 +51,7 @@ class QueueMapping:
         self.handler = handler
         self.batch_size = batch_size
         self.concurrency = concurrency
-        self.wait_seconds = wait_seconds
+        self.idle_seconds = idle_seconds
         self.invocations = 0
         self.crashes = 0
         self._lock = threading.Lock()
@@ -61,7 +61,9 @@ class QueueMapping:
         response = self._sqs.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=self.batch_size,
-            WaitTimeSeconds=self.wait_seconds,
+            # Short polls, with our own pause when idle: moto's long poll spins over the whole queue while every
+            # visible message belongs to a FIFO group already in flight, starving everything else.
+            WaitTimeSeconds=0,
             MessageSystemAttributeNames=["All"],
         )
         messages = response.get("Messages", [])
@@ -90,7 +92,8 @@ class QueueMapping:
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                self.poll_once()
+                if self.poll_once() == 0:
+                    stop.wait(self.idle_seconds)
             except Exception as error:
                 print(f"queue mapping: {type(error).__name__}: {error}", flush=True)
                 stop.wait(1)

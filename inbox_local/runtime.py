@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,24 @@ class LocalStack:
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
+    def _check_ports_free(self) -> None:
+        for name, port in (
+            ("INBOX_PORT", self.endpoints.port),
+            ("INBOX_AWS_PORT", self.endpoints.aws_port),
+            ("INBOX_GATEWAY_PORT", self.endpoints.gateway_port),
+        ):
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind((self.endpoints.host, port))
+                except OSError:
+                    raise SystemExit(
+                        f"error: port {port} ({name}) is already in use: another `make run`? "
+                        f"Stop it, or choose other ports, e.g. INBOX_PORT={self.endpoints.port + 10}"
+                    ) from None
+
     def start(self) -> None:
+        self._check_ports_free()
         os.environ.update(aws_environment(self.endpoints))
         os.environ.update(function_environment(self.names))
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")

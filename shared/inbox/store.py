@@ -10,10 +10,13 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
+from shared.inbox.model import OPEN_EVENT_SHARDS, EventStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
+
+OPEN_EVENTS_INDEX = "open-events-by-age"  # must equal infra.definitions.OPEN_EVENTS_INDEX (a test compares them)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -98,6 +101,30 @@ class InboxStore:
             return body
         response = self.s3.get_object(Bucket=str(self.bucket_name), Key=item["body_s3_key"])
         return response["Body"].read()
+
+    def open_events(
+        self, status: EventStatus, *, received_before: str | None = None, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Events still `pending` or `failed`, oldest first within each shard of the sparse index.
+
+        The index only holds open events, so this costs what is open, not what the table holds."""
+        returned = 0
+        for shard in range(OPEN_EVENT_SHARDS):
+            query: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": OPEN_EVENTS_INDEX,
+                "KeyConditionExpression": "open_status = :open",
+                "ExpressionAttributeValues": {":open": {"S": f"{status.value}#{shard}"}},
+            }
+            if received_before is not None:
+                query["KeyConditionExpression"] += " AND received_at < :before"
+                query["ExpressionAttributeValues"][":before"] = {"S": received_before}
+            for page in self.dynamodb.get_paginator("query").paginate(**query):
+                for attributes in page.get("Items", []):
+                    yield from_attributes(attributes)
+                    returned += 1
+                    if limit is not None and returned >= limit:
+                        return
 
     def scan(self, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
         """Every item, for operators' listings on small tables (the CLI) — never on a hot path."""
