@@ -30,7 +30,7 @@ class RunningStack:
     env: dict[str, str]
     process: subprocess.Popen[str]
 
-    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [sys.executable, "-m", "inbox_cli.main", *args],
             check=False,
@@ -38,7 +38,7 @@ class RunningStack:
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"inbox {' '.join(args)} failed: {result.stdout}\n{result.stderr}")
@@ -83,7 +83,7 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
 def stop_stack(stack: RunningStack) -> int:
     stack.process.send_signal(signal.SIGINT)
     try:
-        return stack.process.wait(timeout=20)
+        return stack.process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         stack.process.kill()
         raise

@@ -1,0 +1,303 @@
+"""The replay workflow executed by moto's Step Functions interpreter against moto's DynamoDB.
+
+The definition is the one the stack deploys: the builder's JSON with the table name substituted the way
+CloudFormation substitutes it (tests/infra/test_replay.py checks the template holds exactly that JSON, and runs
+the synthesized one too). Executions go through `inbox_cli.replay.run_replay`, the CLI's own path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
+from inbox_local.config import LocalNames
+from inbox_local.pipe import StreamPipe
+from inbox_local.replay import ensure_replay_state_machine
+from inbox_local.resources import provision
+from infra import definitions
+from infra.replay_definition import MAX_EVENTS_LIMIT, replay_definition, table_placeholder
+from shared.inbox.model import EventStatus, open_status_value
+from shared.inbox.store import from_attributes, to_attributes
+
+
+@dataclass
+class ReplayWorld:
+    names: LocalNames
+    resources: dict[str, str]
+    session: boto3.session.Session
+    state_machine_arn: str
+
+    @property
+    def dynamodb(self) -> Any:
+        return self.session.client("dynamodb")
+
+    @property
+    def sfn(self) -> Any:
+        return self.session.client("stepfunctions")
+
+    def put(self, provider: str, status: str, *, day: int = 1, event_type: str = "payment_intent.succeeded") -> str:
+        pk = f"{provider}#evt_{uuid.uuid4().hex[:12]}"
+        item: dict[str, Any] = {
+            "pk": pk,
+            "provider": provider,
+            "event_id": pk.partition("#")[2],
+            "event_type": event_type,
+            "status": status,
+            "received_at": f"2026-01-{day:02d}T12:00:00.000000Z",
+            "dispatch_id": "original-dispatch",
+            "dispatch_reason": "received",
+            "group_id": f"{provider}#pay_{pk[-4:]}",
+            "attempts": 8 if status == "failed" else 0,
+        }
+        if status in {"failed", "pending"}:
+            item["open_status"] = open_status_value(EventStatus(status), pk)
+        if status == "failed":
+            item["last_error"] = "ResourceNotFound: pay_1"
+        self.dynamodb.put_item(TableName=self.names.inbox_table, Item=to_attributes(item))
+        return pk
+
+    def items(self) -> dict[str, dict[str, Any]]:
+        pages = self.dynamodb.get_paginator("scan").paginate(TableName=self.names.inbox_table)
+        return {item["pk"]: item for page in pages for item in map(from_attributes, page["Items"])}
+
+    def replay(self, **fields: Any) -> ReplayReport:
+        fields.setdefault("wait_seconds", 0)
+        return run_replay(self.sfn, self.state_machine_arn, ReplayRequest(**fields), poll_seconds=0.05)
+
+    def execute_raw(self, execution_input: dict[str, Any]) -> dict[str, Any]:
+        arn = self.sfn.start_execution(
+            stateMachineArn=self.state_machine_arn, name=f"raw-{time.time_ns()}", input=json.dumps(execution_input)
+        )["executionArn"]
+        while (described := self.sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+            time.sleep(0.05)
+        result: dict[str, Any] = described
+        return result
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayWorld]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    names = LocalNames()
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        session = boto3.session.Session(region_name="us-east-1")
+        resources = provision(session, names)
+        arn = ensure_replay_state_machine(session.client("stepfunctions"), names.inbox_table)
+        yield ReplayWorld(names, resources, session, arn)
+
+
+def test_the_local_state_machine_runs_the_definition_the_stack_deploys(world: ReplayWorld) -> None:
+    deployed = json.dumps(replay_definition(table_placeholder())).replace(table_placeholder(), world.names.inbox_table)
+    assert world.sfn.describe_state_machine(stateMachineArn=world.state_machine_arn)["definition"] == deployed
+    # Created once: asking again returns the same state machine
+    assert ensure_replay_state_machine(world.sfn, world.names.inbox_table) == world.state_machine_arn
+
+
+def test_a_dry_run_plans_and_changes_nothing(world: ReplayWorld) -> None:
+    # Given failed, pending and settled events of two providers
+    for _ in range(3):
+        world.put("stripe", "failed", event_type="payment_intent.succeeded")
+    world.put("stripe", "failed", event_type="charge.refunded")
+    world.put("stripe", "pending")
+    world.put("stripe", "processed")
+    world.put("asaas", "failed", event_type="PAYMENT_RECEIVED")
+    before = world.items()
+    # When a dry run selects Stripe's failed events
+    report = world.replay(provider="stripe", dry_run=True)
+    # Then the plan counts them by provider, event type and status, and nothing was written
+    assert world.items() == before
+    assert report.complete and report.dry_run
+    assert report.counts["selected"] == report.counts["planned"] == 4
+    assert report.counts["replayed"] == 0
+    assert report.plan() == [
+        {"provider": "stripe", "event_type": "payment_intent.succeeded", "status": "failed", "outcome": "planned", "count": 3},
+        {"provider": "stripe", "event_type": "charge.refunded", "status": "failed", "outcome": "planned", "count": 1},
+    ]  # fmt: skip
+    assert report.counts["pages"] == definitions.OPEN_EVENTS_SHARDS  # one (small) page per index shard
+
+
+def test_a_replay_sets_only_the_selected_failed_events_back_to_pending(world: ReplayWorld) -> None:
+    selected = {world.put("stripe", "failed") for _ in range(5)}
+    others = {world.put("stripe", status) for status in ("pending", "processed", "ignored")}
+    others.add(world.put("asaas", "failed"))
+    before = world.items()
+
+    report = world.replay(provider="stripe")
+
+    assert report.counts["replayed"] == 5 and report.counts["skipped"] == 0
+    assert {event["pk"] for event in report.events if event["outcome"] == "replayed"} == selected
+    after = world.items()
+    for pk in others:
+        assert after[pk] == before[pk]
+    for pk in selected:
+        item = after[pk]
+        assert item["status"] == "pending"
+        assert item["open_status"] == before[pk]["open_status"].replace("failed#", "pending#")  # same shard
+        assert item["open_status"] == open_status_value(EventStatus.PENDING, pk)
+        assert item["dispatch_reason"] == "replay"
+        assert item["dispatch_id"] != "original-dispatch"
+        uuid.UUID(item["dispatch_id"])  # a fresh uuid: SQS FIFO does not deduplicate it away
+        assert item["attempts"] == 0
+        assert "last_error" not in item
+        assert item["replayed_by"] == report.execution_arn
+        assert item["replayed_at"] and item["dispatched_at"] == item["replayed_at"]
+        assert item["received_at"] == before[pk]["received_at"]  # the event's history is kept
+    assert len({after[pk]["dispatch_id"] for pk in selected}) == 5
+
+
+def test_running_it_again_changes_nothing_more(world: ReplayWorld) -> None:
+    for _ in range(3):
+        world.put("stripe", "failed")
+    world.replay(provider="stripe")
+    after_first = world.items()
+
+    again = world.replay(provider="stripe")
+
+    assert again.counts["selected"] == again.counts["replayed"] == 0
+    assert world.items() == after_first
+
+
+def test_replayed_writes_are_what_the_pipe_dispatches(world: ReplayWorld) -> None:
+    # Given the Pipe emulation (the deployed Pipe's filter, group id and dedup id) has drained what is there
+    pipe = StreamPipe(world.session, world.resources["stream_arn"], world.resources["queue_url"])
+    failed = [world.put("stripe", "failed") for _ in range(3)]
+    world.put("stripe", "processed")
+    pipe.poll_once()  # failed and processed inserts are filtered out
+    # When they are replayed
+    world.replay(provider="stripe")
+    # Then each replayed event is enqueued once, in its payment's group, with its new dispatch id
+    assert pipe.poll_once() == 3
+    sqs = world.session.client("sqs")
+    received = sqs.receive_message(
+        QueueUrl=world.resources["queue_url"], MaxNumberOfMessages=10, AttributeNames=["All"]
+    )["Messages"]
+    items = world.items()
+    bodies = {json.loads(m["Body"])["pk"]: (json.loads(m["Body"]), m["Attributes"]) for m in received}
+    assert set(bodies) == set(failed)
+    for pk, (body, attributes) in bodies.items():
+        assert body == {"pk": pk, "dispatch_id": items[pk]["dispatch_id"], "dispatch_reason": "replay"}
+        assert attributes["MessageGroupId"] == items[pk]["group_id"]
+        assert attributes["MessageDeduplicationId"] == items[pk]["dispatch_id"]
+
+
+def test_since_and_until_bound_the_received_time(world: ReplayWorld) -> None:
+    by_day = {day: world.put("stripe", "failed", day=day) for day in (1, 5, 10, 20)}
+    report = world.replay(provider="stripe", since="2026-01-05", until="2026-01-10T23:59:59Z")
+    assert {event["pk"] for event in report.events if event["outcome"] == "replayed"} == {by_day[5], by_day[10]}
+    assert world.items()[by_day[1]]["status"] == "failed"
+    assert world.items()[by_day[20]]["status"] == "failed"
+
+
+def test_pending_events_can_be_selected_too(world: ReplayWorld) -> None:
+    stuck = world.put("stripe", "pending")
+    world.put("stripe", "failed")
+    report = world.replay(provider="stripe", status="pending")
+    assert [(e["pk"], e["outcome"]) for e in report.events] == [(stuck, "replayed")]
+    item = world.items()[stuck]
+    assert (item["status"], item["dispatch_reason"]) == ("pending", "replay")
+    assert item["dispatch_id"] != "original-dispatch"
+
+
+def test_by_id_replays_the_named_events_that_are_in_the_selected_status(world: ReplayWorld) -> None:
+    failed = world.put("stripe", "failed")
+    processed = world.put("stripe", "processed")
+    untouched = world.put("stripe", "failed")
+    report = world.replay(
+        provider="stripe", event_ids=(failed.partition("#")[2], processed.partition("#")[2], "evt_missing")
+    )
+    outcomes = {event["pk"]: event["outcome"] for event in report.events}
+    assert outcomes == {failed: "replayed", processed: "not_selected", "stripe#evt_missing": "not_found"}
+    assert (report.counts["replayed"], report.counts["not_selected"], report.counts["not_found"]) == (1, 1, 1)
+    items = world.items()
+    assert items[failed]["status"] == "pending"
+    assert items[processed]["status"] == "processed"
+    assert items[untouched]["status"] == "failed"
+
+
+def test_an_event_that_changed_after_it_was_read_is_skipped(world: ReplayWorld) -> None:
+    # Given an item the index still lists as failed while it is already pending again (what a read racing the
+    # processor or another replay sees)
+    pk = world.put("stripe", "pending")
+    world.dynamodb.update_item(
+        TableName=world.names.inbox_table,
+        Key={"pk": {"S": pk}},
+        UpdateExpression="SET open_status = :open",
+        ExpressionAttributeValues={":open": {"S": open_status_value(EventStatus.FAILED, pk)}},
+    )
+    before = world.items()[pk]
+    report = world.replay(provider="stripe")
+    # Then the conditional update refuses it: counted as skipped, unchanged
+    assert [(e["pk"], e["outcome"]) for e in report.events] == [(pk, "skipped")]
+    assert report.counts["skipped"] == 1 and report.counts["replayed"] == 0
+    assert world.items()[pk] == before
+
+
+def test_pages_and_the_per_execution_limit(world: ReplayWorld) -> None:
+    pks = {world.put("stripe", "failed") for _ in range(40)}
+    for _ in range(10):
+        world.put("asaas", "failed")  # read (Limit counts before the provider filter) but never selected
+    first = world.replay(provider="stripe", page_size=3, max_events=10)
+    assert not first.complete
+    assert 10 <= first.counts["replayed"] < 10 + 3  # stops at the first page boundary at or after the limit
+    rest = world.replay(provider="stripe", page_size=3, max_events=MAX_EVENTS_LIMIT)
+    assert rest.complete
+    assert first.counts["replayed"] + rest.counts["replayed"] == 40
+    replayed = {e["pk"] for report in (first, rest) for e in report.events if e["outcome"] == "replayed"}
+    assert replayed == pks
+    assert all(item["status"] == "pending" for pk, item in world.items().items() if pk in pks)
+
+
+def test_it_waits_between_pages_that_wrote(world: ReplayWorld) -> None:
+    for _ in range(2):
+        world.put("stripe", "failed")
+    started = time.monotonic()
+    report = world.replay(provider="stripe", wait_seconds=1)
+    assert report.counts["replayed"] == 2
+    # Each event is in some shard; a page (or shard) that wrote is followed by a one-second wait.
+    assert time.monotonic() - started >= 1
+    started = time.monotonic()
+    world.replay(provider="stripe", dry_run=True, wait_seconds=1)
+    assert time.monotonic() - started < 1  # a dry run writes nothing, so it never waits
+
+
+@pytest.mark.parametrize(
+    "execution_input",
+    [
+        {},
+        {"provider": 7},
+        {"provider": "stripe", "status": "processed"},
+        {"provider": "stripe", "dry_run": "yes"},
+        {"provider": "stripe", "page_size": 0},
+        {"provider": "stripe", "page_size": "ten"},
+        {"provider": "stripe", "wait_seconds": 301},
+        {"provider": "stripe", "max_events": MAX_EVENTS_LIMIT + 1},
+        {"provider": "stripe", "since": "2026-02-01", "until": "2026-01-01"},
+        {"provider": "stripe", "event_ids": []},
+    ],
+)
+def test_invalid_input_fails_the_execution_before_anything_is_read(world: ReplayWorld, execution_input) -> None:
+    pk = world.put("stripe", "failed")
+    described = world.execute_raw(execution_input)
+    assert (described["status"], described["error"]) == ("FAILED", "Replay.InvalidInput")
+    assert world.items()[pk]["status"] == "failed"
+
+
+def test_the_cli_reports_a_failed_execution(world: ReplayWorld) -> None:
+    with pytest.raises(ReplayFailed, match="Replay.InvalidInput"):
+        world.replay(provider="stripe", page_size=1000)
+
+
+def test_times_are_normalized_to_the_items_format() -> None:
+    assert normalize_time("2026-01-05") == "2026-01-05T00:00:00.000000Z"
+    assert normalize_time("2026-01-05T10:00:00Z") == "2026-01-05T10:00:00.000000Z"
+    assert normalize_time("2026-01-05T10:00:00-03:00") == "2026-01-05T13:00:00.000000Z"
+    with pytest.raises(ValueError, match="ISO-8601"):
+        normalize_time("yesterday")
