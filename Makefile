@@ -49,5 +49,8 @@ node_modules/.installed: package.json package-lock.json
 deploy: setup node_modules/.installed ## cdk deploy to the account of your AWS credentials
 	npx --no-install cdk deploy --app "$(BIN)/python app.py" $(CDK_ARGS)
 
+bench: setup ## benchmarks, each a ratio against a baseline measured in the same run -> bench/results/latest.json
+	$(BIN)/python -m bench
+
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache
