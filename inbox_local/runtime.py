@@ -14,14 +14,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
 from inbox_local.embedded_aws import EmbeddedAws
 from inbox_local.gateway_simulator import GatewaySimulator
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
+from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
 from infra import definitions
+from shared.providers import provider_names
 
 # Locally, retries back off from 1 s instead of 5 s so that a demo recovers while you watch.
 LOCAL_RETRY_BASE_SECONDS = "1"
@@ -39,6 +42,8 @@ class LocalStack:
     simulator: GatewaySimulator | None = None
     pipe: StreamPipe | None = None
     queue_mapping: QueueMapping | None = None
+    archive_mapping: ArchiveMapping | None = None
+    sweep_schedule: Schedule | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -64,7 +69,7 @@ class LocalStack:
         os.environ.update(function_environment(self.names))
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no EMF blobs on the console locally
-        for provider in ("stripe", "standard", "asaas"):
+        for provider in provider_names():
             os.environ.setdefault(f"INBOX_SECRET_{provider.upper()}", signing_secret(provider))
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
@@ -85,8 +90,10 @@ class LocalStack:
         for name, value in self.simulator.environment().items():
             os.environ.setdefault(name, value)
 
+        from functions.archiver.handler import lambda_handler as archiver_handler  # noqa: PLC0415
         from functions.ingest.handler import lambda_handler as ingest_handler  # noqa: PLC0415
         from functions.process.handler import lambda_handler as process_handler  # noqa: PLC0415
+        from functions.sweeper.handler import lambda_handler as sweeper_handler  # noqa: PLC0415
 
         self.pipe = StreamPipe(session, self.resources["stream_arn"], self.resources["queue_url"])
         self.queue_mapping = QueueMapping(
@@ -101,6 +108,15 @@ class LocalStack:
             self._spawn(
                 f"processor-{worker}", lambda: self.queue_mapping.run(self._stopping) if self.queue_mapping else None
             )
+
+        # The archiver's event source mapping (TTL deletions -> archive) and the sweeper's schedule.
+        self.archive_mapping = ArchiveMapping(session, self.resources["stream_arn"], archiver_handler)
+        self._spawn("archiver", lambda: self.archive_mapping.run(self._stopping) if self.archive_mapping else None)
+        sweep_interval = float(
+            os.environ.get(definitions.ENV_SWEEP_INTERVAL) or definitions.LOCAL_SWEEP_INTERVAL_SECONDS
+        )
+        self.sweep_schedule = Schedule("sweeper", sweeper_handler, sweep_interval)
+        self._spawn("sweeper", lambda: self.sweep_schedule.run(self._stopping) if self.sweep_schedule else None)
 
         self._api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
         self._spawn("api", self._api.serve_forever)
@@ -130,7 +146,7 @@ class LocalStack:
 
     def banner(self) -> str:
         url = self.endpoints.api_url
-        secrets = "\n".join(f"  INBOX_SECRET_{p.upper()}={signing_secret(p)}" for p in ("stripe", "standard", "asaas"))
+        secrets = "\n".join(f"  INBOX_SECRET_{p.upper()}={signing_secret(p)}" for p in provider_names())
         return f"""Webhook Inbox local stack is up.
   API:           {url}   (POST {url}/webhooks/{{provider}}, GET {url}/health)
   Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
