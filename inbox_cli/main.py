@@ -11,7 +11,10 @@ from typing import Any
 
 import click
 
+from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.target import Target, resolve
+from infra import definitions
+from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
@@ -191,6 +194,95 @@ def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: b
         click.echo(f"{name:>16}: {document[name]}")
 
 
+# ---------------------------------------------------------------------------------------------------- replay
+
+
+@cli.command()
+@click.option("--provider", required=True, type=click.Choice(provider_names()), help="Whose events to replay.")
+@click.option(
+    "--status", type=click.Choice(["failed", "pending"]), default="failed", show_default=True, help="Select events."
+)
+@click.option("--since", default=None, help="Received at or after (ISO-8601; UTC when no offset).")
+@click.option("--until", default=None, help="Received at or before (ISO-8601; UTC when no offset).")
+@click.option(
+    "--id", "event_ids", multiple=True, help="Only this event id (repeatable); --since/--until then do not apply."
+)
+@click.option("--dry-run", is_flag=True, help="Show the plan (counts by provider, type, status); change nothing.")
+@click.option("--page-size", default=DEFAULT_PAGE_SIZE, show_default=True, help="Events read per page.")
+@click.option("--wait-seconds", default=DEFAULT_WAIT_SECONDS, show_default=True, help="Pause after a page that wrote.")
+@click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, help="Per execution; run again for more.")
+@click.option("--timeout", default=900.0, show_default=True, help="Seconds to wait for the execution's result.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME replay ...`.")
+@click.pass_context
+def replay(
+    ctx: click.Context,
+    provider: str,
+    status: str,
+    since: str | None,
+    until: str | None,
+    event_ids: tuple[str, ...],
+    dry_run: bool,
+    page_size: int,
+    wait_seconds: int,
+    max_events: int,
+    timeout: float,
+    as_json: bool,
+    stack: str | None,
+) -> None:
+    """Set failed (or pending) events back to pending, so that they are dispatched and processed again.
+
+    Runs the replay workflow, a Step Functions execution (locally: the same state machine in the embedded AWS),
+    and waits for its result. Safe to re-run: an event is only changed while it is still in the selected status.
+    """
+    import boto3  # noqa: PLC0415
+
+    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time, run_replay  # noqa: PLC0415
+
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                normalize_time(value)
+            except ValueError as error:
+                raise click.BadParameter(str(error), param_hint=name) from None
+    target = resolve(stack) if stack else _target(ctx)
+    sfn = boto3.client("stepfunctions")
+    if target.replay_state_machine_arn:
+        state_machine_arn = target.replay_state_machine_arn
+    elif target.local:
+        from inbox_local.replay import ensure_replay_state_machine  # noqa: PLC0415
+
+        state_machine_arn = ensure_replay_state_machine(sfn, target.inbox_table)
+    else:
+        raise click.ClickException(
+            f"the stack has no {definitions.OUTPUT_REPLAY_STATE_MACHINE} output: deploy the current version first"
+        )
+    request = ReplayRequest(
+        provider=provider,
+        status=status,
+        since=since,
+        until=until,
+        event_ids=event_ids,
+        dry_run=dry_run,
+        page_size=page_size,
+        wait_seconds=wait_seconds,
+        max_events=max_events,
+    )
+    try:
+        report = run_replay(
+            sfn, state_machine_arn, request, timeout_seconds=timeout, poll_seconds=0.25 if target.local else 1.0
+        )
+    except ReplayFailed as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
+    if as_json:
+        _echo_json(report.to_json())
+        return
+    click.echo(report.headline())
+    _table(report.plan(), ["provider", "event_type", "status", "outcome", "count"])
+    click.echo(f"execution: {report.execution_arn}")
+
+
 # -------------------------------------------------------------------------------------------------- simulate
 
 
@@ -254,6 +346,109 @@ def simulate(
         click.echo(render_report(report))
     if not report.ok:
         raise SystemExit(1)
+
+
+# ------------------------------------------------------------------------------------------------ operations
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """Events by provider and status, the oldest pending event, payments by status."""
+    from inbox_cli.stats import collect_stats, render_stats  # noqa: PLC0415
+    from shared.sweeper import SweepStore  # noqa: PLC0415
+
+    target = _target(ctx)
+    result = collect_stats(SweepStore(target.inbox_table, target.payments_table))
+    if as_json:
+        _echo_json(result)
+    else:
+        click.echo(render_stats(result))
+
+
+@cli.group()
+def retention() -> None:
+    """Expiry (TTL) and the archive."""
+
+
+@retention.command("run")
+@click.option("--now", "now_text", default=None, help="Expire as if it were this moment (ISO-8601; default: now).")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until the archive holds them.")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait for the archive.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout: float, as_json: bool) -> None:
+    """Local stack: expire the items whose `expires_at` passed, as DynamoDB's TTL does (moto never does).
+
+    Each expired item is deleted; its stream record reaches the archiver, which writes it to the archive bucket.
+    In AWS, TTL itself deletes expired items: this command refuses to run against a deployed stack."""
+    import boto3  # noqa: PLC0415
+
+    from inbox_cli.retention import archived_event_keys, parse_moment  # noqa: PLC0415
+    from inbox_local.config import LocalNames  # noqa: PLC0415
+    from inbox_local.expiry import expire_items  # noqa: PLC0415
+
+    target = _target(ctx)
+    if not target.local:
+        raise click.UsageError(
+            "in AWS, DynamoDB's TTL deletes expired items itself and the archiver archives them; "
+            "a DeleteItem from here would not be a TTL deletion and would not be archived"
+        )
+    try:
+        now = parse_moment(now_text)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--now") from None
+    archive_bucket = LocalNames().archive_bucket
+    result = expire_items(boto3.client("dynamodb"), target.inbox_table, int(now.timestamp()))
+    missing = set(result.deleted)
+    deadline = time.monotonic() + timeout
+    s3 = boto3.client("s3")
+    while wait and missing and time.monotonic() < deadline:
+        missing -= archived_event_keys(s3, archive_bucket)
+        if missing:
+            time.sleep(0.25)
+    report = {
+        "now": now.isoformat(),
+        "deleted": len(result.deleted),
+        "kept": result.kept,
+        "archive_bucket": archive_bucket,
+        "archived": len(result.deleted) - len(missing) if wait else None,
+        "not_archived_yet": sorted(missing) if wait else None,
+    }
+    if as_json:
+        _echo_json(report)
+    else:
+        click.echo(f"expired as of {report['now']}: {report['deleted']} deleted, {report['kept']} kept")
+        if wait:
+            click.echo(f"archived in s3://{archive_bucket}/: {report['archived']} of {report['deleted']}")
+    if wait and missing:
+        click.echo(f"error: {len(missing)} deleted event(s) not in the archive after {timeout:.0f} s", err=True)
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.option("--events-per-month", "events", type=click.IntRange(min=0), default=1_000_000, show_default=True)
+@click.option("--region", default="us-east-1", show_default=True)
+@click.option("--body-kb", default=2.0, show_default=True, help="Average webhook body size.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
+    """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from inbox_cli.cost import measured_assumptions, monthly_cost, render  # noqa: PLC0415
+
+    try:
+        report = monthly_cost(events, region, replace(measured_assumptions(), body_kb=body_kb))
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if as_json:
+        _echo_json(report)
+    else:
+        click.echo(render(report))
+
+
+cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
 
 
 def main() -> None:

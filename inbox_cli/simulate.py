@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -71,6 +72,16 @@ class Delivery:
     due_round: int
     copies: int
     concurrent: bool
+
+
+@dataclass
+class SimulationHooks:
+    """Optional callbacks for a driver wrapped around a simulation (`inbox chaos` turns faults on and off)."""
+
+    before_payment: Callable[[int], None] | None = None  # before the n-th payment is created
+    before_round: Callable[[int], None] | None = None  # before each round of gateway steps and deliveries
+    delivered: Callable[[Delivery, int], None] | None = None  # after each send, with its final HTTP status
+    after_delivery: Callable[[], None] | None = None  # every webhook sent, before waiting for them to settle
 
 
 @dataclass
@@ -167,6 +178,7 @@ class Simulation:
         inbox: InboxStore,
         payments: ProcessingStore,
         secret_for: Any,
+        hooks: SimulationHooks | None = None,
     ) -> None:
         self.options = options
         self.api_url = api_url
@@ -178,6 +190,7 @@ class Simulation:
         self._failures = 0
         self._deliveries = 0
         self._lock = threading.Lock()
+        self.hooks = hooks or SimulationHooks()
 
     def _schedule(self, provider: str, resource_id: str, webhooks: list[dict[str, Any]], round_: int) -> list[Delivery]:
         scheduled = []
@@ -211,6 +224,8 @@ class Simulation:
                 self._deliveries += 1
                 if not 200 <= status < 300:
                     self._failures += 1
+            if self.hooks.delivered is not None:
+                self.hooks.delivered(delivery, status)
 
         if delivery.concurrent:
             threads = [threading.Thread(target=send_one, args=(copy,)) for copy in copies[:2]]
@@ -228,7 +243,9 @@ class Simulation:
         plans: list[tuple[str, str, list[str], str]] = []
         pending: list[Delivery] = []
         webhooks_total = 0
-        for _ in range(options.payments):
+        for index in range(options.payments):
+            if self.hooks.before_payment is not None:
+                self.hooks.before_payment(index)
             provider = self.rng.choice(options.providers)
             choices = [
                 (name, steps)
@@ -247,6 +264,8 @@ class Simulation:
         rounds = max((len(steps) for _, _, steps, _ in plans), default=0) + options.max_delay_rounds + 1
         with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
             for round_ in range(rounds):
+                if self.hooks.before_round is not None:
+                    self.hooks.before_round(round_)
                 for provider, resource_id, steps, _ in plans:
                     if round_ < len(steps):
                         webhooks = self.admin.transition(provider, resource_id, steps[round_])
@@ -257,6 +276,8 @@ class Simulation:
                 self.rng.shuffle(due)
                 list(pool.map(self._deliver, due))
             list(pool.map(self._deliver, pending))
+        if self.hooks.after_delivery is not None:
+            self.hooks.after_delivery()
         delivered_at = time.monotonic()
 
         resource_ids = {(provider, resource_id) for provider, resource_id, _, _ in plans}

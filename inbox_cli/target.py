@@ -16,6 +16,9 @@ class Target:
     payments_table: str
     body_bucket: str
     local: bool
+    # The replay workflow of a deployed stack (output ReplayStateMachineArn). None locally: the CLI creates the
+    # same state machine in the embedded AWS on first use (inbox_local/replay.py).
+    replay_state_machine_arn: str | None = None
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
@@ -48,4 +51,5 @@ def resolve(stack: str | None) -> Target:
         payments_table=outputs.get(definitions.OUTPUT_PAYMENTS_TABLE, ""),
         body_bucket=outputs[definitions.OUTPUT_BODY_BUCKET],
         local=False,
+        replay_state_machine_arn=outputs.get(definitions.OUTPUT_REPLAY_STATE_MACHINE),
     )

@@ -17,6 +17,18 @@ DEV_SECRETS: dict[str, str] = {
     "stripe": "whsec_local_development_only",
     "standard": "whsec_" + base64.b64encode(b"local-development-only-key-32byt").decode(),
     "asaas": "local-development-only-asaas-token",
+    "pagarme": "ak_local_development_only_pagarme",
+    "kiwify": "local-development-only-kiwify-token",
+    "hotmart": "local-development-only-hotmart-hottok",
+    "pagbank": "local-development-only-pagbank-token",
+    "iugu": "local-development-only-iugu-token",
+    "github": "local-development-only-github-secret",
+    "shopify": "local-development-only-shopify-client-secret",
+    "paddle": "pdl_ntfset_local_development_only_paddle",
+    "mercadopago": "local-development-only-mercadopago-secret",
+    # Adyen's HMAC key is hex (it is hex-decoded before use)
+    "adyen": "6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
+    "generic": "local-development-only-generic-secret",
 }
 
 
@@ -62,6 +74,7 @@ class LocalNames:
     payments_table: str = f"{LOCAL_STACK_NAME}-payments"
     control_table: str = f"{LOCAL_STACK_NAME}-control"
     body_bucket: str = f"{LOCAL_STACK_NAME}-bodies"
+    archive_bucket: str = f"{LOCAL_STACK_NAME}-archive"
     queue: str = f"{LOCAL_STACK_NAME}-events.fifo"
     dead_letter_queue: str = f"{LOCAL_STACK_NAME}-events-dlq.fifo"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
@@ -86,6 +99,7 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_PAYMENTS_TABLE: names.payments_table,
         definitions.ENV_CONTROL_TABLE: names.control_table,
         definitions.ENV_BODY_BUCKET: names.body_bucket,
+        definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,
         definitions.ENV_SECRET_PREFIX: names.secret_prefix,
         "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -147,10 +148,23 @@ class LazyQueueAttributes(Mapping[str, Any]):
         return len(self._names)
 
 
+def enable_step_functions_execution(port: int) -> None:
+    """Make moto run Step Functions executions (the replay workflow), not only store their definitions.
+
+    moto's interpreter calls the services a state machine integrates with (aws-sdk:dynamodb:...) through boto3 at
+    ``http://localhost:$MOTO_PORT`` when it runs as a server, so that must be this server's port. Set before any
+    state machine is created: moto keeps executable state machines in a backend of their own."""
+    from moto.core.config import default_user_config  # noqa: PLC0415
+
+    os.environ["MOTO_PORT"] = str(port)
+    default_user_config["stepfunctions"] = {"execute_state_machine": True}
+
+
 def serve(host: str, port: int) -> None:
     """Run the embedded AWS in this process until it is terminated."""
     DynamoDBBackend.transact_write_items = transact_write_items_conditions_first  # type: ignore[method-assign]
     Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
+    enable_step_functions_execution(port)
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     server.serve_forever()
@@ -193,6 +207,9 @@ class EmbeddedAws:
 
 if __name__ == "__main__":
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines
+    # moto's Step Functions interpreter logs, as errors, conditions a workflow handles itself (a Choice probing an
+    # absent field, a caught ConditionalCheckFailed); an execution's real failure reaches `inbox replay` anyway.
+    logging.getLogger("moto.stepfunctions").setLevel(logging.CRITICAL)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     serve(sys.argv[1], int(sys.argv[2]))

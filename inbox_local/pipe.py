@@ -14,6 +14,7 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
+from inbox_local.stream_reader import StreamReader
 from infra import definitions
 
 _TEMPLATE_PATH = re.compile(r'("?)<(\$[^>]*)>("?)')
@@ -47,13 +48,12 @@ class StreamPipe:
     """Polls the inbox table's stream and forwards matching records to the FIFO queue, in stream order."""
 
     def __init__(self, session: Any, stream_arn: str, queue_url: str, *, poll_seconds: float = 0.05) -> None:
-        self._streams = session.client("dynamodbstreams")
+        self.reader = StreamReader(session.client("dynamodbstreams"), stream_arn)
         self._sqs = session.client("sqs")
         self.stream_arn = stream_arn
         self.queue_url = queue_url
         self.poll_seconds = poll_seconds
         self.pattern = EventPattern.load(json.dumps(definitions.PIPE_FILTER_PATTERN))
-        self._iterators: dict[str, str | None] = {}
         self._running = threading.Event()
         self._running.set()
         self.forwarded = 0
@@ -95,20 +95,11 @@ class StreamPipe:
         if self.paused:
             return 0
         sent = 0
-        shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
-        for shard in shards:
-            shard_id = shard["ShardId"]
-            if shard_id not in self._iterators:
-                self._iterators[shard_id] = self._streams.get_shard_iterator(
-                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-            iterator = self._iterators[shard_id]
-            if iterator is None:
-                continue
-            response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+
+        def forward(records: list[dict[str, Any]]) -> None:
+            nonlocal sent
             batch: list[dict[str, Any]] = []
-            for raw_record in response.get("Records", []):
-                record = json.loads(json.dumps(raw_record, default=str))  # as Pipes sees it: plain JSON
+            for record in records:
                 if not self.matches(record):
                     self.filtered_out += 1
                     continue
@@ -116,9 +107,10 @@ class StreamPipe:
             for start in range(0, len(batch), 10):  # in stream order, ten per SendMessageBatch
                 self._send(batch[start : start + 10])
                 sent += len(batch[start : start + 10])
-            # Only now move on: a failed send re-reads these records (at least once; the processor skips events
-            # that are no longer pending, and SQS drops repeats of the same dispatch id).
-            self._iterators[shard_id] = response.get("NextShardIterator")
+
+        # The reader moves on only once `forward` returned: a failed send re-reads these records (at least once;
+        # the processor skips events that are no longer pending, and SQS drops repeats of the same dispatch id).
+        self.reader.poll(forward)
         self.forwarded += sent
         return sent
 

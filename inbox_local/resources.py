@@ -38,6 +38,21 @@ def simple_table_spec(name: str, partition_key: str) -> dict[str, Any]:
     }
 
 
+def payments_table_spec(name: str) -> dict[str, Any]:
+    """The payments table with its sparse reconcile index (only payments in an intermediate status are in it)."""
+    spec = simple_table_spec(name, definitions.PAYMENTS_PARTITION_KEY)
+    for index, pk, sk in definitions.PAYMENTS_GLOBAL_INDEXES:
+        spec["AttributeDefinitions"] += [{"AttributeName": a, "AttributeType": "S"} for a in (pk, sk)]
+        spec.setdefault("GlobalSecondaryIndexes", []).append(
+            {
+                "IndexName": index,
+                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": definitions.RECONCILE_INDEX_PROJECTION},
+            }
+        )
+    return spec
+
+
 def queue_attributes(dead_letter_arn: str | None) -> dict[str, str]:
     import json  # noqa: PLC0415
 
@@ -63,9 +78,10 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
         TableName=names.inbox_table,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.INBOX_TTL_ATTRIBUTE},
     )
-    dynamodb.create_table(**simple_table_spec(names.payments_table, definitions.PAYMENTS_PARTITION_KEY))
+    dynamodb.create_table(**payments_table_spec(names.payments_table))
     dynamodb.create_table(**simple_table_spec(names.control_table, definitions.CONTROL_PARTITION_KEY))
     session.client("s3").create_bucket(Bucket=names.body_bucket)
+    session.client("s3").create_bucket(Bucket=names.archive_bucket)
 
     sqs = session.client("sqs")
     dead_letter_url = sqs.create_queue(QueueName=names.dead_letter_queue, Attributes=queue_attributes(None))["QueueUrl"]

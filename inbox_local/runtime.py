@@ -12,7 +12,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
@@ -25,6 +25,9 @@ from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
 from infra import definitions
 from shared.providers import provider_names
+
+if TYPE_CHECKING:
+    from inbox_local.faults import FaultInjector
 
 # Locally, retries back off from 1 s instead of 5 s so that a demo recovers while you watch.
 LOCAL_RETRY_BASE_SECONDS = "1"
@@ -44,6 +47,7 @@ class LocalStack:
     queue_mapping: QueueMapping | None = None
     archive_mapping: ArchiveMapping | None = None
     sweep_schedule: Schedule | None = None
+    faults: FaultInjector | None = None  # every fault off until `POST /_local/faults` (inbox chaos)
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -119,6 +123,10 @@ class LocalStack:
         self._spawn("sweeper", lambda: self.sweep_schedule.run(self._stopping) if self.sweep_schedule else None)
 
         self._api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
+        from inbox_local.faults import install as install_faults  # noqa: PLC0415 - once the environment is set
+
+        self.faults = install_faults(self)
+        self._api.local_route = self.faults.admin_route
         self._spawn("api", self._api.serve_forever)
 
     def _spawn(self, name: str, target: Any) -> None:

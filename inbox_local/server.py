@@ -22,6 +22,10 @@ API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# Local-only routes (`/_local/...`, e.g. fault injection: inbox_local/faults.py), answered by the server itself:
+# (method, path, body) -> (status, JSON document). They never reach the function.
+LocalRoute = Callable[[str, str, bytes], tuple[int, Any]]
+LOCAL_ROUTE_PREFIX = "/_local/"
 
 
 def api_gateway_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
@@ -79,6 +83,11 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length) if length else b""
+        route = urlsplit(self.path).path
+        if self.server.local_route is not None and route.startswith(LOCAL_ROUTE_PREFIX):
+            status, document = self.server.local_route(self.command, route, body)
+            self._send(status, document, started)
+            return
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             key = name.lower()
@@ -118,3 +127,4 @@ class ApiServer(ThreadingHTTPServer):
         super().__init__(address, _ApiRequestHandler)
         self.handler = handler
         self.access_log = access_log
+        self.local_route: LocalRoute | None = None

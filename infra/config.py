@@ -9,6 +9,13 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
   gateway outage must stay replayable).
 - ``signature_tolerance_seconds``: accepted clock skew of a signed timestamp (default
   ``definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS``).
+- ``sweep_interval_minutes``: how often the sweeper runs (default ``definitions.SWEEP_SCHEDULE_MINUTES``; 1 to
+  60).
+- ``archive_expiration_days``: delete archived items after this many days (default: never; when set, more than
+  ``ARCHIVE_GLACIER_AFTER_DAYS``, the archive's last storage-class transition).
+- ``archive_redact_fields``: comma-separated JSON key names whose values the archiver redacts (LGPD), e.g.
+  ``email,cpf,name`` (default: none).
+- ``alarm_email``: an address subscribed to the alarms' SNS topic (default: none; subscribe anything later).
 - ``powertools_layer_version``: version N of the official layer
   ``arn:aws:lambda:<region>:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:N``. The default is
   the newest version the Powertools docs listed when this was written; when bumping the Powertools version in
@@ -27,6 +34,10 @@ from infra import definitions
 
 DEFAULT_STACK_NAME = "WebhookInbox"
 DEFAULT_POWERTOOLS_LAYER_VERSION = 27
+MAX_SWEEP_INTERVAL_MINUTES = 60
+# The archive bucket's storage classes: STANDARD_IA after 30 days, GLACIER_IR after 90 (infra/constructs/archive.py).
+ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS = 30
+ARCHIVE_GLACIER_AFTER_DAYS = 90
 
 POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-arm64"
@@ -48,13 +59,51 @@ def _integer(node: Node, key: str, default: int) -> int:
         raise SettingsError(f"context value {key!r} must be an integer, got {raw!r}") from None
 
 
+def _text(node: Node, key: str) -> str | None:
+    raw: Any = node.try_get_context(key)
+    return None if raw is None or str(raw).strip() == "" else str(raw).strip()
+
+
+def _optional_integer(node: Node, key: str) -> int | None:
+    raw: Any = node.try_get_context(key)
+    if raw is None or raw == "":
+        return None
+    return _integer(node, key, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class StackSettings:
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     signature_tolerance_seconds: int = definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
     powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
+    sweep_interval_minutes: int = definitions.SWEEP_SCHEDULE_MINUTES
+    archive_expiration_days: int | None = None  # None: archived items are kept
+    archive_redact_fields: str = ""
+    alarm_email: str | None = None
 
     def __post_init__(self) -> None:
+        if not all(
+            field.strip() and all(c.isalnum() or c in "_-" for c in field.strip())
+            for field in self.archive_redact_fields.split(",")
+            if self.archive_redact_fields
+        ):
+            raise SettingsError(
+                "context value 'archive_redact_fields' must be comma-separated JSON key names (letters, digits, "
+                f"'_' and '-'), got {self.archive_redact_fields!r}"
+            )
+        if self.alarm_email is not None and (self.alarm_email.count("@") != 1 or " " in self.alarm_email):
+            raise SettingsError(f"context value 'alarm_email' is not an e-mail address: {self.alarm_email!r}")
+        if not 1 <= self.sweep_interval_minutes <= MAX_SWEEP_INTERVAL_MINUTES:
+            raise SettingsError(
+                f"context value 'sweep_interval_minutes' must be between 1 and {MAX_SWEEP_INTERVAL_MINUTES}, "
+                f"got {self.sweep_interval_minutes}"
+            )
+        if self.archive_expiration_days is not None and self.archive_expiration_days <= ARCHIVE_GLACIER_AFTER_DAYS:
+            raise SettingsError(
+                f"context value 'archive_expiration_days' is {self.archive_expiration_days}, but archived items move "
+                f"to Glacier Instant Retrieval after {ARCHIVE_GLACIER_AFTER_DAYS} days: expire them later than that "
+                "(or leave it unset to keep them)"
+            )
         if self.retention_days < definitions.MINIMUM_RETENTION_DAYS:
             raise SettingsError(
                 f"context value 'retention_days' is {self.retention_days}, but inbox items must be kept at least "
@@ -79,6 +128,10 @@ class StackSettings:
                 node, "signature_tolerance_seconds", definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
             ),
             powertools_layer_version=_integer(node, "powertools_layer_version", DEFAULT_POWERTOOLS_LAYER_VERSION),
+            sweep_interval_minutes=_integer(node, "sweep_interval_minutes", definitions.SWEEP_SCHEDULE_MINUTES),
+            archive_expiration_days=_optional_integer(node, "archive_expiration_days"),
+            archive_redact_fields=_text(node, "archive_redact_fields") or "",
+            alarm_email=_text(node, "alarm_email"),
         )
 
 

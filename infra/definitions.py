@@ -116,10 +116,25 @@ MINIMUM_RETENTION_DAYS: Final = 7
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
 
 # Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
-PROVIDERS: Final = ("stripe", "standard", "asaas")
+PROVIDERS: Final = (
+    "stripe",
+    "standard",
+    "asaas",
+    "pagarme",
+    "kiwify",
+    "hotmart",
+    "pagbank",
+    "iugu",
+    "github",
+    "shopify",
+    "paddle",
+    "mercadopago",
+    "adyen",
+    "generic",
+)
 # Providers with a payment API the processor refetches from (one gateway API-key secret each). `standard` is a
 # signing scheme, not a gateway: it has no API, and its events are ordered by `occurred_at` instead.
-REFETCH_PROVIDERS: Final = ("stripe", "asaas")
+REFETCH_PROVIDERS: Final = ("stripe", "asaas", "pagarme", "pagbank", "iugu", "paddle", "mercadopago")
 
 
 def secret_name(stack_name: str, provider: str) -> str:
@@ -177,3 +192,78 @@ ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
 RETRY_BASE_SECONDS: Final = 5
+
+# ------------------------------------------------------------------------------------------------ operations
+# The sweeper (functions/sweeper): an EventBridge schedule runs it every SWEEP_SCHEDULE_MINUTES in AWS; the local
+# stack runs it every INBOX_SWEEP_INTERVAL_SECONDS (default LOCAL_SWEEP_INTERVAL_SECONDS).
+SWEEP_SCHEDULE_MINUTES: Final = 5
+LOCAL_SWEEP_INTERVAL_SECONDS: Final = 10
+SWEEPER_TIMEOUT_SECONDS: Final = 120  # the sweeper stops paging when fewer than 10 s of its invocation remain
+SWEEPER_MEMORY_MB: Final = 256
+# A pending event is stale (its dispatch was lost) when nothing happened to it for this long: no dispatch
+# (`dispatched_at`) and no processing attempt (`last_attempt_at`). It must exceed the processor's longest backoff
+# (shared.process.service.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
+DEFAULT_STALE_AFTER_SECONDS: Final = 900
+# Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
+DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
+DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
+
+# Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
+# `reconcile_key` = "{provider}#{status}" (one partition per provider and status, so the sweeper queries only the
+# providers that have an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
+# against its source (the processor's write, or the sweeper's claim when it sends a reconciliation). Keys only:
+# the sweeper needs nothing else.
+RECONCILE_INDEX: Final = "payments-to-reconcile"
+RECONCILE_INDEX_PK: Final = "reconcile_key"
+RECONCILE_INDEX_SK: Final = "checked_at"
+RECONCILE_INDEX_PROJECTION: Final = "KEYS_ONLY"
+PAYMENTS_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
+    (RECONCILE_INDEX, RECONCILE_INDEX_PK, RECONCILE_INDEX_SK),
+)
+
+# ------------------------------------------------------------------------------------------------- retention
+# The archiver (functions/archiver) consumes the inbox stream through an event source mapping with this filter:
+# only REMOVE records made by the DynamoDB service itself, i.e. TTL deletions (AWS: "Records deleted by TTL carry
+# userIdentity {type: Service, principalId: dynamodb.amazonaws.com}"). An operator's own DeleteItem is not archived.
+ARCHIVE_FILTER_PATTERN: Final[dict[str, Any]] = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+}
+ARCHIVE_KEY_PREFIX: Final = "archive/"
+ARCHIVER_BATCH_SIZE: Final = 100
+ARCHIVER_MAX_BATCHING_WINDOW_SECONDS: Final = 60  # fewer, larger archive objects
+# The stream keeps records 24 h: the mapping retries a failing batch (bisecting it) until it succeeds or the record
+# ages out, then reports it to its on-failure destination. The archive is at-least-once (a bisected retry can
+# write a record into a second object); every line carries its `pk`.
+ARCHIVER_STARTING_POSITION: Final = "TRIM_HORIZON"
+ARCHIVER_TIMEOUT_SECONDS: Final = 120
+ARCHIVER_MEMORY_MB: Final = 512
+OUTPUT_ARCHIVE_BUCKET: Final = "ArchiveBucketName"
+
+ENV_STALE_AFTER: Final = "INBOX_STALE_AFTER_SECONDS"
+ENV_RECONCILE_AFTER: Final = "INBOX_RECONCILE_AFTER_SECONDS"
+ENV_SWEEP_MAX_ITEMS: Final = "INBOX_SWEEP_MAX_ITEMS"
+ENV_SWEEP_INTERVAL: Final = "INBOX_SWEEP_INTERVAL_SECONDS"  # local stack only (AWS: the schedule's rate)
+ENV_ARCHIVE_BUCKET: Final = "INBOX_ARCHIVE_BUCKET"
+ENV_REDACT_FIELDS: Final = "INBOX_REDACT_FIELDS"  # comma-separated JSON key names; empty: no redaction
+
+# ------------------------------------------------------------------------------------------ replay, monitoring
+# The replay workflow (Step Functions; its definition: infra/replay_definition.py) and the alarms' SNS topic.
+OUTPUT_REPLAY_STATE_MACHINE: Final = "ReplayStateMachineArn"
+OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
+OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
+OUTPUT_ARCHIVER_FUNCTION: Final = "ArchiverFunctionName"
+# Metric names the functions emit (namespace METRICS_NAMESPACE, dimensions service [+ provider]) and the alarms
+# and the dashboard read.
+# Ingest (shared/ingest.py, per provider):
+METRIC_EVENTS_RECEIVED: Final = "EventsReceived"
+METRIC_EVENTS_UNPARSEABLE: Final = "EventsUnparseable"  # verified but unparseable: stored as failed
+METRIC_DUPLICATES: Final = "DuplicatesAbsorbed"
+METRIC_SIGNATURES_REJECTED: Final = "SignaturesRejected"
+METRIC_STORAGE_FAILURES: Final = "StorageFailures"
+# Processor (shared/process/service.py, per provider):
+METRIC_EVENTS_PROCESSED: Final = "EventsProcessed"
+METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+METRIC_EVENTS_FAILED: Final = "EventsFailed"
+# Sweeper (service dimension only):
+METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"

@@ -9,15 +9,19 @@ from constructs import Construct
 
 from infra import definitions
 from infra.config import StackSettings
+from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.gateway_api_keys import GatewayApiKeys
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.ingest_api import IngestApi
 from infra.constructs.ingest_function import IngestFunction
+from infra.constructs.monitoring import Monitoring
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
+from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.constructs.signing_secrets import SigningSecrets
+from infra.constructs.sweeper_function import SweeperFunction
 
 
 class WebhookInboxStack(Stack):
@@ -50,6 +54,37 @@ class WebhookInboxStack(Stack):
             settings=settings,
         )
 
+        # Operations: replay (Step Functions) sets selected events back to pending; the Pipe dispatches them.
+        self.replay = ReplayWorkflow(self, "ReplayWorkflow", table=self.storage.table)
+        # The sweeper (schedule): re-dispatch lost dispatches, measure, reconcile stuck payments.
+        self.sweeper = SweeperFunction(
+            self,
+            "SweeperFunction",
+            inbox=self.storage,
+            payments=self.payments,
+            queues=self.queues,
+            settings=settings,
+        )
+        # Retention: TTL deletions of the inbox are archived to S3 from the stream.
+        self.archive = Archive(self, "Archive", inbox=self.storage, settings=settings)
+        # Alarms (to an SNS topic) and the flow's dashboard.
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            settings=settings,
+            functions={
+                "ingest": self.ingest.function,
+                "processor": self.processor.function,
+                "sweeper": self.sweeper.function,
+                "archiver": self.archive.function,
+            },
+            queue=self.queues.queue,
+            dead_letter_queue=self.queues.dead_letter_queue,
+            pipe_dead_letter_queue=self.pipe.dead_letter_queue,
+            archive_failure_queue=self.archive.failure_queue,
+            replay_state_machine=self.replay.state_machine,
+        )
+
         outputs = {
             definitions.OUTPUT_API_URL: (self.api.url, "Base URL; gateways POST to <url>webhooks/<provider>"),
             definitions.OUTPUT_INBOX_TABLE: (self.storage.table.table_name, "Inbox DynamoDB table"),
@@ -79,5 +114,19 @@ class WebhookInboxStack(Stack):
                 "Secrets Manager name prefix of the gateways' API keys (<prefix><provider>)",
             ),
         }
+        outputs[definitions.OUTPUT_REPLAY_STATE_MACHINE] = (
+            self.replay.state_machine.state_machine_arn,
+            "Replay workflow (Step Functions): `inbox replay --stack NAME` starts it",
+        )
+        outputs[definitions.OUTPUT_SWEEPER_FUNCTION] = (self.sweeper.function.function_name, "Sweeper Lambda")
+        outputs[definitions.OUTPUT_ARCHIVER_FUNCTION] = (self.archive.function.function_name, "Archiver Lambda")
+        outputs[definitions.OUTPUT_ARCHIVE_BUCKET] = (
+            self.archive.bucket.bucket_name,
+            "Archive of inbox items removed by TTL (gzip JSON lines)",
+        )
+        outputs[definitions.OUTPUT_ALARM_TOPIC] = (
+            self.monitoring.topic.topic_arn,
+            "SNS topic of the alarms: subscribe your on-call (or deploy with -c alarm_email=...)",
+        )
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -35,3 +35,18 @@ def count_for_provider(name: str, provider: str, value: float = 1) -> None:
         default_dimensions={"service": SERVICE_NAME},
     ) as metric:
         metric.add_dimension(name="provider", value=provider)
+
+
+def put_gauge(name: str, value: float, unit: MetricUnit = MetricUnit.Count) -> None:
+    """One service-wide measurement (no provider dimension), flushed at once: what the sweeper observes about
+    the whole inbox (stuck events, the oldest pending age), one alarm per metric."""
+    if is_metrics_disabled():
+        return
+    with single_metric(
+        name=name,
+        unit=unit,
+        value=value,
+        namespace=METRICS_NAMESPACE,
+        default_dimensions={"service": SERVICE_NAME},
+    ):
+        pass

@@ -5,6 +5,7 @@ Choices:
 - Payments: on-demand, point-in-time recovery (35 days, the maximum), the AWS managed key (same reasoning as the
   inbox, see inbox_storage.py), deletion protection and RETAIN. It is the money-state everyone reads: it is never
   deleted with the stack. No stream: nothing consumes payment changes yet (adding one later is an in-place update).
+  One sparse index, ``definitions.RECONCILE_INDEX``: payments in an intermediate status, for the sweeper.
 - Control: on-demand and the AWS managed key too, but disposable: one item per provider, rebuilt by the breakers
   within seconds of being lost, so it has neither deletion protection nor RETAIN (deleting the stack deletes it).
   Point-in-time recovery is on anyway, not because breaker state needs restoring but because at a few hundred
@@ -40,6 +41,14 @@ class PaymentsStorage(Construct):
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # The sparse index the sweeper reconciles from (definitions.RECONCILE_INDEX explains); keys only.
+        for index_name, partition_key, sort_key in definitions.PAYMENTS_GLOBAL_INDEXES:
+            self.payments_table.add_global_secondary_index(
+                index_name=index_name,
+                partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
+                projection_type=dynamodb.ProjectionType(definitions.RECONCILE_INDEX_PROJECTION),
+            )
 
         self.control_table = dynamodb.Table(
             self,

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.gateway import asaas, stripe
+from shared.gateway import asaas, iugu, mercadopago, paddle, pagarme, pagbank, stripe
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
@@ -36,6 +36,11 @@ _ClientFactory = Callable[[JsonHttpClient, Callable[[], str]], GatewayClient]
 _PROVIDERS: dict[str, tuple[_ClientFactory, str]] = {
     stripe.PROVIDER: (stripe.StripeClient, stripe.DEFAULT_BASE_URL),
     asaas.PROVIDER: (asaas.AsaasClient, asaas.DEFAULT_BASE_URL),
+    pagarme.PROVIDER: (pagarme.PagarmeClient, pagarme.DEFAULT_BASE_URL),
+    pagbank.PROVIDER: (pagbank.PagbankClient, pagbank.DEFAULT_BASE_URL),
+    iugu.PROVIDER: (iugu.IuguClient, iugu.DEFAULT_BASE_URL),
+    paddle.PROVIDER: (paddle.PaddleClient, paddle.DEFAULT_BASE_URL),
+    mercadopago.PROVIDER: (mercadopago.MercadoPagoClient, mercadopago.DEFAULT_BASE_URL),
 }
 
 

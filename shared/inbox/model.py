@@ -123,6 +123,9 @@ def build_item(
         occurred_at=iso_utc(event.occurred_at),
         dispatch_id=new_dispatch_id(),
         dispatch_reason=DispatchReason.RECEIVED.value,
+        # Every dispatching write stamps `dispatched_at` (and the processor's attempts `last_attempt_at`): the
+        # sweeper re-dispatches a pending event when neither changed for its stale threshold.
+        dispatched_at=iso_utc(received_at),
     )
     if event.resource_id:
         item["resource_id"] = event.resource_id

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shared.payments.status import PaymentStatus
+from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
+
+# The payments table's sparse index of payments to reconcile (must equal infra.definitions.RECONCILE_INDEX*; a
+# test compares them): present only while the payment is in an intermediate status.
+RECONCILE_INDEX = "payments-to-reconcile"
+RECONCILE_KEY = "reconcile_key"  # "{provider}#{status}"
+CHECKED_AT = "checked_at"  # when the payment was last confirmed against its source (ISO-8601 UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +34,7 @@ class Payment:
         return f"{self.provider}#{self.resource_id}"
 
     def to_item(self) -> dict[str, Any]:
-        return {
+        item: dict[str, Any] = {
             "pk": self.key,
             "provider": self.provider,
             "resource_id": self.resource_id,
@@ -43,6 +49,11 @@ class Payment:
             "last_event_id": self.last_event_id,
             "updated_at": self.updated_at,
         }
+        if self.status in INTERMEDIATE_STATUSES:
+            # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
+            item[RECONCILE_KEY] = f"{self.provider}#{self.status.value}"
+            item[CHECKED_AT] = self.updated_at
+        return item
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Payment:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
-from shared.inbox.model import DispatchReason, EventStatus, open_status_value
+from shared.inbox.model import DispatchReason, EventStatus, iso_utc, open_status_value
 from shared.inbox.store import from_attributes, to_attributes
 from shared.payments.model import Payment
 
@@ -88,6 +89,23 @@ class ProcessingStore:
         except BotoCoreError as error:
             raise TransientStoreError(type(error).__name__) from error
 
+    def put_payment(self, payment: Payment, *, expected_version: int) -> None:
+        """The payment alone (a reconciliation: no inbox item), conditioned on the version we decided from."""
+        try:
+            self.dynamodb.put_item(
+                TableName=self.payments_table,
+                Item=to_attributes(payment.to_item()),
+                ConditionExpression="version = :expected",
+                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+            )
+        except ClientError as error:
+            code = error.response["Error"]["Code"]
+            if code == "ConditionalCheckFailedException":
+                raise VersionConflict(payment.key) from error
+            raise TransientStoreError(code) from error
+        except BotoCoreError as error:
+            raise TransientStoreError(type(error).__name__) from error
+
     def _settle_event_update(self, event_pk: str, outcome: EventStatus, *, now: str, note: str) -> dict[str, Any]:
         return {
             "TableName": self.inbox_table,
@@ -108,15 +126,17 @@ class ProcessingStore:
             },
         }
 
-    def record_attempt(self, event_pk: str, error: str) -> int:
-        """Count a failed attempt on a still-pending item; returns the attempts so far. Never re-dispatches."""
+    def record_attempt(self, event_pk: str, error: str, *, now: str | None = None) -> int:
+        """Count a failed attempt on a still-pending item; returns the attempts so far. Never re-dispatches.
+
+        `last_attempt_at` tells the sweeper the event is being worked on (it is not stale)."""
         try:
             response = self.dynamodb.update_item(
                 TableName=self.inbox_table,
                 Key={"pk": {"S": event_pk}},
                 UpdateExpression=(
                     "SET attempts = if_not_exists(attempts, :zero) + :one, last_error = :error, "
-                    "dispatch_reason = :attempt"
+                    "dispatch_reason = :attempt, last_attempt_at = :now"
                 ),
                 ConditionExpression="#status = :pending",
                 ExpressionAttributeNames={"#status": "status"},
@@ -126,6 +146,7 @@ class ProcessingStore:
                     ":error": {"S": error[:500]},
                     ":attempt": {"S": DispatchReason.ATTEMPT.value},
                     ":pending": {"S": EventStatus.PENDING.value},
+                    ":now": {"S": now or iso_utc(datetime.now(UTC))},
                 },
                 ReturnValues="UPDATED_NEW",
             )

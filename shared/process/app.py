@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import uuid
 from functools import cache
@@ -13,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared import aws
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
-from shared.process.handlers import default_router
-from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
+from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
+from shared.process.router import Router
+from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -32,6 +34,9 @@ class ProcessorSettings(BaseModel):
     dead_letter_queue_url: str = Field(alias="INBOX_DLQ_URL", min_length=1)
     max_attempts: int = Field(default=8, alias="INBOX_MAX_ATTEMPTS", ge=1, le=50)
     retry_base_seconds: float = Field(default=5.0, alias="INBOX_RETRY_BASE_SECONDS", gt=0, le=600)
+    # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
+    # handlers of one's own event types (or replacements for ours) without touching the core.
+    handler_modules: str = Field(default="", alias="INBOX_HANDLER_MODULES")
 
     @classmethod
     def from_environ(cls) -> ProcessorSettings:
@@ -73,6 +78,15 @@ class SqsRetryQueue:
         )
 
 
+def build_router(clients: ClientLookup, handler_modules: str = "") -> Router:
+    """The built-in routes, then each user module's `register(router)`: a later registration of the same
+    (provider, event type) replaces ours."""
+    router = default_router(clients)
+    for module_name in filter(None, (name.strip() for name in handler_modules.split(","))):
+        importlib.import_module(module_name).register(router)
+    return router
+
+
 @cache
 def default_processor() -> EventProcessor:
     from shared.gateway.registry import gateway_client  # noqa: PLC0415 - keeps urllib3 off the import path
@@ -80,10 +94,11 @@ def default_processor() -> EventProcessor:
     settings = ProcessorSettings.from_environ()
     return EventProcessor(
         ProcessingStore(settings.inbox_table, settings.payments_table),
-        default_router(gateway_client),
+        build_router(gateway_client, settings.handler_modules),
         SqsRetryQueue(settings.queue_url, settings.dead_letter_queue_url),
         max_attempts=settings.max_attempts,
         retry_base_seconds=settings.retry_base_seconds,
+        reconciler=RefetchPaymentHandler(gateway_client),
     )
 
 
@@ -127,10 +142,12 @@ def handle_record(record: SQSRecord, processor: EventProcessor | None = None) ->
     processor = processor or default_processor()
     delivery = delivery_of(record)
     try:
-        message = DispatchMessage.from_body(record.body)
+        message = parse_message(record.body)
     except ValueError as error:
         # Nothing can ever process it: park it in the dead-letter queue for an operator and acknowledge.
         logger.error("malformed queue message", extra={"message_id": record.message_id, "error": str(error)})
         processor.queue.dead_letter(delivery)
         return Outcome.FAILED.value
+    if isinstance(message, ReconcileMessage):
+        return processor.reconcile(message).value  # never raises: a reconciliation is not retried in the queue
     return processor.handle(message, delivery).value  # RetryLater propagates: the record is reported failed

@@ -8,6 +8,7 @@ from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import InboxEvent, Router, StateMachineApply, UnprocessableEvent
+from shared.providers import adyen, generic, hotmart, kiwify, shopify
 
 ClientLookup = Callable[[str], GatewayClient | None]
 
@@ -35,6 +36,13 @@ class RefetchPaymentHandler(StateMachineApply):
         snapshot = client.fetch_payment(event.resource_id)
         check_amount_agrees(event, snapshot)
         return observation_from_snapshot(event.provider, snapshot, event)
+
+    def observe(self, provider: str, resource_id: str) -> Observation:
+        """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation)."""
+        client = self._clients(provider)
+        if client is None:
+            raise UnprocessableEvent(f"no API client for provider {provider!r}")
+        return observation_from_snapshot(provider, client.fetch_payment(resource_id), None)
 
 
 def observation_from_snapshot(provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None) -> Observation:
@@ -84,4 +92,29 @@ def default_router(clients: ClientLookup) -> Router:
         router.register("stripe", event_type, refetch)
     router.register("asaas", "PAYMENT_*", refetch)
     router.register("standard", "payment.*", EventTimeOrderedHandler())
+    # Brazilian gateways (docs/providers-brazil.md): Pagar.me, PagBank and iugu are refetched; Kiwify and Hotmart
+    # have no payment API and are ordered by event time (their provider_status is already canonical).
+    for event_type in ("charge.*", "order.*", "transaction_status_changed"):
+        router.register("pagarme", event_type, refetch)
+    for event_type in ("charge.*", "order.*"):
+        router.register("pagbank", event_type, refetch)
+    router.register("iugu", "invoice.*", refetch)
+    by_event_time = EventTimeOrderedHandler()
+    for event_type in (*kiwify.SALE_EVENTS, *(f"{prefix}*" for prefix in kiwify.BANKING_EVENT_PREFIXES)):
+        router.register("kiwify", event_type, by_event_time)
+    for event_type in hotmart.PURCHASE_EVENTS:
+        router.register("hotmart", event_type, by_event_time)
+    # International providers (docs/providers.md). GitHub events are not payments: no route, they end ignored.
+    # Paddle and Mercado Pago are refetched; Shopify (order and dispute topics only: a transaction alone does not
+    # say what the order became), Adyen and the configurable `generic` driver are ordered by event time.
+    for event_type in ("transaction.*", "adjustment.*"):
+        router.register("paddle", event_type, refetch)
+    for event_type in ("payment", "payment.*"):
+        router.register("mercadopago", event_type, refetch)
+    for event_type in shopify.PAYMENT_TOPICS:
+        router.register("shopify", event_type, by_event_time)
+    for event_type in adyen.PAYMENT_EVENT_CODES:
+        router.register("adyen", event_type, by_event_time)
+    for event_type in generic.payment_event_patterns():
+        router.register("generic", event_type, by_event_time)
     return router

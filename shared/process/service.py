@@ -20,11 +20,16 @@ from typing import Protocol
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.model import EventStatus, iso_utc
 from shared.observability import count_for_provider, logger
+from shared.payments.model import Payment
 from shared.payments.store import EventAlreadySettled, ProcessingStore, TransientStoreError, VersionConflict
-from shared.process.decide import Apply, Touch
+from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
+# The longest a retried event waits before its next attempt. The sweeper treats a pending event as stale (its
+# dispatch lost) after INBOX_STALE_AFTER_SECONDS (default 900) without a dispatch or an attempt, which must stay
+# above this cap: otherwise it would re-dispatch events that are only backing off. (It was 900.)
+MAX_BACKOFF_SECONDS = 600
 
 
 class Outcome(StrEnum):
@@ -54,6 +59,45 @@ class DispatchMessage:
         return cls(pk=data["pk"], dispatch_id=data.get("dispatch_id"), dispatch_reason=data.get("dispatch_reason"))
 
 
+RECONCILE_KIND = "reconcile"
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileMessage:
+    """The sweeper's request to refetch a payment stuck in an intermediate status (no inbox item involved).
+
+    Sent in the payment's own FIFO group, so it is applied in order with the payment's webhooks."""
+
+    provider: str
+    resource_id: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}#{self.resource_id}"
+
+    def to_body(self) -> str:
+        return json.dumps({"kind": RECONCILE_KIND, "provider": self.provider, "resource_id": self.resource_id})
+
+
+def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
+    """A queue message: an event's dispatch (the Pipe's) or a reconciliation (the sweeper's). ValueError if neither."""
+    data = json.loads(body)
+    if isinstance(data, dict) and data.get("kind") == RECONCILE_KIND:
+        provider, resource_id = data.get("provider"), data.get("resource_id")
+        if not isinstance(provider, str) or not isinstance(resource_id, str) or not provider or not resource_id:
+            raise ValueError("reconcile message without a 'provider' and a 'resource_id'")
+        return ReconcileMessage(provider, resource_id)
+    return DispatchMessage.from_body(body)
+
+
+class Reconciler(Protocol):
+    """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
+
+    def observe(self, provider: str, resource_id: str) -> Observation: ...
+
+    def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """Where the message came from, so a retry can be delayed and an exhausted one dead-lettered."""
@@ -72,7 +116,9 @@ class RetryQueue(Protocol):
     def dead_letter(self, delivery: Delivery) -> None: ...
 
 
-def backoff_seconds(attempt: int, base: float, *, cap: int = 900, rng: random.Random | None = None) -> int:
+def backoff_seconds(
+    attempt: int, base: float, *, cap: int = MAX_BACKOFF_SECONDS, rng: random.Random | None = None
+) -> int:
     """Growing, jittered visibility delay for attempt N (1-based): base * 2^(N-1), +-20 %, capped."""
     rng = rng or random.Random()  # noqa: S311 - jitter, not security
     delay = base * (2 ** (attempt - 1)) * rng.uniform(0.8, 1.2)
@@ -89,6 +135,7 @@ class EventProcessor:
         max_attempts: int,
         retry_base_seconds: float,
         clock: Callable[[], float] = time.time,
+        reconciler: Reconciler | None = None,
     ) -> None:
         self.store = store
         self.router = router
@@ -96,6 +143,7 @@ class EventProcessor:
         self.max_attempts = max_attempts
         self.retry_base_seconds = retry_base_seconds
         self.clock = clock
+        self.reconciler = reconciler
 
     def _now(self) -> str:
         return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
@@ -186,7 +234,7 @@ class EventProcessor:
         return outcome
 
     def _retry(self, event: InboxEvent, delivery: Delivery, error: str, retry_after: float | None = None) -> Outcome:
-        attempts = self.store.record_attempt(event.pk, error)
+        attempts = self.store.record_attempt(event.pk, error, now=self._now())
         if attempts >= self.max_attempts:
             self.store.mark_failed(event.pk, error, now=self._now(), count_attempt=False)
             self.queue.dead_letter(delivery)
@@ -195,10 +243,57 @@ class EventProcessor:
             return Outcome.FAILED
         delay = backoff_seconds(attempts, self.retry_base_seconds)
         if retry_after:
-            delay = max(delay, min(900, round(retry_after)))
+            delay = max(delay, min(MAX_BACKOFF_SECONDS, round(retry_after)))
         self.queue.delay(delivery, delay)
         logger.info("event retry", extra={"pk": event.pk, "attempts": attempts, "delay_s": delay, "error": error})
         raise RetryLater(error)
+
+    def reconcile(self, message: ReconcileMessage) -> Outcome:
+        """Refetch a payment the sweeper found stuck, and apply what changed with the version check: the same
+        state machine as for webhooks, so a reconciliation and a webhook never fight (whichever comes second finds
+        nothing to change). Writes the payment only; nothing is written when nothing changed.
+
+        Never retried through the queue: a delayed message would hold up this payment's webhooks in its FIFO
+        group. When the gateway cannot answer, the sweeper asks again after its reconcile interval."""
+        provider = message.provider
+        if self.reconciler is None:
+            logger.warning("reconciliation without a reconciler", extra={"payment": message.key})
+            return Outcome.SKIPPED
+        try:
+            seen = self.reconciler.observe(provider, message.resource_id)
+            for _ in range(MAX_DECISION_ROUNDS):
+                current = self.store.load_payment(message.key)
+                if current is None:  # only known payments are reconciled
+                    return Outcome.SKIPPED
+                now = self._now()
+                decision = self.reconciler.apply(current, seen, now=now)
+                if not isinstance(decision, Apply):
+                    count_for_provider("ReconciliationsUnchanged", provider)
+                    logger.info("payment unchanged", extra={"payment": message.key, "reason": decision.reason})
+                    return Outcome.IGNORED
+                try:
+                    self.store.put_payment(decision.payment, expected_version=current.version)
+                except VersionConflict:
+                    continue
+                count_for_provider("PaymentsReconciled", provider)
+                logger.info("payment reconciled", extra={"payment": message.key, "change": decision.reason})
+                return Outcome.PROCESSED
+            raise VersionConflict(f"{message.key} kept changing")
+        except (
+            GatewayUnavailable,
+            GatewayRejected,
+            ResourceNotFound,
+            UnprocessableEvent,
+            TransientStoreError,
+            VersionConflict,
+        ) as error:
+            logger.warning(
+                "reconciliation failed", extra={"payment": message.key, "error": f"{type(error).__name__}: {error}"}
+            )
+        except Exception:
+            logger.exception("reconciliation crashed", extra={"payment": message.key})
+        count_for_provider("ReconciliationsFailed", provider)
+        return Outcome.FAILED
 
     def _count(self, event: InboxEvent, outcome: Outcome) -> None:
         count_for_provider(f"Events{outcome.value.capitalize()}", event.provider)

@@ -17,6 +17,17 @@ _BUILTIN: dict[str, str] = {
     "stripe": "shared.providers.stripe:driver",
     "standard": "shared.providers.standard:driver",
     "asaas": "shared.providers.asaas:driver",
+    "pagarme": "shared.providers.pagarme:driver",
+    "kiwify": "shared.providers.kiwify:driver",
+    "hotmart": "shared.providers.hotmart:driver",
+    "pagbank": "shared.providers.pagbank:driver",
+    "iugu": "shared.providers.iugu:driver",
+    "github": "shared.providers.github:driver",
+    "shopify": "shared.providers.shopify:driver",
+    "paddle": "shared.providers.paddle:driver",
+    "mercadopago": "shared.providers.mercadopago:driver",
+    "adyen": "shared.providers.adyen:driver",
+    "generic": "shared.providers.generic:driver",
 }
 _registered: dict[str, ProviderDriver] = {}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -25,11 +26,14 @@ def replay_stack() -> Iterator[RunningStack]:
         stop_stack(stack)
 
 
-def event(stack: RunningStack, provider: str, event_id: str) -> dict:
-    return json.loads(stack.cli("events", "show", provider, event_id, "--json").stdout)
+def event(stack: RunningStack, provider: str, event_id: str) -> dict[str, Any]:
+    shown: dict[str, Any] = json.loads(stack.cli("events", "show", provider, event_id, "--json").stdout)
+    return shown
 
 
-def wait_for_status(stack: RunningStack, provider: str, event_id: str, wanted: set[str], timeout: float = 60) -> dict:
+def wait_for_status(
+    stack: RunningStack, provider: str, event_id: str, wanted: set[str], timeout: float = 60
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         shown = event(stack, provider, event_id)
@@ -40,9 +44,9 @@ def wait_for_status(stack: RunningStack, provider: str, event_id: str, wanted: s
         time.sleep(0.3)
 
 
-def replay(stack: RunningStack, *args: str) -> dict:
+def replay(stack: RunningStack, *args: str) -> dict[str, Any]:
     result = stack.cli("replay", "--provider", "stripe", "--json", "--wait-seconds", "0", *args, timeout=180)
-    report: dict = json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
     return report
 
 

@@ -32,6 +32,15 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     ("AwsSolutions-IAM5[Resource::*]", "ProcessorFunction/Processor/Role/DefaultPolicy/Resource"),
     ("AwsSolutions-L1", "ProcessorFunction/Processor/Function/Resource"),
     ("AwsSolutions-SQS3", "DispatchPipe/DeadLetterQueue/Resource"),
+    # operations: replay, sweeper, retention
+    ("AwsSolutions-IAM5[Resource::*]", "ReplayWorkflow/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "SweeperFunction/Sweeper/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "SweeperFunction/Sweeper/Function/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "Archive/Archiver/Function/Resource"),
+    ("AwsSolutions-IAM5[Resource::<BODY_BUCKET.Arn>/*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::<ARCHIVE_BUCKET.Arn>/archive/*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-SQS3", "Archive/FailureQueue/Resource"),
 }
 
 
@@ -55,12 +64,14 @@ def test_every_acknowledgement_is_expected_and_explained(synthesized: Synthesize
     (report,) = [r for r in synthesized.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
     stack_name = synthesized.stack.stack_name
     body_bucket_id = synthesized.stack.get_logical_id(synthesized.stack.storage.body_bucket.node.default_child)  # type: ignore[arg-type]
+    archive_bucket_id = synthesized.logical_id(synthesized.stack.archive.bucket)
     found = set()
     for suppressed in report["suppressedViolations"]:
         assert len(suppressed["reason"].strip()) >= MINIMUM_REASON_LENGTH, suppressed
         for construct in suppressed["violatingConstructs"]:
             path = construct["constructPath"].removeprefix(f"{stack_name}/")
-            found.add((suppressed["ruleName"].replace(body_bucket_id, "BODY_BUCKET"), path))
+            rule = suppressed["ruleName"].replace(body_bucket_id, "BODY_BUCKET")
+            found.add((rule.replace(archive_bucket_id, "ARCHIVE_BUCKET"), path))
     assert found == EXPECTED_ACKNOWLEDGEMENTS
 
 

@@ -42,6 +42,11 @@ def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
         ("powertools_layer_version", "latest"),
         ("stack_name", "1-starts-with-a-digit"),
         ("stack_name", "has_underscore"),
+        ("sweep_interval_minutes", 0),
+        ("sweep_interval_minutes", 61),
+        ("archive_expiration_days", 90),  # not after the last storage-class transition
+        ("archive_redact_fields", "email;cpf"),
+        ("alarm_email", "not-an-address"),
     ],
 )
 def test_invalid_context_values_fail(key: str, value: object) -> None:
@@ -57,6 +62,10 @@ def test_context_values_reach_the_function_and_the_names() -> None:
             "retention_days": "14",  # as `cdk -c retention_days=14` passes it
             "signature_tolerance_seconds": 120,
             "powertools_layer_version": 30,
+            "sweep_interval_minutes": "15",
+            "archive_expiration_days": 400,
+            "archive_redact_fields": "email,cpf",
+            "alarm_email": "oncall@example.com",
         }
     )
     assert stack.stack_name == "InboxStaging"
@@ -87,15 +96,22 @@ def test_context_values_reach_the_function_and_the_names() -> None:
         assert function["Properties"]["Layers"][0]["Fn::Join"][1][-1].endswith("-python313-arm64:30")
     table = resource(stack.storage.table)
     assert table["Properties"]["TimeToLiveSpecification"]["AttributeName"] == definitions.INBOX_TTL_ATTRIBUTE
-    (bucket,) = [
-        r for r in resources.values() if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
-    ]
+    bucket = resource(stack.storage.body_bucket)
     expiry = [
         rule["ExpirationInDays"]
         for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]
         if "ExpirationInDays" in rule
     ]
     assert expiry == [14 + BODY_EXPIRY_MARGIN_DAYS]
+    # operations
+    schedule = resources[stack.get_logical_id(stack.sweeper.schedule.node.default_child)]  # type: ignore[arg-type]
+    assert schedule["Properties"]["ScheduleExpression"] == "rate(15 minutes)"
+    archive_rules = resource(stack.archive.bucket)["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert [rule.get("ExpirationInDays") for rule in archive_rules if rule.get("Transitions")] == [400]
+    archiver = resource(stack.archive.function)["Properties"]["Environment"]["Variables"]
+    assert archiver[definitions.ENV_REDACT_FIELDS] == "email,cpf"
+    (subscription,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "oncall@example.com")
 
 
 def test_app_py_refuses_a_short_retention_with_a_clear_message(tmp_path: Path) -> None:

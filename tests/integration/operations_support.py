@@ -10,13 +10,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping, lambda_sqs_record
-from shared.inbox.store import to_attributes
+from shared.inbox.model import StoredBody, build_item, event_key
+from shared.inbox.store import InboxStore, to_attributes
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.app import SqsRetryQueue, handle_record, process_batch
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor
+from shared.providers import NormalizedEvent, WebhookRequest
 from shared.sweeper import Sweeper, SweeperSettings, SweepStore
 from tests.integration.processing_support import BASE_TIME, FakeGateway
 
@@ -28,6 +30,25 @@ def at(moment: datetime) -> float:
 def later(seconds: float) -> float:
     """Epoch seconds `seconds` after BASE_TIME (the processing support's events are received at BASE_TIME + 1 s)."""
     return at(BASE_TIME + timedelta(seconds=seconds))
+
+
+def store_event_at(names, received_seconds: float, *, resource_id: str, event_id: str | None = None) -> str:
+    """A pending Stripe `paid` event received `received_seconds` after BASE_TIME."""
+    event_id = event_id or f"evt_at_{resource_id}"
+    received = BASE_TIME + timedelta(seconds=received_seconds)
+    event = NormalizedEvent(event_id, "payment_intent.succeeded", resource_id, received, "paid", 1000, "BRL")
+    item = build_item(
+        provider="stripe",
+        event_id=event_id,
+        event=event,
+        request=WebhookRequest(body=b"{}", headers={}),
+        replay_headers=(),
+        body=StoredBody(sha256="0", size=2, inline=b"{}"),
+        received_at=received,
+        retention_days=30,
+    )
+    InboxStore(names.inbox_table).put_new(item)
+    return event_key("stripe", event_id)
 
 
 def lookup(gateway: FakeGateway):

@@ -57,7 +57,7 @@ def test_stripe_and_asaas_have_clients_with_the_real_apis_by_default():
     assert base_url(stripe) == "https://api.stripe.com"
     assert base_url(asaas) == "https://api.asaas.com"
     assert stripe.breaker is None  # no CONTROL_TABLE, no breaker
-    assert registry.supported_providers() == ("stripe", "asaas")
+    assert {"stripe", "asaas"} <= set(registry.supported_providers())  # other gateways register beside them
 
 
 def test_the_base_url_comes_from_the_environment():

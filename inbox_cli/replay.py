@@ -1,0 +1,188 @@
+"""`inbox replay`: run the replay workflow (a Step Functions execution) and report what it selected and did.
+
+The same state machine runs locally (moto's interpreter, created on first use) and in a deployed stack (its ARN
+from the stack output ``ReplayStateMachineArn``). The workflow returns the selected events as a compact list;
+the counts by provider, event type and status (the plan) are computed here, because the workflow's JSONPath
+intrinsic functions cannot group (infra/replay_definition.py explains).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
+from shared.inbox.model import iso_utc
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+FINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+
+
+class ReplayFailed(Exception):
+    """The execution did not succeed (invalid input, a DynamoDB error, a timeout); the message says why."""
+
+
+def normalize_time(value: str) -> str:
+    """An operator's ISO-8601 date or date-time as the inbox writes `received_at` (UTC, microseconds, `Z`), so
+    that the workflow's string comparison on the index's sort key is a time comparison. Naive values are UTC."""
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO-8601 date or date-time (e.g. 2026-01-31T12:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return iso_utc(moment)
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    provider: str
+    status: str = "failed"
+    since: str | None = None
+    until: str | None = None
+    event_ids: tuple[str, ...] = ()
+    dry_run: bool = False
+    page_size: int = DEFAULT_PAGE_SIZE
+    wait_seconds: int = DEFAULT_WAIT_SECONDS
+    max_events: int = DEFAULT_MAX_EVENTS
+
+    def execution_input(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "provider": self.provider,
+            "status": self.status,
+            "dry_run": self.dry_run,
+            "page_size": self.page_size,
+            "wait_seconds": self.wait_seconds,
+            "max_events": self.max_events,
+        }
+        if self.since is not None:
+            document["since"] = normalize_time(self.since)
+        if self.until is not None:
+            document["until"] = normalize_time(self.until)
+        if self.event_ids:
+            document["event_ids"] = list(self.event_ids)
+        return document
+
+    def execution_name(self) -> str:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        kind = "dry-run" if self.dry_run else "replay"
+        return f"{kind}-{self.provider}-{stamp}-{uuid.uuid4().hex[:8]}"[:80]
+
+
+@dataclass
+class ReplayReport:
+    execution_arn: str
+    output: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_output(cls, execution_arn: str, output: dict[str, Any]) -> ReplayReport:
+        events = [event for page in output.get("events", []) for event in page]
+        return cls(execution_arn, output, events)
+
+    @property
+    def dry_run(self) -> bool:
+        return bool(self.output.get("dry_run"))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {name: int(value) for name, value in self.output.get("counts", {}).items()}
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.output.get("complete"))
+
+    def plan(self) -> list[dict[str, Any]]:
+        """Counts by provider, event type, status (as selected) and outcome, largest first."""
+        selected_status = self.output.get("status")
+        tally: Counter[tuple[str, str, str, str]] = Counter()
+        for event in self.events:
+            provider = str(event.get("pk", "")).partition("#")[0]
+            tally[
+                (
+                    provider,
+                    str(event.get("event_type", "-")),
+                    str(event.get("status", selected_status)),
+                    str(event.get("outcome")),
+                )
+            ] += 1
+        ordered = sorted(tally.items(), key=lambda entry: (-entry[1], entry[0]))
+        return [
+            {"provider": p, "event_type": t, "status": st, "outcome": o, "count": n} for (p, t, st, o), n in ordered
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "execution_arn": self.execution_arn,
+            "provider": self.output.get("provider"),
+            "status": self.output.get("status"),
+            "dry_run": self.dry_run,
+            "since": self.output.get("since"),
+            "until": self.output.get("until"),
+            "complete": self.complete,
+            "counts": self.counts,
+            "plan": self.plan(),
+            "events": self.events,
+        }
+
+    def headline(self) -> str:
+        counts = self.counts
+        what = f"{self.output.get('status')} events of {self.output.get('provider')}"
+        if self.dry_run:
+            line = f"Dry run: {counts.get('planned', 0)} {what} would be set back to pending; nothing was changed."
+        else:
+            line = (
+                f"Replayed {counts.get('replayed', 0)} {what} (set back to pending, dispatched again); "
+                f"{counts.get('skipped', 0)} skipped (no longer {self.output.get('status')})."
+            )
+        if counts.get("not_found") or counts.get("not_selected"):
+            line += (
+                f" {counts.get('not_found', 0)} id(s) not found, {counts.get('not_selected', 0)} not in status "
+                f"{self.output.get('status')}."
+            )
+        if not self.complete:
+            line += " Stopped at --max-events: more events may match; run it again to continue."
+        return line
+
+
+def run_replay(
+    sfn: SFNClient,
+    state_machine_arn: str,
+    request: ReplayRequest,
+    *,
+    timeout_seconds: float = 900,
+    poll_seconds: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ReplayReport:
+    """Start an execution and wait for its result (DescribeExecution polling)."""
+    started = sfn.start_execution(
+        stateMachineArn=state_machine_arn,
+        name=request.execution_name(),
+        input=json.dumps(request.execution_input()),
+    )
+    execution_arn = started["executionArn"]
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        status = described["status"]
+        if status in FINAL_STATUSES:
+            break
+        if time.monotonic() >= deadline:
+            raise ReplayFailed(
+                f"execution {execution_arn} still {status} after {timeout_seconds:.0f} s; it goes on running: "
+                "follow it in the Step Functions console (or raise --timeout)"
+            )
+        sleep(poll_seconds)
+    if status != "SUCCEEDED":
+        error = described.get("error", status)
+        cause = described.get("cause", "")
+        raise ReplayFailed(f"execution {execution_arn} {status}: {error}: {cause}".rstrip(": "))
+    return ReplayReport.from_output(execution_arn, json.loads(described.get("output") or "{}"))

@@ -1,0 +1,101 @@
+"""`inbox stats`: events by provider and status, the oldest pending event, payments by status.
+
+Pending and failed counts come from the sparse open-events index (what the sweeper and the alarms see); processed
+and ignored from a scan of the inbox (fine for an operator's command, never on a hot path).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.inbox.model import OPEN_EVENT_SHARDS, EventStatus, iso_utc
+from shared.sweeper import SweepStore, parse_iso
+
+EVENT_STATUSES = tuple(status.value for status in EventStatus)
+_SETTLED = frozenset({EventStatus.PROCESSED.value, EventStatus.IGNORED.value})
+
+
+def _scan(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> list[dict[str, str]]:
+    names = {f"#a{index}": name for index, name in enumerate(attributes)}
+    rows: list[dict[str, str]] = []
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names
+    ):
+        for item in page.get("Items", []):
+            rows.append({name: str(next(iter(value.values()))) for name, value in item.items()})
+    return rows
+
+
+def _with_totals(counts: dict[str, Counter[str]], statuses: tuple[str, ...]) -> dict[str, Any]:
+    by_provider = {
+        provider: {status: counter.get(status, 0) for status in statuses} | {"total": sum(counter.values())}
+        for provider, counter in sorted(counts.items())
+    }
+    totals = {status: sum(row[status] for row in by_provider.values()) for status in statuses}
+    totals["total"] = sum(totals.values())
+    return {"by_provider": by_provider, "totals": totals}
+
+
+def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any]:
+    now = datetime.fromtimestamp(clock(), tz=UTC)
+    events: dict[str, Counter[str]] = defaultdict(Counter)
+    for status in (EventStatus.PENDING, EventStatus.FAILED):
+        for shard in range(OPEN_EVENT_SHARDS):
+            for item in store.open_shard(status, shard, attributes=("provider",)):
+                events[str(item.get("provider", "unknown"))][status.value] += 1
+    for row in _scan(store.dynamodb, store.inbox_table, ("provider", "status")):
+        if row.get("status") in _SETTLED:
+            events[row.get("provider", "unknown")][row["status"]] += 1
+
+    oldest = store.oldest_open(EventStatus.PENDING)
+    oldest_summary = None
+    if oldest is not None:
+        age = max(0.0, (now - parse_iso(oldest["received_at"])).total_seconds())
+        oldest_summary = {"pk": oldest["pk"], "received_at": oldest["received_at"], "age_seconds": round(age, 3)}
+
+    payments: dict[str, Counter[str]] = defaultdict(Counter)
+    payment_statuses: set[str] = set()
+    if store.payments_table:
+        for row in _scan(store.dynamodb, store.payments_table, ("provider", "status")):
+            payments[row.get("provider", "unknown")][row.get("status", "unknown")] += 1
+            payment_statuses.add(row.get("status", "unknown"))
+
+    event_summary = _with_totals(events, EVENT_STATUSES)
+    return {
+        "as_of": iso_utc(now),
+        "events": event_summary,
+        "pending": event_summary["totals"]["pending"],
+        "failed": event_summary["totals"]["failed"],
+        "oldest_pending": oldest_summary,
+        "oldest_pending_age_seconds": oldest_summary["age_seconds"] if oldest_summary else None,
+        "payments": _with_totals(payments, tuple(sorted(payment_statuses))),
+    }
+
+
+def render_stats(stats: dict[str, Any]) -> str:
+    lines: list[str] = []
+
+    def table(title: str, section: dict[str, Any]) -> None:
+        statuses = [name for name in section["totals"] if name != "total"]
+        columns = [title, *statuses, "total"]
+        rows = [
+            [provider, *(str(row[c]) for c in [*statuses, "total"])] for provider, row in section["by_provider"].items()
+        ]
+        rows.append(["(all)", *(str(section["totals"][c]) for c in [*statuses, "total"])])
+        widths = [max(len(columns[i]), *(len(row[i]) for row in rows)) for i in range(len(columns))]
+        lines.append("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+        lines.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+    table("events", stats["events"])
+    oldest = stats["oldest_pending"]
+    if oldest:
+        age = f"{oldest['age_seconds']:.0f} s ago"
+        lines.append(f"oldest pending: {oldest['pk']}, received {oldest['received_at']} ({age})")
+    else:
+        lines.append("oldest pending: none")
+    lines.append("")
+    table("payments", stats["payments"])
+    return "\n".join(lines)

@@ -1,0 +1,163 @@
+"""Retention: what DynamoDB's TTL removes from the inbox is archived to S3 first (shared/retention.py).
+
+The archive bucket:
+- SSE-S3, public access blocked, TLS only (1.2+), bucket-owner-enforced ownership, versioned, server access logs
+  into the inbox's access-log bucket (prefix ``archive-bucket/``), RETAIN: an audit archive outlives the stack.
+- Lifecycle: STANDARD_IA after 30 days, GLACIER_IR after 90 (an archive is rarely read, and read at once when it
+  is: Instant Retrieval, not Flexible); no expiration unless the ``archive_expiration_days`` context value asks
+  for one. An overwritten or deleted archive object stays recoverable for ``NONCURRENT_VERSION_DAYS``.
+
+The archiver Lambda reads the inbox table's stream through its own event source mapping, filtered to TTL
+deletions (definitions.ARCHIVE_FILTER_PATTERN: REMOVE records by the DynamoDB service), starting at the oldest
+record (TRIM_HORIZON, the stream keeps 24 h). A failing batch is bisected to isolate the record at fault and
+retried until it succeeds or its records leave the stream (the default: no retry limit, no maximum age, because
+the item is already deleted and the stream record is the last copy); what could not be archived is then reported
+(its shard and sequence numbers) to an SQS on-failure queue, where an operator sees it (and an alarm counts it).
+
+Permissions, resource by resource (no ``table.grantStreamRead``: it adds ``dynamodb:ListStreams`` on ``*``):
+- the inbox stream: DescribeStream, GetRecords, GetShardIterator, ListStreams on the stream ARN;
+- the archive bucket: PutObject under ``definitions.ARCHIVE_KEY_PREFIX`` only (no read, no delete);
+- the body bucket: GetObject (bodies too large for an item are inlined into the archive);
+- the on-failure queue: send (granted by the mapping's destination).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import definitions
+from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS, StackSettings
+from infra.constructs.dispatch_pipe import STREAM_READ_ACTIONS
+from infra.constructs.inbox_storage import InboxStorage
+from infra.constructs.python_function import PythonFunction
+from infra.nag import acknowledge
+
+NONCURRENT_VERSION_DAYS = 90
+
+
+class Archive(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, inbox: InboxStorage, settings: StackSettings) -> None:
+        super().__init__(scope, construct_id)
+        stream_arn = inbox.table.table_stream_arn
+        if stream_arn is None:
+            raise ValueError("the inbox table has no stream: TTL deletions cannot be archived")
+
+        self.bucket = s3.Bucket(
+            self,
+            "ArchiveBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            server_access_logs_bucket=inbox.access_logs_bucket,
+            server_access_logs_prefix="archive-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="archive-storage-classes",
+                    transitions=[
+                        s3.Transition(
+                            storage_class=s3.StorageClass.INFREQUENT_ACCESS,
+                            transition_after=Duration.days(ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS),
+                        ),
+                        s3.Transition(
+                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+                            transition_after=Duration.days(ARCHIVE_GLACIER_AFTER_DAYS),
+                        ),
+                    ],
+                    expiration=(
+                        Duration.days(settings.archive_expiration_days)
+                        if settings.archive_expiration_days is not None
+                        else None
+                    ),
+                    noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                s3.LifecycleRule(id="remove-expired-delete-markers", expired_object_delete_marker=True),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.failure_queue = sqs.Queue(
+            self,
+            "FailureQueue",
+            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        acknowledge(
+            self.failure_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the on-failure destination of the archiver's stream mapping: it receives the "
+            "shard and sequence numbers of records that could not be archived. An operator reads it; nothing "
+            "consumes it automatically, so a further dead-letter queue would never receive anything.",
+        )
+
+        built = PythonFunction(
+            self,
+            "Archiver",
+            asset_name="archiver",
+            description="Webhook Inbox archiver: inbox items removed by TTL -> gzip JSON lines in the archive bucket",
+            memory_size=definitions.ARCHIVER_MEMORY_MB,
+            timeout_seconds=definitions.ARCHIVER_TIMEOUT_SECONDS,
+            powertools_layer_version=settings.powertools_layer_version,
+            environment={
+                definitions.ENV_ARCHIVE_BUCKET: self.bucket.bucket_name,
+                definitions.ENV_BODY_BUCKET: inbox.body_bucket.bucket_name,
+                definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields,
+            },
+        )
+        self.function = built.function
+        self.role = built.role
+
+        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        iam.Grant.add_to_principal(
+            grantee=self.function,
+            actions=["s3:PutObject"],
+            resource_arns=[self.bucket.arn_for_objects(f"{definitions.ARCHIVE_KEY_PREFIX}*")],
+        )
+        iam.Grant.add_to_principal(
+            grantee=self.function, actions=["s3:GetObject"], resource_arns=[inbox.body_bucket.arn_for_objects("*")]
+        )
+
+        self.mapping = lambda_.EventSourceMapping(
+            self,
+            "StreamMapping",
+            target=self.function,
+            event_source_arn=stream_arn,
+            starting_position=lambda_.StartingPosition(definitions.ARCHIVER_STARTING_POSITION),
+            batch_size=definitions.ARCHIVER_BATCH_SIZE,
+            max_batching_window=Duration.seconds(definitions.ARCHIVER_MAX_BATCHING_WINDOW_SECONDS),
+            bisect_batch_on_error=True,
+            on_failure=event_sources.SqsDlq(self.failure_queue),
+            filters=[lambda_.FilterCriteria.filter(definitions.ARCHIVE_FILTER_PATTERN)],
+        )
+        # Lambda checks, when the mapping is created, that the function's role can read the stream.
+        self.mapping.node.add_dependency(self.role)
+
+        stack = Stack.of(self)
+        archive_id = stack.get_logical_id(cast(CfnElement, self.bucket.node.default_child))
+        body_id = stack.get_logical_id(cast(CfnElement, inbox.body_bucket.node.default_child))
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{archive_id}.Arn>/{definitions.ARCHIVE_KEY_PREFIX}*]",
+            "Archive objects are named after the provider, the day and the stream sequence numbers of each batch, "
+            "so their keys cannot be listed in advance; the grant is s3:PutObject alone, under the archive prefix "
+            "of this one bucket.",
+        )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{body_id}.Arn>/*]",
+            "The archiver inlines a large body into the archive line of its item: any body the inbox stored may be "
+            "read, and its key is only known from the removed item. The grant is s3:GetObject alone, on the body "
+            "bucket, which holds nothing but webhook bodies.",
+        )

@@ -1,0 +1,357 @@
+"""Monitoring: the alarms an operator is paged for, their SNS topic, and a dashboard of the whole flow.
+
+Alarms (each notifies the topic when it fires and when it recovers):
+- ``failed-events``: any event failed (EventsFailed from the processor, EventsUnparseable from the ingest: a
+  verified body stored as failed), summed over the providers. ``ignored`` never alarms: it is not an error.
+- ``oldest-pending``: the oldest pending event (OldestPendingAgeSeconds, measured by the sweeper) is older than
+  ``OLDEST_PENDING_THRESHOLD_SECONDS`` for two sweeps in a row. Missing data counts as breaching: the sweeper not
+  reporting is itself something to look at (it also re-dispatches and reconciles).
+- ``dead-letter-queue``, ``pipe-dead-letter-queue``, ``archive-failures``: a message is waiting there.
+- ``signature-rejections``: more than ``SIGNATURE_REJECTIONS_THRESHOLD`` rejected signatures in five minutes, summed
+  over the providers (a rotated secret not yet stored, or someone probing the endpoint).
+- ``ignored-ratio-<provider>``: the share of ignored among the settled events of a provider jumps above
+  ``IGNORED_RATIO_THRESHOLD`` over ``IGNORED_RATIO_PERIOD`` (with at least ``IGNORED_RATIO_MIN_EVENTS`` settled
+  events, so that two events do not make a ratio): a provider that suddenly sends stale or repeated events, or a
+  mapping that stopped recognizing its statuses.
+
+Alarms cannot use SEARCH expressions, so sums over providers name each provider's metric explicitly
+(definitions.PROVIDERS, the providers the stack has secrets for); an alarm's math may use at most 10 metrics.
+
+The topic is encrypted with a customer managed KMS key (rotated yearly): CloudWatch cannot publish to a topic
+encrypted with the AWS managed ``aws/sns`` key, whose policy cannot be changed to let it. The key and the topic
+let only CloudWatch of this account use them for that (aws:SourceAccount), and the topic refuses plain HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import definitions
+from infra.config import StackSettings
+
+FIVE_MINUTES = Duration.minutes(5)
+OLDEST_PENDING_THRESHOLD_SECONDS = 1800  # twice the sweeper's stale threshold: re-dispatching did not help
+SIGNATURE_REJECTIONS_THRESHOLD = 20
+IGNORED_RATIO_THRESHOLD = 0.5
+IGNORED_RATIO_MIN_EVENTS = 20
+IGNORED_RATIO_PERIOD = Duration.minutes(15)
+MAX_ALARM_METRICS = 10  # CloudWatch: metrics in one alarm's math expression
+
+
+def provider_metric(name: str, provider: str, *, period: Duration = FIVE_MINUTES) -> cw.Metric:
+    """A per-provider count as the functions emit it (shared/observability.count_for_provider)."""
+    return cw.Metric(
+        namespace=definitions.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": definitions.SERVICE_NAME, "provider": provider},
+        statistic="Sum",
+        period=period,
+        label=f"{name} {provider}",
+    )
+
+
+def service_metric(name: str, *, statistic: str = "Maximum", period: Duration = FIVE_MINUTES) -> cw.Metric:
+    """A service-wide gauge (shared/observability.put_gauge: the sweeper's measurements)."""
+    return cw.Metric(
+        namespace=definitions.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": definitions.SERVICE_NAME},
+        statistic=statistic,
+        period=period,
+        label=name,
+    )
+
+
+def summed_over_providers(names: Sequence[str], label: str, *, period: Duration = FIVE_MINUTES) -> cw.MathExpression:
+    metrics = {
+        f"{name[0].lower()}{index}_{provider}": provider_metric(name, provider, period=period)
+        for index, name in enumerate(names)
+        for provider in definitions.PROVIDERS
+    }
+    if len(metrics) > MAX_ALARM_METRICS:
+        raise ValueError(f"{len(metrics)} metrics in one alarm: CloudWatch allows {MAX_ALARM_METRICS}")
+    return cw.MathExpression(expression="SUM(METRICS())", using_metrics=metrics, label=label, period=period)
+
+
+def ignored_ratio(provider: str) -> cw.MathExpression:
+    ignored = "FILL(ignored, 0)"
+    settled = f"({ignored} + FILL(processed, 0))"
+    return cw.MathExpression(
+        expression=f"IF({settled} >= {IGNORED_RATIO_MIN_EVENTS}, {ignored} / {settled}, 0)",
+        using_metrics={
+            "ignored": provider_metric(definitions.METRIC_EVENTS_IGNORED, provider, period=IGNORED_RATIO_PERIOD),
+            "processed": provider_metric(definitions.METRIC_EVENTS_PROCESSED, provider, period=IGNORED_RATIO_PERIOD),
+        },
+        label=f"ignored / settled, {provider}",
+        period=IGNORED_RATIO_PERIOD,
+    )
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: StackSettings,
+        functions: dict[str, lambda_.IFunction],
+        queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
+        pipe_dead_letter_queue: sqs.IQueue,
+        archive_failure_queue: sqs.IQueue,
+        replay_state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack_name = Stack.of(self).stack_name
+
+        self.key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            description=f"Encrypts the alarm topic of {stack_name}; CloudWatch may use it to publish alarms",
+            enable_key_rotation=True,
+        )
+        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        same_account = {"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[cloudwatch],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy, "*" is this key
+                conditions=same_account,
+            )
+        )
+        self.topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"{stack_name} alarms",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[cloudwatch],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=same_account,
+            )
+        )
+        if settings.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        action = cw_actions.SnsAction(self.topic)
+
+        self.alarms: dict[str, cw.Alarm] = {}
+
+        def alarm(
+            name: str,
+            metric: cw.IMetric,
+            *,
+            threshold: float,
+            description: str,
+            comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            periods: int = 1,
+            missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+        ) -> cw.Alarm:
+            created = cw.Alarm(
+                self,
+                "".join(part.capitalize() for part in name.split("-")) + "Alarm",
+                alarm_name=f"{stack_name}-{name}",
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                comparison_operator=comparison,
+                evaluation_periods=periods,
+                datapoints_to_alarm=periods,
+                treat_missing_data=missing,
+            )
+            created.add_alarm_action(action)
+            created.add_ok_action(action)
+            self.alarms[name] = created
+            return created
+
+        alarm(
+            "failed-events",
+            summed_over_providers(
+                [definitions.METRIC_EVENTS_FAILED, definitions.METRIC_EVENTS_UNPARSEABLE], "failed events"
+            ),
+            threshold=1,
+            description=(
+                "An event failed (retries exhausted, the gateway refused the key, an amount mismatch, or a verified "
+                "body that could not be parsed). `inbox events list --status failed`, fix the cause, `inbox replay`."
+            ),
+        )
+        sweep_period = Duration.minutes(max(5, settings.sweep_interval_minutes))
+        alarm(
+            "oldest-pending",
+            service_metric(definitions.METRIC_OLDEST_PENDING_AGE, period=sweep_period),
+            threshold=OLDEST_PENDING_THRESHOLD_SECONDS,
+            comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            periods=2,
+            missing=cw.TreatMissingData.BREACHING,
+            description=(
+                f"An event has been pending for more than {OLDEST_PENDING_THRESHOLD_SECONDS} s for two sweeps, or the "
+                "sweeper stopped reporting. Check the processor's errors, the dispatch queue and the Pipe."
+            ),
+        )
+        for name, dead_letters, what in (
+            ("dead-letter-queue", dead_letter_queue, "events the processor gave up on (they are failed)"),
+            ("pipe-dead-letter-queue", pipe_dead_letter_queue, "stream records the Pipe could not deliver"),
+            ("archive-failures", archive_failure_queue, "TTL deletions the archiver could not archive"),
+        ):
+            alarm(
+                name,
+                dead_letters.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES, statistic="Maximum"),
+                threshold=1,
+                description=f"Messages are waiting in a dead-letter queue: {what}.",
+            )
+        alarm(
+            "signature-rejections",
+            summed_over_providers([definitions.METRIC_SIGNATURES_REJECTED], "signatures rejected"),
+            threshold=SIGNATURE_REJECTIONS_THRESHOLD,
+            description=(
+                f"At least {SIGNATURE_REJECTIONS_THRESHOLD} deliveries refused for a bad signature in 5 minutes: a "
+                "rotated signing secret not stored yet, a clock far off, or someone probing the endpoint."
+            ),
+        )
+        for provider in definitions.PROVIDERS:
+            alarm(
+                f"ignored-ratio-{provider}",
+                ignored_ratio(provider),
+                threshold=IGNORED_RATIO_THRESHOLD,
+                comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description=(
+                    f"More than {IGNORED_RATIO_THRESHOLD:.0%} of {provider}'s settled events were ignored in 15 "
+                    f"minutes (at least {IGNORED_RATIO_MIN_EVENTS} events): stale or repeated deliveries, or "
+                    "statuses the driver no longer maps."
+                ),
+            )
+
+        self.dashboard = self._dashboard(
+            stack_name,
+            functions,
+            queue,
+            dead_letter_queue,
+            pipe_dead_letter_queue,
+            archive_failure_queue,
+            replay_state_machine,
+        )
+
+    def _dashboard(
+        self,
+        stack_name: str,
+        functions: dict[str, lambda_.IFunction],
+        queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
+        pipe_dead_letter_queue: sqs.IQueue,
+        archive_failure_queue: sqs.IQueue,
+        replay_state_machine: sfn.IStateMachine,
+    ) -> cw.Dashboard:
+        def per_provider(*names: str) -> list[cw.IMetric]:
+            return [provider_metric(name, provider) for name in names for provider in definitions.PROVIDERS]
+
+        def graph(
+            title: str, left: Sequence[cw.IMetric], right: Sequence[cw.IMetric] = (), width: int = 8
+        ) -> cw.GraphWidget:
+            return cw.GraphWidget(title=title, left=list(left), right=list(right), width=width, height=6)
+
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"{stack_name}-flow")
+        dashboard.add_widgets(
+            cw.TextWidget(
+                markdown=(
+                    f"# {stack_name}: webhook flow\n"
+                    "gateway -> ingest (verify, store once) -> inbox -> Pipe -> FIFO queue -> processor -> payments. "
+                    "Failed events: `inbox events list --status failed`, then `inbox replay`."
+                ),
+                width=24,
+                height=2,
+            )
+        )
+        dashboard.add_widgets(
+            graph(
+                "Received, duplicates, rejected",
+                per_provider(
+                    definitions.METRIC_EVENTS_RECEIVED,
+                    definitions.METRIC_DUPLICATES,
+                    definitions.METRIC_SIGNATURES_REJECTED,
+                ),
+            ),
+            graph(
+                "Processed, ignored, failed",
+                per_provider(
+                    definitions.METRIC_EVENTS_PROCESSED,
+                    definitions.METRIC_EVENTS_IGNORED,
+                    definitions.METRIC_EVENTS_FAILED,
+                    definitions.METRIC_EVENTS_UNPARSEABLE,
+                ),
+            ),
+            graph(
+                "Oldest pending (s), stuck and failed events",
+                [service_metric(definitions.METRIC_OLDEST_PENDING_AGE)],
+                [service_metric("StuckPendingEvents"), service_metric("FailedEvents")],
+            ),
+        )
+        dashboard.add_widgets(
+            graph(
+                "Dispatch queue: depth and age of the oldest message",
+                [queue.metric_approximate_number_of_messages_visible(statistic="Maximum")],
+                [queue.metric_approximate_age_of_oldest_message(statistic="Maximum")],
+            ),
+            graph(
+                "Dead-letter queues",
+                [
+                    q.metric_approximate_number_of_messages_visible(statistic="Maximum", label=label)
+                    for q, label in (
+                        (dead_letter_queue, "processor DLQ"),
+                        (pipe_dead_letter_queue, "Pipe DLQ"),
+                        (archive_failure_queue, "archive failures"),
+                    )
+                ],
+            ),
+            cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=8, height=6),
+        )
+        dashboard.add_widgets(
+            graph(
+                "Lambda errors",
+                [fn.metric_errors(label=f"{name} errors", period=FIVE_MINUTES) for name, fn in functions.items()],
+                width=12,
+            ),
+            graph(
+                "Lambda duration p99 (ms)",
+                [
+                    fn.metric_duration(label=f"{name} p99", statistic="p99", period=FIVE_MINUTES)
+                    for name, fn in functions.items()
+                ],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            graph(
+                "Replay executions",
+                [
+                    replay_state_machine.metric_started(label="started"),
+                    replay_state_machine.metric_succeeded(label="succeeded"),
+                    replay_state_machine.metric_failed(label="failed"),
+                ],
+                width=12,
+            ),
+            graph(
+                "Sweeper: re-dispatched events and reconciliations",
+                [service_metric("EventsRedispatched", statistic="Sum")],
+                [service_metric("ReconciliationsRequested", statistic="Sum")],
+                width=12,
+            ),
+        )
+        return dashboard

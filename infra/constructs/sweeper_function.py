@@ -1,0 +1,88 @@
+"""The sweeper Lambda on a schedule, and exactly the permissions its code uses (shared/sweeper.py).
+
+What the code calls:
+- inbox table: Query on the open-events index (oldest pending, failed count, stale pending events) and UpdateItem
+  on the table (the conditional re-dispatch: new dispatch id, dispatch_reason = redispatch);
+- payments table: Query on the reconcile index (payments stuck in an intermediate status) and UpdateItem on the
+  table (the conditional claim of a payment it asks the processor to reconcile);
+- dispatch queue: SendMessage (SendMessageBatch is authorized as SendMessage) of reconcile requests.
+No GetItem, Scan, PutItem or DeleteItem; no other index. Metrics go out as EMF log lines (no PutMetricData).
+
+Schedule: an EventBridge rule every ``sweep_interval_minutes`` (context value, default
+definitions.SWEEP_SCHEDULE_MINUTES). A missed or failed run is covered by the next one (every write is conditional,
+and two runs at once do no harm), so the asynchronous invocation is not retried and an invocation that could not
+start within one interval is dropped rather than piling up behind the next.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra import definitions
+from infra.config import StackSettings
+from infra.constructs.dispatch_queue import DispatchQueue
+from infra.constructs.inbox_storage import InboxStorage
+from infra.constructs.payments_storage import PaymentsStorage
+from infra.constructs.python_function import PythonFunction
+
+
+class SweeperFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        inbox: InboxStorage,
+        payments: PaymentsStorage,
+        queues: DispatchQueue,
+        settings: StackSettings,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        built = PythonFunction(
+            self,
+            "Sweeper",
+            asset_name="sweeper",
+            description="Webhook Inbox sweeper: re-dispatch stale pending events, measure, request reconciliations",
+            memory_size=definitions.SWEEPER_MEMORY_MB,
+            timeout_seconds=definitions.SWEEPER_TIMEOUT_SECONDS,
+            powertools_layer_version=settings.powertools_layer_version,
+            environment={
+                definitions.ENV_INBOX_TABLE: inbox.table.table_name,
+                definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
+                definitions.ENV_QUEUE_URL: queues.queue.queue_url,
+                definitions.ENV_STALE_AFTER: str(definitions.DEFAULT_STALE_AFTER_SECONDS),
+                definitions.ENV_RECONCILE_AFTER: str(definitions.DEFAULT_RECONCILE_AFTER_SECONDS),
+                definitions.ENV_SWEEP_MAX_ITEMS: str(definitions.DEFAULT_SWEEP_MAX_ITEMS),
+            },
+        )
+        self.function = built.function
+        self.role = built.role
+        interval = Duration.minutes(settings.sweep_interval_minutes)
+
+        _grant(self.function, "dynamodb:Query", f"{inbox.table.table_arn}/index/{definitions.OPEN_EVENTS_INDEX}")
+        _grant(self.function, "dynamodb:UpdateItem", inbox.table.table_arn)
+        _grant(
+            self.function,
+            "dynamodb:Query",
+            f"{payments.payments_table.table_arn}/index/{definitions.RECONCILE_INDEX}",
+        )
+        _grant(self.function, "dynamodb:UpdateItem", payments.payments_table.table_arn)
+        _grant(self.function, "sqs:SendMessage", queues.queue.queue_arn)
+
+        self.function.configure_async_invoke(retry_attempts=0, max_event_age=interval)
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description=f"Runs the Webhook Inbox sweeper every {settings.sweep_interval_minutes} minute(s)",
+            schedule=events.Schedule.rate(interval),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+        )
+
+
+def _grant(grantee: iam.IGrantable, action: str, resource_arn: str) -> None:
+    iam.Grant.add_to_principal(grantee=grantee, actions=[action], resource_arns=[resource_arn])

@@ -1,0 +1,248 @@
+"""Mercado Pago: `x-signature: ts=<ts>,v1=<hex>` + `x-request-id`, HMAC-SHA256 hex of a manifest, not of the body.
+
+Signing, per Mercado Pago's "Validate notification origin" guide and its official Python SDK
+(`mercadopago.webhook.WebhookSignatureValidator`, mercadopago >= 3.6):
+- the manifest is `id:{data.id};request-id:{x-request-id};ts:{ts};` where `data.id` is the `data.id` QUERY
+  parameter of the notification URL (Mercado Pago appends `?data.id=...&type=...`), `x-request-id` the header and
+  `ts` the timestamp from `x-signature`, verbatim. A part whose value is absent is left out of the manifest;
+- the key is the application's secret signature as UTF-8; the signature is the lower-case hex digest;
+- `data.id`: the guide (and providers.md) say an alphanumeric id is signed lower-cased; the SDK signs it "exactly as
+  received". Both spellings are tried (numeric payment ids are the same either way);
+- when the URL carries no `data.id` (a stored event being re-verified: only headers and body are kept), the
+  body's `data.id` is used, and the manifest without `id:` is tried too, as the guide's omission rule says;
+- the body itself is NOT signed. So the signed `data.id` is the resource: a body whose `data.id` differs from the
+  signed one is refused as a forgery;
+- several `v1` values (a rotation) are all tried; `vN` other than `v1` are ignored.
+- Timestamp: the guide calls `ts` milliseconds while its own example (`ts=1704908010`) and the SDK's tolerance
+  arithmetic are seconds, and no tolerance is documented. None is enforced (`signs_timestamp = False`): a refused
+  genuine delivery would be worse than a replayed one, and replays are harmless here because every notification
+  only makes the processor refetch the payment (deduplicated, and the API is the truth).
+
+Dedup: the body `id` ("Notification ID"). Whether Mercado Pago keeps it across retries is not documented; either
+way it is safe: if a retry carried a new id, the copy would only cause one more refetch that changes nothing
+(`ignored`). Deriving a key instead would be worse: `date_created` is the RESOURCE's creation date, so every
+`payment.updated` of one payment would share it and distinct updates would collapse. A body without `id` (not
+seen in practice) gets `derive_event_id(data.id, action, "", date_created)`.
+
+Event type: `action` (`payment.created`, `payment.updated`), else `type`. The payment is `data.id` for `type`
+`payment`; other types (merchant_order, chargebacks, subscription_*...) are stored with no resource. The webhook
+states no status or amount: the processor refetches `GET /v1/payments/{id}` (`shared.gateway.mercadopago`).
+Deliveries are retried (5 attempts over about 4 days) until answered 200/201 within 22 s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from shared.providers._signing import (
+    JsonObject,
+    constant_time_equals,
+    get_id,
+    get_object,
+    get_str,
+    iso_to_utc,
+    load_json_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    derive_event_id,
+    utc_from_epoch,
+)
+
+SIGNATURE_HEADER = "x-signature"
+REQUEST_ID_HEADER = "x-request-id"
+DATA_ID_QUERY = "data.id"
+TYPE_QUERY = "type"
+SCHEME = "v1"
+PAYMENT_TYPE = "payment"
+_MAX_TS_DIGITS = 16
+
+
+def manifest(data_id: str | None, request_id: str | None, ts: str) -> str:
+    """`id:{data_id};request-id:{request_id};ts:{ts};`, leaving out the parts that are absent."""
+    parts = []
+    if data_id:
+        parts.append(f"id:{data_id}")
+    if request_id:
+        parts.append(f"request-id:{request_id}")
+    parts.append(f"ts:{ts}")
+    return ";".join(parts) + ";"
+
+
+def compute_signature(data_id: str | None, request_id: str | None, ts: str, secret: str) -> str:
+    """The hex `v1` signature Mercado Pago computes for the manifest with `secret`."""
+    message = manifest(data_id, request_id, ts).encode("utf-8")
+    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
+
+
+def _parse_signature_header(value: str) -> tuple[str, list[str]]:
+    """`ts=...,v1=...` -> (ts as sent, v1 signatures). Unknown items are ignored."""
+    ts: str | None = None
+    signatures: list[str] = []
+    for item in value.split(","):
+        key, sep, item_value = item.partition("=")
+        key, item_value = key.strip().lower(), item_value.strip()
+        if not sep:
+            continue
+        if key == "ts":
+            if ts is not None:
+                raise SignatureInvalid("malformed header")
+            ts = item_value
+        elif key == SCHEME and item_value:
+            signatures.append(item_value)
+    if not ts or len(ts) > _MAX_TS_DIGITS or not (ts.isascii() and ts.isdigit()):
+        raise SignatureInvalid("malformed header")
+    return ts, signatures
+
+
+def _body_data_id(body: bytes) -> str | None:
+    """`data.id` of the body, if the body is a JSON object that has one; None otherwise (verify never fails on it)."""
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    data = payload.get("data") if isinstance(payload, dict) else None
+    value: Any = data.get("id") if isinstance(data, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _spellings(data_id: str) -> list[str]:
+    lowered = data_id.lower()
+    return [data_id] if lowered == data_id or not data_id.isalnum() else [data_id, lowered]
+
+
+class MercadoPagoDriver:
+    name: str = "mercadopago"
+    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, REQUEST_ID_HEADER)
+    signs_timestamp: bool = False
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        candidates = usable_secrets(secrets, self.name)
+        header = request.header(SIGNATURE_HEADER)
+        if not header:
+            raise SignatureInvalid("missing x-signature header")
+        ts, signatures = _parse_signature_header(header)
+        if not signatures:
+            raise SignatureInvalid("no v1 signature in header")
+        request_id = (request.header(REQUEST_ID_HEADER) or "").strip() or None
+
+        signed_id = (request.query.get(DATA_ID_QUERY) or "").strip() or None
+        body_id = _body_data_id(request.body)
+        ids: list[str | None]
+        if signed_id is not None:
+            ids = list(_spellings(signed_id))
+        else:
+            ids = [*(_spellings(body_id) if body_id else []), None]
+
+        expected = [compute_signature(i, request_id, ts, s) for i in ids for s in candidates]
+        matched = False
+        for signature in signatures:
+            for candidate in expected:
+                matched |= constant_time_equals(candidate, signature)
+        if not matched:
+            raise SignatureInvalid("no signature matches")
+        if signed_id is not None and body_id is not None and body_id.lower() != signed_id.lower():
+            raise SignatureInvalid("data.id in the body differs from the signed one")
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        body = load_json_object(request.body)
+        notification_type = get_str(body, "type", "type") or (request.query.get(TYPE_QUERY) or None)
+        action = get_str(body, "action", "action")
+        event_type = action or notification_type
+        if not event_type:
+            raise PayloadInvalid("missing field type")
+        data = get_object(body, "data", "data", required=False) or {}
+        data_id = get_id(data, "id", "data.id") or (request.query.get(DATA_ID_QUERY) or None)
+
+        is_payment = notification_type == PAYMENT_TYPE or event_type.startswith(f"{PAYMENT_TYPE}.")
+        resource_id = data_id if is_payment else None
+        if is_payment and not resource_id:
+            raise PayloadInvalid("missing field data.id")
+        occurred_at = self._occurred_at(body)
+        event_id = get_id(body, "id", "id") or derive_event_id(data_id or "", event_type, "", occurred_at)
+        return NormalizedEvent(
+            event_id=event_id,
+            event_type=event_type,
+            resource_id=resource_id,
+            occurred_at=occurred_at,
+        )
+
+    @staticmethod
+    def _occurred_at(body: JsonObject) -> datetime:
+        return iso_to_utc(require_str(body, "date_created", "date_created"), "date_created")
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        """A notification as Mercado Pago sends it: `?data.id=...&type=...` on the URL, x-signature, x-request-id."""
+        data_id = _body_data_id(body)
+        request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{hashlib.sha256(body).hexdigest()}:{now}"))
+        ts = str(now)
+        signature = compute_signature(_spellings(data_id)[-1] if data_id else None, request_id, ts, secret)
+        query = {DATA_ID_QUERY: data_id} if data_id else {}
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("type"), str):
+            query[TYPE_QUERY] = payload["type"]
+        return WebhookRequest(
+            body=body,
+            headers={
+                "content-type": "application/json",
+                "user-agent": "MercadoPago WebHook v1.0 payment",
+                SIGNATURE_HEADER: f"ts={ts},{SCHEME}={signature}",
+                REQUEST_ID_HEADER: request_id,
+            },
+            query=query,
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A `payment` notification. Mercado Pago states no status or amount in it: `status` only picks the action
+        (`payment.created` for pending, `payment.updated` otherwise) and `amount` is unused."""
+        if status not in SAMPLE_STATUSES:
+            raise ValueError(f"no Mercado Pago sample for status {status!r}; supported: {', '.join(SAMPLE_STATUSES)}")
+        when = utc_from_epoch(occurred_at).isoformat(timespec="milliseconds")
+        notification_id: int | str = int(event_id) if event_id.isdigit() else event_id
+        body = {
+            "id": notification_id,
+            "live_mode": False,
+            "type": PAYMENT_TYPE,
+            "date_created": when,
+            "user_id": 44444,
+            "api_version": "v1",
+            "action": "payment.created" if status == "pending" else "payment.updated",
+            "data": {"id": resource_id},
+        }
+        return json.dumps(body).encode("utf-8")
+
+
+SAMPLE_STATUSES: tuple[str, ...] = (
+    "pending",
+    "authorized",
+    "paid",
+    "failed",
+    "canceled",
+    "partially_refunded",
+    "refunded",
+    "disputed",
+    "charged_back",
+)
+
+driver: ProviderDriver = MercadoPagoDriver()

@@ -1,0 +1,243 @@
+"""Paddle Billing: `Paddle-Signature: ts=<epoch>;h1=<hex>[;h1=<hex>...]` over `{ts}:{raw body}`, HMAC-SHA256 hex.
+
+Signing, as Paddle's SDKs (paddle-python-sdk `PaddleSignature`/`Verifier`, paddle-node-sdk) do it:
+- the key is the notification destination's secret key (`pdl_ntfset_...`) as UTF-8;
+- the header is `;`-separated `key=value` pairs: one `ts`, and one `h1` per active secret (Paddle sends several
+  while a secret is being rotated): any `h1` match passes. Unknown keys are ignored here (the SDK rejects them);
+  two `ts` make the signed timestamp ambiguous and are refused;
+- tolerance: the SDK allows 5 s. We use the system tolerance (`INBOX_SIGNATURE_TOLERANCE_SECONDS`, 300 s by
+  default), in both directions, like every timestamped provider here: 5 s is less than a Lambda cold start plus
+  API Gateway's own latency on a bad day, and a refused genuine delivery costs a retry cycle. The bound is checked
+  after the signature, so a forged stale delivery reads as a mismatch.
+
+Dedup: `event_id` (`evt_...`) is the event's id, the same on every retry; `notification_id` (`ntf_...`) differs per
+destination and is not used.
+
+Time: `occurred_at` is RFC 3339 with microseconds (`2024-04-12T10:18:49.621022Z`), kept at full precision.
+
+The payment is the transaction:
+- `transaction.*` events carry it: resource = `data.id`; provider status = `data.status`; amount =
+  `data.details.totals.grand_total` (a string of minor units), reported only once the transaction is `paid` or
+  `completed` (before that its totals may still be revised, and the processor compares webhook and API amounts);
+- `adjustment.*` events (refunds, credits, chargebacks) belong to their transaction: resource =
+  `data.transaction_id`; the adjustment's own status and amount describe the adjustment, not the payment, so they
+  are not reported (the processor refetches the transaction);
+- other events (subscription.*, customer.*...) are stored with no resource.
+The processor refetches the transaction from Paddle's API (`shared.gateway.paddle`), which decides the status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+from shared.providers._signing import (
+    JsonObject,
+    check_timestamp,
+    constant_time_equals,
+    get_currency,
+    get_object,
+    get_str,
+    iso_to_utc,
+    load_json_object,
+    parse_epoch_seconds,
+    require_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    utc_from_epoch,
+)
+
+SIGNATURE_HEADER = "paddle-signature"
+SCHEME = "h1"
+FINAL_STATUSES = frozenset({"paid", "completed"})  # the transaction's totals can no longer change
+
+
+def compute_signature(timestamp: int | str, body: bytes, secret: str) -> str:
+    """The hex `h1` signature Paddle computes for `body` at `timestamp` with `secret`."""
+    signed = f"{timestamp}:".encode("ascii") + body
+    return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
+
+
+def _parse_signature_header(value: str) -> tuple[int, list[str]]:
+    """`ts=...;h1=...;h1=...` -> (timestamp, h1 signatures). Unknown keys are ignored."""
+    timestamp: int | None = None
+    signatures: list[str] = []
+    for item in value.split(";"):
+        key, sep, item_value = item.strip().partition("=")
+        if not sep:
+            continue
+        if key == "ts":
+            if timestamp is not None:
+                raise SignatureInvalid("malformed header")
+            timestamp = parse_epoch_seconds(item_value.strip())
+        elif key == SCHEME and item_value.strip():
+            signatures.append(item_value.strip())
+    if timestamp is None:
+        raise SignatureInvalid("malformed header")
+    return timestamp, signatures
+
+
+def minor_units(value: object, where: str) -> int | None:
+    """A Paddle amount: a string of digits in the currency's lowest denomination ("1099"); None when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.lstrip("-").isdigit() or len(value) > 15:
+        raise PayloadInvalid(f"field {where} is not an amount in minor units")
+    return int(value)
+
+
+def _grand_total(data: JsonObject) -> int | None:
+    details = get_object(data, "details", "data.details", required=False)
+    totals = get_object(details, "totals", "data.details.totals", required=False) if details else None
+    if totals is None:
+        return None
+    value = totals.get("grand_total", totals.get("total"))
+    return minor_units(value, "data.details.totals.grand_total")
+
+
+class PaddleDriver:
+    name: str = "paddle"
+    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
+    signs_timestamp: bool = True
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        candidates = usable_secrets(secrets, self.name)
+        header = request.header(SIGNATURE_HEADER)
+        if not header:
+            raise SignatureInvalid("missing Paddle-Signature header")
+        timestamp, signatures = _parse_signature_header(header)
+        if not signatures:
+            raise SignatureInvalid("no h1 signature in header")
+        expected = [compute_signature(timestamp, request.body, secret) for secret in candidates]
+        matched = False
+        for signature in signatures:
+            for candidate in expected:
+                matched |= constant_time_equals(candidate, signature)
+        if not matched:
+            raise SignatureInvalid("no signature matches")
+        check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        event = load_json_object(request.body)
+        event_id = require_str(event, "event_id", "event_id")
+        event_type = require_str(event, "event_type", "event_type")
+        occurred_at = iso_to_utc(require_str(event, "occurred_at", "occurred_at"), "occurred_at")
+        data = require_object(event, "data", "data")
+
+        resource_id: str | None = None
+        provider_status: str | None = None
+        amount: int | None = None
+        currency: str | None = None
+        if event_type.startswith("transaction."):
+            resource_id = require_str(data, "id", "data.id")
+            provider_status = get_str(data, "status", "data.status")
+            currency = get_currency(data, "currency_code", "data.currency_code")
+            if provider_status in FINAL_STATUSES:
+                amount = _grand_total(data)
+        elif event_type.startswith("adjustment."):
+            resource_id = require_str(data, "transaction_id", "data.transaction_id")
+            currency = get_currency(data, "currency_code", "data.currency_code")
+
+        return NormalizedEvent(
+            event_id=event_id,
+            event_type=event_type,
+            resource_id=resource_id,
+            occurred_at=occurred_at,
+            provider_status=provider_status,
+            amount=amount,
+            currency=currency,
+        )
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        return WebhookRequest(
+            body=body,
+            headers={
+                "content-type": "application/json",
+                "user-agent": "Paddle",
+                SIGNATURE_HEADER: f"ts={now};{SCHEME}={compute_signature(now, body, secret)}",
+            },
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A Paddle `transaction.*` (or `adjustment.*`) event for the canonical `status`; see SAMPLE_STATUSES."""
+        try:
+            event_type, paddle_status = _SAMPLES[status]
+        except KeyError:
+            supported = ", ".join(sorted(_SAMPLES))
+            raise ValueError(f"no Paddle sample for status {status!r}; supported: {supported}") from None
+        when = utc_from_epoch(occurred_at).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        data: JsonObject
+        if event_type.startswith("adjustment."):
+            data = {
+                "id": "adj_01h8c65c2ggq5nxswnnwv78e75",
+                "action": paddle_status,
+                "transaction_id": resource_id,
+                "customer_id": "ctm_01h8441jn5pcwrfhwh78jqt8hk",
+                "reason": "error",
+                "currency_code": "USD",
+                "status": "approved",
+                "totals": {"subtotal": str(amount), "tax": "0", "total": str(amount), "currency_code": "USD"},
+                "created_at": when,
+                "updated_at": when,
+            }
+        else:
+            totals = {
+                "subtotal": str(amount),
+                "discount": "0",
+                "tax": "0",
+                "total": str(amount),
+                "credit": "0",
+                "balance": "0" if paddle_status in FINAL_STATUSES else str(amount),
+                "grand_total": str(amount),
+                "fee": None,
+                "earnings": None,
+                "currency_code": "USD",
+                "credit_to_balance": "0",
+            }
+            data = {
+                "id": resource_id,
+                "status": paddle_status,
+                "customer_id": "ctm_01h8441jn5pcwrfhwh78jqt8hk",
+                "currency_code": "USD",
+                "origin": "web",
+                "collection_mode": "automatic",
+                "details": {"totals": totals},
+                "created_at": when,
+                "updated_at": when,
+                "billed_at": when if paddle_status in FINAL_STATUSES else None,
+            }
+        body = {
+            "event_id": event_id,
+            "event_type": event_type,
+            "occurred_at": when,
+            "notification_id": "ntf_" + hashlib.sha256(event_id.encode()).hexdigest()[:26],
+            "data": data,
+        }
+        return json.dumps(body).encode("utf-8")
+
+
+# canonical status -> (Paddle event type, transaction status or adjustment action)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("transaction.ready", "ready"),
+    "paid": ("transaction.completed", "completed"),
+    "failed": ("transaction.past_due", "past_due"),
+    "canceled": ("transaction.canceled", "canceled"),
+    "refunded": ("adjustment.created", "refund"),
+    "charged_back": ("adjustment.created", "chargeback"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+driver: ProviderDriver = PaddleDriver()

@@ -1,0 +1,374 @@
+"""Pagar.me (Brazil): v5 webhooks (RS256, asymmetric) and the legacy <=v4 postbacks (HMAC-SHA1 with the API key).
+
+Authentication, as Pagar.me's own plugins verify it (pagarme/ecommerce-module-core `WebhookValidatorService`,
+used by pagarme/woocommerce and pagarme/magento2; pagarme-ruby `PagarMe::Postback`, pagarme-js `postback`):
+- v5: header `X-Webhook-Asymmetric-Signature: alg=RS256; kid=<key id>; signature=<base64url>`, an RSA PKCS#1
+  v1.5 / SHA-256 signature of the raw body by Pagar.me's private key. The public keys are the JWKS at
+  `https://hubapi.pagar.me/.well-known/jwks.json` (`kty=RSA`, `use=sig`), selected by `kid`. Rotation is the
+  JWKS's business: an unknown `kid` refetches it (at most every 5 minutes). No shared secret is involved, so
+  `SigningSecrets` is not used on this path; `INBOX_PAGARME_JWKS` (an inline JWKS) replaces the URL for tests and
+  the local stack, `INBOX_PAGARME_JWKS_URL` points elsewhere. Verification needs `cryptography` (lazy import;
+  without it: 5xx "not configured", see `_public_keys.py`).
+- legacy postbacks: header `X-Hub-Signature: sha1=<hex>`, HMAC-SHA1 of the raw (form-urlencoded) body keyed with
+  the account's API key (`ak_...`), which is the configured secret (current or previous, for a rotation). Only
+  `sha1` is accepted: it is what Pagar.me sends.
+- neither scheme signs a timestamp: a captured delivery can be replayed; the dedup key makes that harmless.
+
+The body decides the format: a JSON object is a v5 hook, anything else a legacy form postback.
+
+Dedup:
+- v5: the hook `id` (`hook_...`). Pagar.me's own modules deduplicate on it (ecommerce-module-core looks the hook
+  up by its Pagar.me id and refuses it as "already handled"; the WooCommerce plugin keys its marker on it), so it
+  is the same on every redelivery of a hook.
+- legacy: no envelope id (the postback's `id` is the transaction's): `derive_event_id(transaction id, event,
+  current_status, transaction[date_updated])`; without a date, the transition `old_status>current_status`.
+
+The payment is the charge (`ch_...`): `charge.*` events are about `data.id`; `order.*` events about the order's
+last charge (`data.charges[-1].id`; the order id when it has none). Legacy postbacks are about the transaction
+(numeric id). The processor refetches each of them (`shared/gateway/pagarme.py`).
+
+Time: v5 `created_at` is ISO-8601; Pagar.me writes it with `Z`, and the nested objects' naive times are UTC too
+(in Pagar.me's own fixtures a naive `updated_at` precedes the hook's `...Z` time by seconds, which a Sao Paulo
+reading would put three hours later). A naive value is read as UTC. Precision is kept (up to 7 fractional digits
+are sent; Python keeps microseconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.payments.status import PaymentStatus
+from shared.providers._forms import encode_form, form_value, parse_form
+from shared.providers._public_keys import (
+    RS256,
+    CachedKeySource,
+    KeySource,
+    StaticKeySource,
+    b64url_decode,
+    fetch_json_keys,
+    parse_jwks,
+    verify_any,
+)
+from shared.providers._signing import (
+    JsonObject,
+    constant_time_equals,
+    get_currency,
+    get_int,
+    get_str,
+    load_json_object,
+    require_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    derive_event_id,
+    utc_from_epoch,
+)
+
+ASYMMETRIC_HEADER = "x-webhook-asymmetric-signature"
+HUB_HEADER = "x-hub-signature"
+HUB_SCHEME = "sha1"
+DEFAULT_JWKS_URL = "https://hubapi.pagar.me/.well-known/jwks.json"
+ENV_JWKS = "INBOX_PAGARME_JWKS"
+ENV_JWKS_URL = "INBOX_PAGARME_JWKS_URL"
+CURRENCY = "BRL"
+LEGACY_OBJECT = "transaction"
+
+S = PaymentStatus
+
+# v5 charge `status` -> canonical, as the webhook states it. The refetch refines it (authorizations, refunds:
+# see shared/gateway/pagarme.py), which is what the processor applies.
+CHARGE_STATUS: dict[str, PaymentStatus] = {
+    "pending": S.PENDING,
+    "processing": S.PENDING,
+    "underpaid": S.PENDING,  # a boleto/Pix paid for less than the charge: not settled
+    "paid": S.PAID,
+    "overpaid": S.PAID,
+    "canceled": S.CANCELED,
+    "refunded": S.REFUNDED,
+    "failed": S.FAILED,
+    "chargedback": S.CHARGED_BACK,
+}
+# <=v4 transaction `status` / `current_status` -> canonical
+TRANSACTION_STATUS: dict[str, PaymentStatus] = {
+    "processing": S.PENDING,
+    "waiting_payment": S.PENDING,
+    "analyzing": S.PENDING,
+    "pending_review": S.PENDING,
+    "authorized": S.AUTHORIZED,
+    "paid": S.PAID,
+    "pending_refund": S.PAID,  # the refund was asked for; the money has not left yet
+    "refunded": S.REFUNDED,
+    "refused": S.FAILED,
+    "chargedback": S.CHARGED_BACK,
+}
+
+
+def canonical_status(status: str | None, *, legacy: bool = False) -> str | None:
+    """The canonical status (its value) a webhook's status word maps to; None for one nobody maps."""
+    found = (TRANSACTION_STATUS if legacy else CHARGE_STATUS).get(status or "")
+    return found.value if found is not None else None
+
+
+def compute_hub_signature(body: bytes, api_key: str) -> str:
+    """The hex HMAC-SHA1 Pagar.me puts (after `sha1=`) in `X-Hub-Signature` for a legacy postback."""
+    return hmac.new(api_key.encode("utf-8"), body, hashlib.sha1).hexdigest()
+
+
+def parse_asymmetric_header(value: str) -> tuple[str, str, bytes]:
+    """`alg=RS256; kid=...; signature=...` -> (alg, kid, signature bytes). Unknown items are ignored."""
+    items: dict[str, str] = {}
+    for part in value.split(";"):
+        key, sep, item_value = part.strip().partition("=")
+        if not sep:
+            continue
+        if key in items:  # a repeated item: which one was meant is ambiguous
+            raise SignatureInvalid("malformed header")
+        items[key] = item_value.strip()
+    alg, kid, signature = items.get("alg"), items.get("kid"), items.get("signature")
+    if not alg or not kid or not signature:
+        raise SignatureInvalid("malformed header")
+    try:
+        raw = b64url_decode(signature)
+    except ValueError:
+        raise SignatureInvalid("malformed header") from None
+    return alg, kid, raw
+
+
+def default_key_source(environ: dict[str, str] | None = None) -> KeySource:
+    """Pagar.me's JWKS: inline from INBOX_PAGARME_JWKS, else fetched from INBOX_PAGARME_JWKS_URL or the default."""
+    env = dict(os.environ) if environ is None else environ
+    inline = env.get(ENV_JWKS, "").strip()
+    if inline:
+        return StaticKeySource(parse_jwks(inline))
+    url = env.get(ENV_JWKS_URL, "").strip() or DEFAULT_JWKS_URL
+    return CachedKeySource(lambda: fetch_json_keys(url))
+
+
+def parse_pagarme_time(text: str, where: str) -> datetime:
+    """ISO-8601 as aware UTC; a naive value is UTC (see the module notes)."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise PayloadInvalid(f"field {where} is not an ISO-8601 timestamp") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _last_charge(data: JsonObject) -> JsonObject | None:
+    charges: Any = data.get("charges")
+    if charges is None:
+        return None
+    if not isinstance(charges, list):
+        raise PayloadInvalid("field data.charges must be an array")
+    objects = [charge for charge in charges if isinstance(charge, dict)]
+    return objects[-1] if objects else None
+
+
+class PagarmeDriver:
+    name: str = "pagarme"
+    # Signatures, not secrets: both are kept so that a stored event can be re-verified.
+    replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, HUB_HEADER)
+    replay_query: tuple[str, ...] = ()
+    signs_timestamp: bool = False
+
+    def __init__(self, key_source: KeySource | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self._key_source = key_source
+        self._clock = clock
+
+    @property
+    def key_source(self) -> KeySource:
+        if self._key_source is None:
+            self._key_source = default_key_source()
+        return self._key_source
+
+    # ------------------------------------------------------------------------------------------------ verify
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        asymmetric = request.header(ASYMMETRIC_HEADER)
+        if asymmetric:
+            self._verify_asymmetric(request.body, asymmetric)
+            return
+        hub = request.header(HUB_HEADER)
+        if not hub:
+            raise SignatureInvalid("missing X-Webhook-Asymmetric-Signature or X-Hub-Signature header")
+        candidates = usable_secrets(secrets, self.name)
+        scheme, sep, signature = hub.strip().partition("=")
+        if not sep or scheme.lower() != HUB_SCHEME or not signature:
+            raise SignatureInvalid("malformed header")
+        matched = False
+        for secret in candidates:  # every candidate compared, each in constant time
+            matched |= constant_time_equals(compute_hub_signature(request.body, secret), signature.lower())
+        if not matched:
+            raise SignatureInvalid("no signature matches")
+
+    def _verify_asymmetric(self, body: bytes, header: str) -> None:
+        alg, kid, signature = parse_asymmetric_header(header)
+        if alg != RS256:
+            raise SignatureInvalid("unsupported signature algorithm")
+        source = self.key_source
+        keys = [key for key in source.current() if key.kid == kid and key.algorithm == RS256]
+        if not keys:  # a key Pagar.me rotated in since the set was cached
+            keys = [key for key in source.refreshed() if key.kid == kid and key.algorithm == RS256]
+        if not keys:
+            raise SignatureInvalid("unknown signing key")
+        if not verify_any(keys, signature, body):
+            raise SignatureInvalid("no signature matches")
+
+    # ------------------------------------------------------------------------------------------------- parse
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        if request.body.lstrip().startswith(b"{"):
+            return self._parse_v5(request.body)
+        return self._parse_legacy(request.body)
+
+    def _parse_v5(self, body: bytes) -> NormalizedEvent:
+        hook = load_json_object(body)
+        event_id = require_str(hook, "id", "id")
+        event_type = require_str(hook, "type", "type")
+        occurred_at = parse_pagarme_time(require_str(hook, "created_at", "created_at"), "created_at")
+        data = require_object(hook, "data", "data")
+        kind = event_type.split(".", 1)[0]
+
+        charge: JsonObject | None
+        where = "data"
+        if kind == "charge":
+            charge = data
+        elif kind == "order":
+            charge = _last_charge(data)
+            where = "data.charges[-1]"
+        else:
+            charge = None
+
+        if charge is not None:
+            resource_id: str | None = require_str(charge, "id", f"{where}.id")
+            provider_status = canonical_status(get_str(charge, "status", f"{where}.status"))
+            amount = get_int(charge, "amount", f"{where}.amount")
+            currency = get_currency(charge, "currency", f"{where}.currency")
+        elif kind == "order":  # an order with no charge yet: the order stands for its payment
+            resource_id = require_str(data, "id", "data.id")
+            provider_status = canonical_status(get_str(data, "status", "data.status"))
+            amount = get_int(data, "amount", "data.amount")
+            currency = get_currency(data, "currency", "data.currency")
+        else:  # customer.*, card.*, subscription.*...: stored, not about a payment
+            resource_id, provider_status, amount, currency = None, None, None, None
+        return NormalizedEvent(
+            event_id=event_id,
+            event_type=event_type,
+            resource_id=resource_id,
+            occurred_at=occurred_at,
+            provider_status=provider_status,
+            amount=amount,
+            currency=currency,
+        )
+
+    def _parse_legacy(self, body: bytes) -> NormalizedEvent:
+        fields = parse_form(body)
+        object_id = form_value(fields, "id", required=True)
+        assert object_id is not None
+        event_type = form_value(fields, "event", required=True)
+        assert event_type is not None
+        current = form_value(fields, "current_status", required=True)
+        assert current is not None
+        kind = form_value(fields, "object") or LEGACY_OBJECT
+        updated = form_value(fields, f"{kind}[date_updated]")
+        if updated is not None:
+            occurred_at = parse_pagarme_time(updated, f"{kind}[date_updated]")
+            fact_time = occurred_at.isoformat()
+        else:
+            created = form_value(fields, f"{kind}[date_created]")
+            occurred_at = (
+                parse_pagarme_time(created, f"{kind}[date_created]") if created else utc_from_epoch(self._clock())
+            )
+            # The same transition is one fact: its redeliveries share the key, whatever time they arrive.
+            fact_time = f"from:{form_value(fields, 'old_status') or ''}"
+        amount_text = form_value(fields, f"{kind}[amount]")
+        amount: int | None = None
+        if amount_text is not None:
+            if not (amount_text.isascii() and amount_text.isdigit()):
+                raise PayloadInvalid(f"field {kind}[amount] must be an integer")
+            amount = int(amount_text)
+        is_payment = kind == LEGACY_OBJECT
+        return NormalizedEvent(
+            event_id=derive_event_id(object_id, event_type, current, fact_time),
+            event_type=event_type,
+            resource_id=object_id if is_payment else None,
+            occurred_at=occurred_at,
+            provider_status=canonical_status(current, legacy=True),
+            amount=amount if is_payment else None,
+            currency=CURRENCY if is_payment else None,
+        )
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    # -------------------------------------------------------------------------------------------------- sign
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        """A legacy postback signed with the API key (`secret`). v5 deliveries are signed by Pagar.me's private
+        key, which nobody else holds: tests sign those with a key of their own (see `sign_v5`)."""
+        return WebhookRequest(
+            body=body,
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "user-agent": "PagarMe-Hookshot/1.0",
+                HUB_HEADER: f"{HUB_SCHEME}={compute_hub_signature(body, secret)}",
+            },
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A legacy transaction postback for the canonical `status` (see SAMPLE_STATUSES).
+
+        The event id is derived from the postback (it has none of its own), so `event_id` is not used."""
+        try:
+            old_status, current = _SAMPLES[status]
+        except KeyError:
+            supported = ", ".join(sorted(_SAMPLES))
+            raise ValueError(f"no Pagar.me sample for status {status!r}; supported: {supported}") from None
+        when = utc_from_epoch(occurred_at).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        created = utc_from_epoch(max(0, occurred_at - 60)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        return encode_form(
+            [
+                ("id", resource_id),
+                ("event", "transaction_status_changed"),
+                ("old_status", old_status),
+                ("desired_status", "paid"),
+                ("current_status", current),
+                ("object", LEGACY_OBJECT),
+                ("transaction[object]", LEGACY_OBJECT),
+                ("transaction[status]", current),
+                ("transaction[id]", resource_id),
+                ("transaction[amount]", str(amount)),
+                ("transaction[payment_method]", "credit_card"),
+                ("transaction[date_created]", created),
+                ("transaction[date_updated]", when),
+            ]
+        )
+
+
+# canonical status -> (old_status, current_status) of a legacy transaction postback
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("processing", "waiting_payment"),
+    "authorized": ("processing", "authorized"),
+    "paid": ("processing", "paid"),
+    "failed": ("processing", "refused"),
+    "refunded": ("paid", "refunded"),
+    "charged_back": ("paid", "chargedback"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+driver: ProviderDriver = PagarmeDriver()

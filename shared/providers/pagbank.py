@@ -1,0 +1,229 @@
+"""PagBank / PagSeguro (Brazil): `x-authenticity-token` = SHA-256 hex of `{token}-{raw body}`.
+
+Authentication (developer.pagbank.com.br, "Confirmar autenticidade da notificação"): the header is a plain
+SHA-256 (not an HMAC) of the account token, a hyphen, and the payload exactly as received, in hex. It is
+recomputed for the current and the previous token (rotation) and compared in constant time; hex case is not
+significant. The header is a digest, not the token: it is kept for re-verification. No timestamp is signed.
+
+Body: the resource itself, no envelope: an order (`ORDE_...`, with `charges[]`) for Orders API notifications, or
+a charge (`CHAR_...`) for Charges API ones. The payment is that resource: the order (its charges move
+together) or the charge. The processor refetches it (`GET /orders/{id}` or `GET /charges/{id}`,
+shared/gateway/pagbank.py): the webhook is a hint.
+
+Dedup: there is no notification id in the body. The key is derived from the business fact:
+`derive_event_id(resource id, kind, "{status}:{paid}:{refunded}", the fact's time)` where status is the
+charge's (an order's last charge), paid/refunded come from `amount.summary` (a partial refund leaves the status
+PAID but changes them), and the time is the charge's `paid_at` when paid, else its `created_at`.
+
+Time: ISO-8601 with an offset and milliseconds ("2019-09-24T18:31:19.027-03:00"): converted to UTC, precision
+kept. Event type: PagBank sends none; it is `{kind}.{STATUS}` (e.g. `charge.PAID`, `order.PAID`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+from shared.payments.status import PaymentStatus
+from shared.providers._signing import (
+    JsonObject,
+    constant_time_equals,
+    get_currency,
+    get_int,
+    get_object,
+    get_str,
+    iso_to_utc,
+    load_json_object,
+    require_str,
+    usable_secrets,
+)
+from shared.providers.base import (
+    NormalizedEvent,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    derive_event_id,
+    utc_from_epoch,
+)
+
+SIGNATURE_HEADER = "x-authenticity-token"  # a digest of token + body, not the token
+
+S = PaymentStatus
+
+# charge `status` -> canonical, before `amount.summary` refines it (see `canonical_status`)
+CHARGE_STATUS: dict[str, PaymentStatus] = {
+    "WAITING": S.PENDING,
+    "IN_ANALYSIS": S.PENDING,
+    "AUTHORIZED": S.AUTHORIZED,
+    "PAID": S.PAID,
+    "CANCELED": S.CANCELED,
+    "DECLINED": S.FAILED,
+}
+
+
+def canonical_status(status: str, *, amount: int | None, paid: int, refunded: int) -> PaymentStatus | None:
+    """A charge's canonical status: its `status`, refined by `amount.summary` (refunds keep PAID or read
+    CANCELED with money received). None for a status nobody maps. Shared with the refetch client."""
+    canonical = CHARGE_STATUS.get(status)
+    if canonical is S.CANCELED and paid > 0:  # a paid charge canceled: the money went back
+        return S.REFUNDED if (refunded or paid) >= paid else S.PARTIALLY_REFUNDED
+    if canonical is S.PAID and refunded > 0:
+        return S.REFUNDED if refunded >= (paid or amount or 0) else S.PARTIALLY_REFUNDED
+    return canonical
+
+
+def compute_signature(body: bytes, token: str) -> str:
+    """The hex SHA-256 of `{token}-{body}` PagBank sends in `x-authenticity-token`."""
+    return hashlib.sha256(token.encode("utf-8") + b"-" + body).hexdigest()
+
+
+def _charge_of(resource: JsonObject, kind: str) -> tuple[JsonObject | None, str]:
+    if kind == "charge":
+        return resource, ""
+    charges = resource.get("charges")
+    if charges is None:
+        return None, "charges"
+    if not isinstance(charges, list):
+        raise PayloadInvalid("field charges must be an array")
+    objects = [charge for charge in charges if isinstance(charge, dict)]
+    return (objects[-1], "charges[-1].") if objects else (None, "charges")
+
+
+class PagbankDriver:
+    name: str = "pagbank"
+    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)  # a digest of token+body, not the token
+    replay_query: tuple[str, ...] = ()
+    signs_timestamp: bool = False
+
+    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
+        candidates = usable_secrets(secrets, self.name)
+        received = request.header(SIGNATURE_HEADER)
+        if not received:
+            raise SignatureInvalid("missing x-authenticity-token header")
+        matched = False
+        for token in candidates:  # every candidate compared, each in constant time
+            matched |= constant_time_equals(compute_signature(request.body, token), received.strip().lower())
+        if not matched:
+            raise SignatureInvalid("no signature matches")
+
+    def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        resource = load_json_object(request.body)
+        resource_id = require_str(resource, "id", "id")
+        if resource_id.startswith("CHAR_"):
+            kind = "charge"
+        elif resource_id.startswith("ORDE_") or "charges" in resource:
+            kind = "order"
+        else:
+            kind = "charge"
+        charge, where = _charge_of(resource, kind)
+        source = charge if charge is not None else resource
+        prefix = where if charge is not None else ""
+        status = get_str(source, "status", f"{prefix}status") or "CREATED"
+
+        amount_object = get_object(source, "amount", f"{prefix}amount", required=False) or {}
+        summary = get_object(amount_object, "summary", f"{prefix}amount.summary", required=False) or {}
+        paid = get_int(summary, "paid", f"{prefix}amount.summary.paid") or 0
+        refunded = get_int(summary, "refunded", f"{prefix}amount.summary.refunded") or 0
+        amount = get_int(amount_object, "value", f"{prefix}amount.value")
+        currency = get_currency(amount_object, "currency", f"{prefix}amount.currency")
+
+        occurred_at = self._fact_time(source, resource, status, prefix)
+        event_type = f"{kind}.{status}"
+        canonical = canonical_status(status, amount=amount, paid=paid, refunded=refunded)
+        return NormalizedEvent(
+            event_id=derive_event_id(resource_id, kind, f"{status}:{paid}:{refunded}", occurred_at),
+            event_type=event_type,
+            resource_id=resource_id,
+            occurred_at=occurred_at,
+            provider_status=canonical.value if canonical is not None else None,
+            amount=amount,
+            currency=currency,
+        )
+
+    @staticmethod
+    def _fact_time(source: JsonObject, resource: JsonObject, status: str, prefix: str) -> datetime:
+        fields = ("paid_at", "created_at") if status == "PAID" else ("created_at",)
+        for field in fields:
+            text = get_str(source, field, f"{prefix}{field}")
+            if text is not None:
+                return iso_to_utc(text, f"{prefix}{field}")
+        return iso_to_utc(require_str(resource, "created_at", "created_at"), "created_at")
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        return WebhookRequest(
+            body=body,
+            headers={"content-type": "application/json", SIGNATURE_HEADER: compute_signature(body, secret)},
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """An Orders API notification (an order with one charge) for the canonical `status`. The order id is
+        `resource_id`; PagBank bodies carry no event id, so `event_id` is not used (the id is derived)."""
+        try:
+            charge_status = _SAMPLES[status]
+        except KeyError:
+            supported = ", ".join(sorted(_SAMPLES))
+            raise ValueError(f"no PagBank sample for status {status!r}; supported: {supported}") from None
+        created = _local_iso(occurred_at - 60)
+        paid = amount if charge_status in {"PAID", "CANCELED_PAID"} else 0
+        refunded = (
+            amount
+            if charge_status == "CANCELED_PAID"
+            else (max(1, amount // 2) if status == "partially_refunded" else 0)
+        )
+        wire_status = "CANCELED" if charge_status == "CANCELED_PAID" else charge_status
+        charge: JsonObject = {
+            "id": "CHAR_" + resource_id.removeprefix("ORDE_"),
+            "reference_id": "pedido-1234",
+            "status": wire_status,
+            "created_at": created,
+            "description": "Pedido 1234",
+            "amount": {
+                "value": amount,
+                "currency": "BRL",
+                "summary": {"total": amount, "paid": paid, "refunded": refunded},
+            },
+            "payment_response": {"code": "20000", "message": "SUCESSO"},
+            "payment_method": {"type": "PIX"},
+        }
+        if paid:
+            charge["paid_at"] = _local_iso(occurred_at)
+        order = {
+            "id": resource_id,
+            "reference_id": "pedido-1234",
+            "created_at": created,
+            "customer": {"name": "Jose da Silva", "email": "jose@example.com", "tax_id": "12345678909"},
+            "items": [{"reference_id": "item-1", "name": "Produto", "quantity": 1, "unit_amount": amount}],
+            "charges": [charge],
+            "notification_urls": ["https://example.com/webhooks/pagbank"],
+        }
+        return json.dumps(order, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _local_iso(epoch: int) -> str:
+    """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
+    from shared.providers.asaas import _sao_paulo  # noqa: PLC0415 - samples only
+
+    local = utc_from_epoch(epoch).astimezone(_sao_paulo())
+    return local.isoformat(timespec="milliseconds")
+
+
+# canonical status -> charge status (CANCELED_PAID: a paid charge canceled, i.e. refunded)
+_SAMPLES: dict[str, str] = {
+    "pending": "WAITING",
+    "authorized": "AUTHORIZED",
+    "paid": "PAID",
+    "partially_refunded": "PAID",
+    "failed": "DECLINED",
+    "canceled": "CANCELED",
+    "refunded": "CANCELED_PAID",
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+driver: ProviderDriver = PagbankDriver()

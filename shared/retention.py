@@ -1,0 +1,287 @@
+"""Retention: inbox items that DynamoDB's TTL removes are archived to S3, from the stream's REMOVE records.
+
+The order is DynamoDB's: TTL deletes the item, the stream carries its last image (OldImage) for 24 hours, and the
+archiver (an event source mapping filtered on TTL deletions, `ARCHIVE_FILTER_PATTERN`) writes it to the archive
+bucket. A failing batch is retried by the mapping until it succeeds or its records leave the stream.
+
+Layout: one gzip-compressed JSON-lines object per batch and partition,
+`archive/provider=<provider>/date=<YYYY-MM-DD of received_at>/<first sequence>-<last sequence>.jsonl.gz`. The name
+comes from the batch's own stream sequence numbers, so a retried batch overwrites the same objects instead of
+adding copies (a batch the mapping bisects is written as two new objects: the archive is at-least-once, and every
+line carries its `pk`). Each line is the item as it was, with the body inline:
+- `body` as text with `body_encoding: "utf-8"`, or base64 with `body_encoding: "base64"` when not UTF-8;
+- bodies that lived in the body bucket (`body_s3_key`) are read from it and inlined the same way;
+- `ttl_removed_at` (the stream record's time), `stream_sequence_number`.
+
+Redaction (LGPD): with `INBOX_REDACT_FIELDS` (comma-separated JSON key names, matched case-insensitively), every
+value under such a key, at any depth of a JSON body, is replaced by "[redacted]" in the archive, and the line
+says how many (`redacted_values`). The table is not changed. A redacted body is written back as compact JSON, so
+it is no longer byte-for-byte the delivery (its signature no longer verifies; `body_sha256` is the original's).
+Bodies that are not JSON (or not UTF-8) cannot be redacted and are archived as they are (`redaction: "skipped:
+..."` says so).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import io
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shared import aws
+from shared.inbox.store import from_attributes
+from shared.observability import count_for_provider, logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+ARCHIVE_KEY_PREFIX = "archive/"  # must equal infra.definitions.ARCHIVE_KEY_PREFIX (a test compares them)
+REDACTED = "[redacted]"
+_UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def parse_redact_fields(raw: str | None) -> frozenset[str]:
+    """`email, CPF,name` -> {"email", "cpf", "name"}: key names compared case-insensitively."""
+    return frozenset(name.strip().lower() for name in (raw or "").split(",") if name.strip())
+
+
+def redact(document: Any, fields: frozenset[str]) -> tuple[Any, int]:
+    """A copy of the JSON document with every value under one of `fields` (at any depth) replaced by
+    "[redacted]", and how many were replaced."""
+    if isinstance(document, dict):
+        result: dict[str, Any] = {}
+        count = 0
+        for key, value in document.items():
+            if key.lower() in fields:
+                result[key] = REDACTED
+                count += 1
+            else:
+                result[key], inner = redact(value, fields)
+                count += inner
+        return result, count
+    if isinstance(document, list):
+        items: list[Any] = []
+        count = 0
+        for value in document:
+            redacted, inner = redact(value, fields)
+            items.append(redacted)
+            count += inner
+        return items, count
+    return document, 0
+
+
+def archived_body(raw: bytes, fields: frozenset[str]) -> dict[str, Any]:
+    """The body's fields of an archive line: text when UTF-8 (redacted when configured and JSON), else base64."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        archived: dict[str, Any] = {"body": base64.b64encode(raw).decode("ascii"), "body_encoding": "base64"}
+        if fields:
+            archived["redaction"] = "skipped: body is not UTF-8"
+        return archived
+    archived = {"body": text, "body_encoding": "utf-8"}
+    if not fields:
+        return archived
+    try:
+        document = json.loads(text)
+    except ValueError:
+        archived["redaction"] = "skipped: body is not JSON"
+        return archived
+    redacted, count = redact(document, fields)
+    if count:  # unchanged bodies keep their exact bytes
+        archived["body"] = json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
+    archived["redacted_values"] = count
+    return archived
+
+
+def _binary_as_bytes(value: Any) -> Any:
+    """DynamoDB JSON as Lambda delivers it carries binary (B, BS) as base64 text; boto3 wants bytes."""
+    if isinstance(value, dict):
+        converted: dict[str, Any] = {}
+        for kind, inner in value.items():
+            if kind == "B" and isinstance(inner, str):
+                converted[kind] = base64.b64decode(inner)
+            elif kind == "BS" and isinstance(inner, list):
+                converted[kind] = [base64.b64decode(v) if isinstance(v, str) else v for v in inner]
+            elif kind == "M" and isinstance(inner, dict):
+                converted[kind] = {name: _binary_as_bytes(v) for name, v in inner.items()}
+            elif kind == "L" and isinstance(inner, list):
+                converted[kind] = [_binary_as_bytes(v) for v in inner]
+            else:
+                converted[kind] = inner
+        return converted
+    return value
+
+
+def item_from_image(image: Mapping[str, Any]) -> dict[str, Any]:
+    """A stream record's image (DynamoDB JSON, binary as base64 text or bytes) as a plain item."""
+    try:
+        return from_attributes({name: _binary_as_bytes(value) for name, value in image.items()})
+    except binascii.Error as error:
+        raise ValueError(f"undecodable binary attribute in a stream image: {error}") from None
+
+
+def _safe(value: Any, fallback: str) -> str:
+    text = _UNSAFE_KEY_CHARACTERS.sub("_", str(value or "")).strip("_.")
+    return text or fallback
+
+
+def partition_of(item: Mapping[str, Any]) -> tuple[str, str]:
+    """(provider, YYYY-MM-DD of received_at) of an item, safe for an S3 key."""
+    received = str(item.get("received_at") or "")
+    day = received[:10] if re.fullmatch(r"\d{4}-\d{2}-\d{2}", received[:10]) else "unknown"
+    return _safe(item.get("provider"), "unknown"), day
+
+
+def batch_id(records: Iterable[Mapping[str, Any]]) -> str:
+    """`<first>-<last>` stream sequence numbers of the batch: a retried batch gets the same id."""
+    numbers = sorted(int(record["dynamodb"]["SequenceNumber"]) for record in records)
+    if not numbers:
+        raise ValueError("an empty batch has no id")
+    return f"{numbers[0]}-{numbers[-1]}"
+
+
+def archive_key(provider: str, day: str, batch: str) -> str:
+    return f"{ARCHIVE_KEY_PREFIX}provider={provider}/date={day}/{batch}.jsonl.gz"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == int(value) else float(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _iso_from_epoch(value: Any) -> str | None:
+    if isinstance(value, int | float | Decimal):
+        return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(value) if value is not None else None
+
+
+@dataclass
+class _Partition:
+    key: str
+    provider: str
+    buffer: io.BytesIO = field(default_factory=io.BytesIO)
+    lines: int = 0
+    writer: gzip.GzipFile | None = None
+
+    def write(self, line: dict[str, Any]) -> None:
+        if self.writer is None:  # mtime=0: the same batch compresses to the same bytes
+            self.writer = gzip.GzipFile(filename="", mode="wb", fileobj=self.buffer, mtime=0)
+        encoded = json.dumps(line, ensure_ascii=False, sort_keys=True, default=_json_default)
+        self.writer.write(encoded.encode("utf-8") + b"\n")
+        self.lines += 1
+
+    def close(self) -> bytes:
+        if self.writer is not None:
+            self.writer.close()
+        return self.buffer.getvalue()
+
+
+class Archiver:
+    def __init__(
+        self,
+        archive_bucket: str,
+        body_bucket: str | None = None,
+        *,
+        redact_fields: frozenset[str] = frozenset(),
+        s3: S3Client | None = None,
+    ) -> None:
+        self.archive_bucket = archive_bucket
+        self.body_bucket = body_bucket
+        self.redact_fields = redact_fields
+        self._s3 = s3
+
+    @property
+    def s3(self) -> S3Client:
+        return self._s3 or aws.s3()
+
+    def _body(self, item: dict[str, Any]) -> dict[str, Any]:
+        raw = item.pop("body", None)
+        if isinstance(raw, bytes | bytearray):
+            return archived_body(bytes(raw), self.redact_fields)
+        if isinstance(raw, str):
+            return archived_body(raw.encode("utf-8"), self.redact_fields)
+        s3_key = item.get("body_s3_key")
+        if not s3_key:
+            return {"body": None}
+        if not self.body_bucket:
+            raise RuntimeError("an archived item's body is in S3, but no body bucket is configured")
+        try:
+            response = self.s3.get_object(Bucket=self.body_bucket, Key=str(s3_key))
+        except ClientError as error:
+            code = error.response["Error"]["Code"]
+            if code in {"NoSuchKey", "404"}:  # gone already (a lifecycle rule): archive what there is, say so
+                logger.warning("archived body missing", extra={"pk": item.get("pk"), "key": s3_key})
+                return {"body": None, "body_error": code}
+            raise  # anything else: the batch is retried
+        return archived_body(response["Body"].read(), self.redact_fields)
+
+    def line_for(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        stream = record["dynamodb"]
+        item = item_from_image(stream["OldImage"])
+        body = self._body(item)  # takes the raw `body` out of the item
+        line = {**item, **body}
+        line["ttl_removed_at"] = _iso_from_epoch(stream.get("ApproximateCreationDateTime"))
+        line["stream_sequence_number"] = str(stream.get("SequenceNumber"))
+        return line
+
+    def archive(self, records: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """Archive the REMOVE records of one stream batch. Raises when the archive was not written (the event
+        source mapping retries the batch)."""
+        removals = [r for r in records if r.get("eventName") == "REMOVE" and r.get("dynamodb", {}).get("OldImage")]
+        skipped = len(records) - len(removals)
+        if not removals:
+            return {"archived": 0, "skipped": skipped, "objects": []}
+        batch = batch_id(records)
+        partitions: dict[tuple[str, str], _Partition] = {}
+        for record in removals:
+            line = self.line_for(record)
+            provider, day = partition_of(line)
+            partition = partitions.get((provider, day))
+            if partition is None:
+                partition = partitions[(provider, day)] = _Partition(archive_key(provider, day, batch), provider)
+            partition.write(line)
+        for partition in partitions.values():
+            self.s3.put_object(
+                Bucket=self.archive_bucket,
+                Key=partition.key,
+                Body=partition.close(),
+                ContentType="application/gzip",
+            )
+            count_for_provider("EventsArchived", partition.provider, partition.lines)
+        objects = sorted(partition.key for partition in partitions.values())
+        logger.info("archived", extra={"archived": len(removals), "skipped": skipped, "objects": objects})
+        return {"archived": len(removals), "skipped": skipped, "objects": objects}
+
+
+@cache
+def default_archiver() -> Archiver:
+    bucket = os.environ.get("INBOX_ARCHIVE_BUCKET", "").strip()
+    if not bucket:
+        raise RuntimeError("environment variable INBOX_ARCHIVE_BUCKET is required")
+    return Archiver(
+        bucket,
+        os.environ.get("INBOX_BODY_BUCKET", "").strip() or None,
+        redact_fields=parse_redact_fields(os.environ.get("INBOX_REDACT_FIELDS")),
+    )
+
+
+def archive_stream_batch(event: Mapping[str, Any], archiver: Archiver | None = None) -> dict[str, Any]:
+    """The archiver Lambda's one call: one DynamoDB stream batch (already filtered to TTL deletions)."""
+    return (archiver or default_archiver()).archive(list(event.get("Records", [])))

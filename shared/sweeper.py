@@ -1,0 +1,442 @@
+"""The sweeper: the scheduled backstop for dispatches that got lost and payments whose webhooks never came.
+
+Each run, bounded in items and time, and safe to run twice at once (every write is conditional):
+
+1. Re-dispatch stale pending events. An event is stale when nothing happened to it for `stale_after_seconds`:
+   no dispatching write (`dispatched_at`) and no processing attempt (`last_attempt_at`). It is found through the
+   sparse open-events index and re-dispatched by a conditional UpdateItem (new `dispatch_id`,
+   `dispatch_reason = redispatch`): the Pipe enqueues it again under the new id (a fresh FIFO deduplication id).
+   A stale event whose FIFO group shows recent activity (another pending event of the same payment is being
+   retried ahead of it) is left alone: it is waiting its turn, not lost.
+2. Measure: StuckPendingEvents (stale pending events seen), OldestPendingAgeSeconds, FailedEvents.
+3. Reconcile payments stuck in an intermediate status (pending, authorized) for `reconcile_after_seconds`: they
+   are claimed (a conditional write of `checked_at`, so one sweeper claims each) and a `reconcile` message is sent
+   to the FIFO queue in the payment's own group. The processor refetches the payment from the gateway and applies
+   what changed through the same state machine and version check as a webhook.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
+
+from shared import aws
+from shared.inbox.model import OPEN_EVENT_SHARDS, DispatchReason, EventStatus, iso_utc, new_dispatch_id
+from shared.inbox.store import OPEN_EVENTS_INDEX, from_attributes
+from shared.observability import logger, put_gauge
+from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
+from shared.payments.status import INTERMEDIATE_STATUSES
+from shared.process.service import MAX_BACKOFF_SECONDS, ReconcileMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
+
+DEFAULT_STALE_AFTER_SECONDS = 900  # must equal infra.definitions.DEFAULT_STALE_AFTER_SECONDS (a test compares)
+DEFAULT_RECONCILE_AFTER_SECONDS = 3600
+DEFAULT_MAX_ITEMS = 500
+MIN_REMAINING_MS = 10_000  # stop paging when the invocation has less than this left
+# A run re-dispatches at most `max_items` stale events, and reads at most this many times as many old pending
+# events to find them: old events that are busy (being retried) must not use up the budget of the stale ones.
+READ_FACTOR = 10
+# What the re-dispatch decision reads of each event (not the body).
+_REDISPATCH_ATTRIBUTES = ("pk", "group_id", "received_at", "dispatched_at", "last_attempt_at", "dispatch_id")
+_PAGE_SIZE = 100
+
+
+class ConfigurationError(ValueError):
+    pass
+
+
+def _integer(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SweeperSettings:
+    inbox_table: str
+    payments_table: str
+    queue_url: str
+    stale_after_seconds: int = DEFAULT_STALE_AFTER_SECONDS
+    reconcile_after_seconds: int = DEFAULT_RECONCILE_AFTER_SECONDS
+    max_items: int = DEFAULT_MAX_ITEMS
+
+    def __post_init__(self) -> None:
+        if self.stale_after_seconds <= MAX_BACKOFF_SECONDS:
+            raise ConfigurationError(
+                f"INBOX_STALE_AFTER_SECONDS={self.stale_after_seconds} refused: it must exceed the processor's "
+                f"longest backoff ({MAX_BACKOFF_SECONDS} s), or events that are only waiting would be re-dispatched"
+            )
+        if self.reconcile_after_seconds < 60:
+            raise ConfigurationError("INBOX_RECONCILE_AFTER_SECONDS must be at least 60")
+        if self.max_items < 1:
+            raise ConfigurationError("INBOX_SWEEP_MAX_ITEMS must be at least 1")
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> SweeperSettings:
+        env = os.environ if environ is None else environ
+        missing = [name for name in ("INBOX_TABLE", "PAYMENTS_TABLE", "INBOX_QUEUE_URL") if not env.get(name)]
+        if missing:
+            raise ConfigurationError(f"environment variable(s) required: {', '.join(missing)}")
+        return cls(
+            inbox_table=env["INBOX_TABLE"],
+            payments_table=env["PAYMENTS_TABLE"],
+            queue_url=env["INBOX_QUEUE_URL"],
+            stale_after_seconds=_integer(env, "INBOX_STALE_AFTER_SECONDS", DEFAULT_STALE_AFTER_SECONDS),
+            reconcile_after_seconds=_integer(env, "INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS),
+            max_items=_integer(env, "INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS),
+        )
+
+
+@dataclass
+class SweepSummary:
+    redispatched: int = 0  # stale pending events re-dispatched by this run
+    stuck: int = 0  # stale pending events seen (re-dispatched, or waiting behind a busy FIFO group)
+    waiting: int = 0  # stale by themselves, but another event of their payment is being worked on
+    oldest_age_s: float = 0.0  # age of the oldest pending event (0 when none is pending)
+    failed: int = 0  # failed events in the open-events index (they wait for a replay)
+    reconciled: int = 0  # reconciliation requests sent to the queue
+    truncated: bool = False  # the item or time budget ran out: the next run carries on
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def last_activity(item: Mapping[str, Any]) -> str:
+    """When something last happened to a pending event: received, (re-)dispatched or attempted."""
+    marks = [item.get(name) for name in ("received_at", "dispatched_at", "last_attempt_at")]
+    return max((mark for mark in marks if isinstance(mark, str)), default="")
+
+
+def stale_events(items: Iterable[Mapping[str, Any]], cutoff: str) -> tuple[list[Mapping[str, Any]], int]:
+    """Which of these pending events to re-dispatch: each one quiet since before `cutoff`, in a FIFO group where
+    nothing happened since `cutoff` either. Returns (to re-dispatch, stale but waiting on their group)."""
+    items = list(items)
+    group_activity: dict[str, str] = {}
+    for item in items:
+        group = str(item.get("group_id") or item["pk"])
+        group_activity[group] = max(group_activity.get(group, ""), last_activity(item))
+    chosen: list[Mapping[str, Any]] = []
+    waiting = 0
+    for item in items:
+        if last_activity(item) >= cutoff:
+            continue
+        if group_activity[str(item.get("group_id") or item["pk"])] >= cutoff:
+            waiting += 1
+            continue
+        chosen.append(item)
+    return chosen, waiting
+
+
+class SweepStore:
+    """The sweeper's reads and conditional writes on the inbox and payments tables."""
+
+    def __init__(self, inbox_table: str, payments_table: str, *, dynamodb: DynamoDBClient | None = None) -> None:
+        self.inbox_table = inbox_table
+        self.payments_table = payments_table
+        self._dynamodb = dynamodb
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        return self._dynamodb or aws.dynamodb()
+
+    def _open_query(
+        self,
+        status: EventStatus,
+        shard: int,
+        received_before: str | None,
+        attributes: tuple[str, ...] | None = None,
+    ) -> dict[str, Any]:
+        query: dict[str, Any] = {
+            "TableName": self.inbox_table,
+            "IndexName": OPEN_EVENTS_INDEX,
+            "KeyConditionExpression": "open_status = :open",
+            "ExpressionAttributeValues": {":open": {"S": f"{status.value}#{shard}"}},
+        }
+        if received_before is not None:
+            query["KeyConditionExpression"] += " AND received_at < :before"
+            query["ExpressionAttributeValues"][":before"] = {"S": received_before}
+        if attributes:
+            names = {f"#a{index}": name for index, name in enumerate(attributes)}
+            query["ProjectionExpression"] = ", ".join(names)
+            query["ExpressionAttributeNames"] = names
+        return query
+
+    def open_shard(
+        self,
+        status: EventStatus,
+        shard: int,
+        *,
+        received_before: str | None = None,
+        attributes: tuple[str, ...] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """One shard of the sparse open-events index, oldest first, one page at a time (only `attributes`, when
+        given)."""
+        paginator = self.dynamodb.get_paginator("query")
+        pages = paginator.paginate(
+            **self._open_query(status, shard, received_before, attributes), PaginationConfig={"PageSize": _PAGE_SIZE}
+        )
+        for page in pages:
+            for raw in page.get("Items", []):
+                yield from_attributes(raw)
+
+    def open_oldest_first(
+        self,
+        status: EventStatus,
+        *,
+        received_before: str | None = None,
+        attributes: tuple[str, ...] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every shard merged, oldest first overall: a bounded run works on the oldest events of all shards."""
+        shards = [
+            self.open_shard(status, shard, received_before=received_before, attributes=attributes)
+            for shard in range(OPEN_EVENT_SHARDS)
+        ]
+        return heapq.merge(*shards, key=lambda item: str(item.get("received_at", "")))
+
+    def oldest_open(self, status: EventStatus) -> dict[str, Any] | None:
+        """The oldest open event of this status: one single-item query per shard."""
+        oldest: dict[str, Any] | None = None
+        for shard in range(OPEN_EVENT_SHARDS):
+            query = self._open_query(status, shard, None, ("pk", "received_at", "provider"))
+            response = self.dynamodb.query(**query, Limit=1, ScanIndexForward=True)
+            for attributes in response.get("Items", []):
+                item = from_attributes(attributes)
+                if oldest is None or item.get("received_at", "") < oldest.get("received_at", ""):
+                    oldest = item
+        return oldest
+
+    def count_open(self, status: EventStatus) -> int:
+        total = 0
+        paginator = self.dynamodb.get_paginator("query")
+        for shard in range(OPEN_EVENT_SHARDS):
+            for page in paginator.paginate(**self._open_query(status, shard, None), Select="COUNT"):
+                total += int(page.get("Count", 0))
+        return total
+
+    def redispatch(self, item: Mapping[str, Any], *, now: str, quiet_since: str) -> bool:
+        """Dispatch a still-pending event again, unless anyone dispatched or attempted it since we read it (two
+        sweepers at once re-dispatch it once). True when this call re-dispatched it."""
+        values: dict[str, Any] = {
+            ":new": {"S": new_dispatch_id()},
+            ":reason": {"S": DispatchReason.REDISPATCH.value},
+            ":now": {"S": now},
+            ":pending": {"S": EventStatus.PENDING.value},
+            ":quiet": {"S": quiet_since},
+        }
+        condition = "#status = :pending AND (attribute_not_exists(last_attempt_at) OR last_attempt_at < :quiet)"
+        if item.get("dispatch_id"):
+            condition += " AND dispatch_id = :old"
+            values[":old"] = {"S": str(item["dispatch_id"])}
+        else:
+            condition += " AND attribute_not_exists(dispatch_id)"
+        try:
+            self.dynamodb.update_item(
+                TableName=self.inbox_table,
+                Key={"pk": {"S": str(item["pk"])}},
+                UpdateExpression="SET dispatch_id = :new, dispatch_reason = :reason, dispatched_at = :now",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def due_for_reconcile(self, reconcile_key: str, checked_before: str) -> Iterator[tuple[str, str]]:
+        """(payment pk, checked_at) of payments in one provider#status partition not checked since then."""
+        paginator = self.dynamodb.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.payments_table,
+            IndexName=RECONCILE_INDEX,
+            KeyConditionExpression="#key = :key AND #checked < :before",
+            ExpressionAttributeNames={"#key": RECONCILE_KEY, "#checked": CHECKED_AT},
+            ExpressionAttributeValues={":key": {"S": reconcile_key}, ":before": {"S": checked_before}},
+            PaginationConfig={"PageSize": _PAGE_SIZE},
+        )
+        for page in pages:
+            for attributes in page.get("Items", []):
+                yield attributes["pk"]["S"], attributes[CHECKED_AT]["S"]
+
+    def claim_reconcile(self, pk: str, reconcile_key: str, seen_checked_at: str, *, now: str) -> bool:
+        """Move the payment's `checked_at` to now, if nobody (a sweeper, the processor) touched it since we read
+        it. Exactly one sweeper wins, and the payment is not due again for another reconcile interval."""
+        try:
+            self.dynamodb.update_item(
+                TableName=self.payments_table,
+                Key={"pk": {"S": pk}},
+                UpdateExpression="SET #checked = :now",
+                ConditionExpression="#checked = :seen AND #key = :key",
+                ExpressionAttributeNames={"#checked": CHECKED_AT, "#key": RECONCILE_KEY},
+                ExpressionAttributeValues={
+                    ":now": {"S": now},
+                    ":seen": {"S": seen_checked_at},
+                    ":key": {"S": reconcile_key},
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+
+class Sweeper:
+    def __init__(
+        self,
+        settings: SweeperSettings,
+        store: SweepStore,
+        *,
+        sqs: SQSClient | None = None,
+        reconcile_providers: Iterable[str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self._sqs = sqs
+        self.reconcile_providers = tuple(reconcile_providers)
+        self.clock = clock
+
+    @property
+    def sqs(self) -> SQSClient:
+        return self._sqs or aws.sqs()
+
+    def run(self, *, remaining_ms: Callable[[], int] | None = None) -> SweepSummary:
+        """One sweep. `remaining_ms` is the Lambda context's clock: work stops with MIN_REMAINING_MS to spare."""
+        summary = SweepSummary()
+        now = datetime.fromtimestamp(self.clock(), tz=UTC)
+
+        def out_of_time() -> bool:
+            return remaining_ms is not None and remaining_ms() < MIN_REMAINING_MS
+
+        oldest = self.store.oldest_open(EventStatus.PENDING)
+        if oldest is not None and oldest.get("received_at"):
+            summary.oldest_age_s = max(0.0, (now - parse_iso(oldest["received_at"])).total_seconds())
+        summary.failed = self.store.count_open(EventStatus.FAILED)
+        self._redispatch_stale(summary, now, out_of_time)
+        if self.reconcile_providers and not out_of_time():
+            self._request_reconciliations(summary, now, out_of_time)
+        elif self.reconcile_providers:
+            summary.truncated = True
+
+        put_gauge("StuckPendingEvents", summary.stuck)
+        put_gauge("OldestPendingAgeSeconds", summary.oldest_age_s, MetricUnit.Seconds)
+        put_gauge("FailedEvents", summary.failed)
+        put_gauge("EventsRedispatched", summary.redispatched)
+        put_gauge("ReconciliationsRequested", summary.reconciled)
+        logger.info("sweep done", extra=summary.as_dict())
+        return summary
+
+    def _redispatch_stale(self, summary: SweepSummary, now: datetime, out_of_time: Callable[[], bool]) -> None:
+        cutoff = iso_utc(now - timedelta(seconds=self.settings.stale_after_seconds))
+        candidates: list[dict[str, Any]] = []
+        # Only events received before the cutoff can be stale: the index's sort key bounds the read.
+        old_pending = self.store.open_oldest_first(
+            EventStatus.PENDING, received_before=cutoff, attributes=_REDISPATCH_ATTRIBUTES
+        )
+        for item in old_pending:
+            if len(candidates) >= self.settings.max_items * READ_FACTOR or out_of_time():
+                summary.truncated = True
+                break
+            candidates.append(item)
+        chosen, summary.waiting = stale_events(candidates, cutoff)
+        summary.stuck = len(chosen) + summary.waiting
+        if len(chosen) > self.settings.max_items:
+            chosen = chosen[: self.settings.max_items]  # the oldest first; the next run carries on
+            summary.truncated = True
+        stamp = iso_utc(now)
+        for event in chosen:
+            if out_of_time():
+                summary.truncated = True
+                break
+            if self.store.redispatch(event, now=stamp, quiet_since=cutoff):
+                summary.redispatched += 1
+                logger.info("event re-dispatched", extra={"pk": event["pk"], "last_activity": last_activity(event)})
+
+    def _due_payments(self, cutoff: str) -> Iterator[tuple[str, str, str, str]]:
+        """(provider, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""
+        for provider in self.reconcile_providers:
+            for status in sorted(INTERMEDIATE_STATUSES):
+                reconcile_key = f"{provider}#{status.value}"
+                for pk, checked_at in self.store.due_for_reconcile(reconcile_key, cutoff):
+                    yield provider, reconcile_key, pk, checked_at
+
+    def _request_reconciliations(self, summary: SweepSummary, now: datetime, out_of_time: Callable[[], bool]) -> None:
+        cutoff = iso_utc(now - timedelta(seconds=self.settings.reconcile_after_seconds))
+        stamp = iso_utc(now)
+        claimed: list[ReconcileMessage] = []
+        for examined, (provider, reconcile_key, pk, checked_at) in enumerate(self._due_payments(cutoff)):
+            if examined >= self.settings.max_items or out_of_time():
+                summary.truncated = True
+                break
+            if self.store.claim_reconcile(pk, reconcile_key, checked_at, now=stamp):
+                claimed.append(ReconcileMessage(provider, pk.split("#", 1)[1]))
+            if len(claimed) == 10:
+                summary.reconciled += self._send(claimed, summary)
+                claimed = []
+        if claimed:
+            summary.reconciled += self._send(claimed, summary)
+
+    def _send(self, messages: list[ReconcileMessage], summary: SweepSummary) -> int:
+        """Send up to ten reconciliation requests; returns how many the queue took. One the queue refused is not
+        retried here: its payment is due again after the reconcile interval."""
+        entries: list[SendMessageBatchRequestEntryTypeDef] = [
+            {
+                "Id": str(index),
+                "MessageBody": message.to_body(),
+                "MessageGroupId": message.key,  # the payment's own group: in order with its webhooks
+                "MessageDeduplicationId": uuid.uuid4().hex,
+            }
+            for index, message in enumerate(messages)
+        ]
+        try:
+            response = self.sqs.send_message_batch(QueueUrl=self.settings.queue_url, Entries=entries)
+        except Exception as error:
+            logger.warning("reconciliation requests not sent", extra={"error": type(error).__name__})
+            summary.errors.append(f"send: {type(error).__name__}")
+            return 0
+        for failure in response.get("Failed", []):
+            summary.errors.append(f"send {messages[int(failure['Id'])].key}: {failure.get('Code')}")
+        return len(response.get("Successful", []))
+
+
+@cache
+def default_sweeper() -> Sweeper:
+    from shared.gateway.registry import supported_providers  # noqa: PLC0415 - keeps urllib3 off the import path
+
+    settings = SweeperSettings.from_environ()
+    return Sweeper(
+        settings,
+        SweepStore(settings.inbox_table, settings.payments_table),
+        reconcile_providers=supported_providers(),  # the providers gateway_client() has an API client for
+    )
+
+
+def sweep(context: Any = None, sweeper: Sweeper | None = None) -> dict[str, Any]:
+    """The sweeper Lambda's one call: a bounded sweep, its summary as a dict."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return (sweeper or default_sweeper()).run(remaining_ms=remaining).as_dict()

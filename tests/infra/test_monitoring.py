@@ -1,0 +1,257 @@
+"""Monitoring as synthesized: every alarm watches the metric it is meant to, with its threshold, and notifies the
+encrypted, TLS-only SNS topic; the dashboard shows the flow end to end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra import definitions
+from infra.constructs import monitoring
+
+from .conftest import Synthesized
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+
+def _get_att(logical_id: str, attribute: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [logical_id, attribute]}
+
+
+def _alarm(synthesized: Synthesized, name: str) -> dict[str, Any]:
+    _id, resource = synthesized.resource(synthesized.stack.monitoring.alarms[name])
+    properties: dict[str, Any] = resource["Properties"]
+    return properties
+
+
+def _topic_id(synthesized: Synthesized) -> str:
+    return synthesized.logical_id(synthesized.stack.monitoring.topic)
+
+
+def _metric_stats(properties: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """id -> MetricStat of an alarm on metric math."""
+    return {m["Id"]: m["MetricStat"] for m in properties["Metrics"] if "MetricStat" in m}
+
+
+def _expression(properties: dict[str, Any]) -> str:
+    (expression,) = [m for m in properties["Metrics"] if "Expression" in m]
+    assert expression["ReturnData"] is True
+    return str(expression["Expression"])
+
+
+def _single_metric(properties: dict[str, Any]) -> dict[str, Any]:
+    """An alarm on one metric, in either of the shapes CDK renders (plain, or one labelled MetricStat)."""
+    if "Metrics" not in properties:
+        return {key: properties[key] for key in ("Namespace", "MetricName", "Dimensions", "Statistic", "Period")}
+    (only,) = properties["Metrics"]
+    assert only["ReturnData"] is True
+    stat = only["MetricStat"]
+    return {**stat["Metric"], "Statistic": stat["Stat"], "Period": stat["Period"]}
+
+
+def _provider_dimensions(provider: str) -> list[dict[str, str]]:
+    return [{"Name": "provider", "Value": provider}, {"Name": "service", "Value": definitions.SERVICE_NAME}]
+
+
+def _sorted_dimensions(stat: dict[str, Any]) -> list[dict[str, str]]:
+    return sorted(stat["Metric"]["Dimensions"], key=lambda d: d["Name"])
+
+
+def _assert_notifies_the_topic(synthesized: Synthesized, properties: dict[str, Any]) -> None:
+    topic = {"Ref": _topic_id(synthesized)}
+    assert properties["AlarmActions"] == [topic]
+    assert properties["OKActions"] == [topic]
+    assert properties.get("ActionsEnabled", True) is True
+
+
+def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized: Synthesized) -> None:
+    alarms = synthesized.stack.monitoring.alarms
+    expected = {
+        "failed-events",
+        "oldest-pending",
+        "dead-letter-queue",
+        "pipe-dead-letter-queue",
+        "archive-failures",
+        "signature-rejections",
+        *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
+    }
+    assert set(alarms) == expected
+    assert len(synthesized.resources("AWS::CloudWatch::Alarm")) == len(expected)
+    for name in expected:
+        properties = _alarm(synthesized, name)
+        assert properties["AlarmName"] == f"{synthesized.stack.stack_name}-{name}"
+        assert len(properties["AlarmDescription"]) > 40
+        _assert_notifies_the_topic(synthesized, properties)
+
+
+def test_any_failed_event_alarms(synthesized: Synthesized) -> None:
+    properties = _alarm(synthesized, "failed-events")
+    assert _expression(properties) == "SUM(METRICS())"
+    stats = _metric_stats(properties).values()
+    watched = {(s["Metric"]["MetricName"], _sorted_dimensions(s)[0]["Value"]) for s in stats}
+    assert watched == {
+        (name, provider)
+        for name in (definitions.METRIC_EVENTS_FAILED, definitions.METRIC_EVENTS_UNPARSEABLE)
+        for provider in definitions.PROVIDERS
+    }
+    for stat in stats:
+        assert stat["Metric"]["Namespace"] == definitions.METRICS_NAMESPACE
+        assert _sorted_dimensions(stat) == _provider_dimensions(_sorted_dimensions(stat)[0]["Value"])
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+    assert properties["Threshold"] == 1
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_an_old_pending_event_or_a_silent_sweeper_alarms(synthesized: Synthesized) -> None:
+    properties = _alarm(synthesized, "oldest-pending")
+    assert _single_metric(properties) == {
+        "Namespace": definitions.METRICS_NAMESPACE,
+        "MetricName": definitions.METRIC_OLDEST_PENDING_AGE,
+        "Dimensions": [{"Name": "service", "Value": definitions.SERVICE_NAME}],
+        "Statistic": "Maximum",
+        "Period": 300,
+    }
+    assert properties["Threshold"] == monitoring.OLDEST_PENDING_THRESHOLD_SECONDS
+    assert properties["Threshold"] > definitions.DEFAULT_STALE_AFTER_SECONDS  # past what the sweeper re-dispatches
+    assert properties["ComparisonOperator"] == "GreaterThanThreshold"
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (2, 2)
+    assert properties["TreatMissingData"] == "breaching"
+
+
+@pytest.mark.parametrize(
+    ("name", "queue"),
+    [
+        ("dead-letter-queue", "queues.dead_letter_queue"),
+        ("pipe-dead-letter-queue", "pipe.dead_letter_queue"),
+        ("archive-failures", "archive.failure_queue"),
+    ],
+)
+def test_a_message_in_a_dead_letter_queue_alarms(synthesized: Synthesized, name: str, queue: str) -> None:
+    construct: Any = synthesized.stack
+    for attribute in queue.split("."):
+        construct = getattr(construct, attribute)
+    properties = _alarm(synthesized, name)
+    assert _single_metric(properties) == {
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateNumberOfMessagesVisible",
+        "Dimensions": [{"Name": "QueueName", "Value": _get_att(synthesized.logical_id(construct), "QueueName")}],
+        "Statistic": "Maximum",
+        "Period": 300,
+    }
+    assert properties["Threshold"] == 1
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_a_spike_of_signature_rejections_alarms(synthesized: Synthesized) -> None:
+    properties = _alarm(synthesized, "signature-rejections")
+    assert _expression(properties) == "SUM(METRICS())"
+    stats = _metric_stats(properties).values()
+    assert {s["Metric"]["MetricName"] for s in stats} == {definitions.METRIC_SIGNATURES_REJECTED}
+    assert {_sorted_dimensions(s)[0]["Value"] for s in stats} == set(definitions.PROVIDERS)
+    assert properties["Threshold"] == monitoring.SIGNATURE_REJECTIONS_THRESHOLD
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+@pytest.mark.parametrize("provider", definitions.PROVIDERS)
+def test_a_jump_in_a_providers_ignored_ratio_alarms(synthesized: Synthesized, provider: str) -> None:
+    properties = _alarm(synthesized, f"ignored-ratio-{provider}")
+    stats = _metric_stats(properties)
+    assert {key: s["Metric"]["MetricName"] for key, s in stats.items()} == {
+        "ignored": definitions.METRIC_EVENTS_IGNORED,
+        "processed": definitions.METRIC_EVENTS_PROCESSED,
+    }
+    for stat in stats.values():
+        assert _sorted_dimensions(stat) == _provider_dimensions(provider)
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 900)
+    expression = _expression(properties)
+    assert "FILL(ignored, 0) / (FILL(ignored, 0) + FILL(processed, 0))" in expression
+    assert f">= {monitoring.IGNORED_RATIO_MIN_EVENTS}" in expression
+    assert properties["Threshold"] == monitoring.IGNORED_RATIO_THRESHOLD
+    assert properties["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_the_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(synthesized: Synthesized) -> None:
+    key_id = synthesized.logical_id(synthesized.stack.monitoring.key)
+    _id, topic = synthesized.resource(synthesized.stack.monitoring.topic)
+    assert topic["Properties"]["KmsMasterKeyId"] == _get_att(key_id, "Arn")
+    key = synthesized.template_json["Resources"][key_id]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    (cloudwatch,) = [s for s in key["KeyPolicy"]["Statement"] if s.get("Sid") == "CloudWatchAlarmsPublish"]
+    assert cloudwatch["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert cloudwatch["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_the_topic_refuses_plain_http_and_lets_cloudwatch_of_this_account_publish(synthesized: Synthesized) -> None:
+    topic = {"Ref": _topic_id(synthesized)}
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in synthesized.resources("AWS::SNS::TopicPolicy").values()
+        if p["Properties"]["Topics"] == [topic]
+    ]
+    (deny,) = [s for s in policy if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (publish,) = [s for s in policy if s.get("Sid") == "CloudWatchAlarmsPublish"]
+    assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert publish["Action"] == "sns:Publish"
+    assert publish["Resource"] == topic
+    assert publish["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    output = synthesized.template_json["Outputs"][definitions.OUTPUT_ALARM_TOPIC]
+    assert output["Value"] == topic
+    assert not synthesized.resources("AWS::SNS::Subscription")  # none unless alarm_email is set
+
+
+def _dashboard_body(synthesized: Synthesized) -> dict[str, Any]:
+    """The dashboard's JSON, with CloudFormation references replaced by placeholders."""
+    (dashboard,) = synthesized.resources("AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    rendered: dict[str, Any] = json.loads("".join(p if isinstance(p, str) else "REF" for p in parts))
+    return rendered
+
+
+def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
+    body = _dashboard_body(synthesized)
+    widgets = {w["properties"].get("title"): w for w in body["widgets"] if w["type"] in {"metric", "alarm"}}
+    assert {
+        "Received, duplicates, rejected",
+        "Processed, ignored, failed",
+        "Oldest pending (s), stuck and failed events",
+        "Dispatch queue: depth and age of the oldest message",
+        "Dead-letter queues",
+        "Lambda errors",
+        "Lambda duration p99 (ms)",
+        "Alarms",
+    } <= set(widgets)
+
+    def namespaces_and_names(title: str) -> set[tuple[str, str]]:
+        return {(metric[0], metric[1]) for metric in widgets[title]["properties"]["metrics"]}
+
+    assert {name for _ns, name in namespaces_and_names("Received, duplicates, rejected")} == {
+        definitions.METRIC_EVENTS_RECEIVED,
+        definitions.METRIC_DUPLICATES,
+        definitions.METRIC_SIGNATURES_REJECTED,
+    }
+    assert {name for _ns, name in namespaces_and_names("Processed, ignored, failed")} == {
+        definitions.METRIC_EVENTS_PROCESSED,
+        definitions.METRIC_EVENTS_IGNORED,
+        definitions.METRIC_EVENTS_FAILED,
+        definitions.METRIC_EVENTS_UNPARSEABLE,
+    }
+    assert (definitions.METRICS_NAMESPACE, definitions.METRIC_OLDEST_PENDING_AGE) in namespaces_and_names(
+        "Oldest pending (s), stuck and failed events"
+    )
+    assert namespaces_and_names("Dispatch queue: depth and age of the oldest message") == {
+        ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+        ("AWS/SQS", "ApproximateAgeOfOldestMessage"),
+    }
+    assert len(widgets["Dead-letter queues"]["properties"]["metrics"]) == 3
+    assert namespaces_and_names("Lambda errors") == {("AWS/Lambda", "Errors")}
+    assert len(widgets["Lambda errors"]["properties"]["metrics"]) == 4  # ingest, processor, sweeper, archiver
+    assert namespaces_and_names("Lambda duration p99 (ms)") == {("AWS/Lambda", "Duration")}
+    assert len(widgets["Alarms"]["properties"]["alarms"]) == len(synthesized.stack.monitoring.alarms)

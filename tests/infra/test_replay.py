@@ -1,0 +1,147 @@
+"""The replay workflow as synthesized: the state machine holds exactly the builder's definition (the one the local
+stack runs), its role can do what the definition calls and nothing else, and the synthesized definition itself,
+executed by moto's Step Functions interpreter, plans and replays."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from inbox_local.resources import inbox_table_spec
+from infra import definitions
+from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
+from shared.inbox.model import EventStatus, open_status_value
+
+from .conftest import Synthesized
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+
+def _state_machine(synthesized: Synthesized) -> dict[str, Any]:
+    _id, resource = synthesized.resource(synthesized.stack.replay.state_machine)
+    properties: dict[str, Any] = resource["Properties"]
+    return properties
+
+
+def _get_att(logical_id: str, attribute: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [logical_id, attribute]}
+
+
+def test_the_template_holds_the_builders_definition_with_the_table_substituted(synthesized: Synthesized) -> None:
+    state_machine = _state_machine(synthesized)
+    assert state_machine["DefinitionString"] == json.dumps(replay_definition(table_placeholder()))
+    table_id = synthesized.logical_id(synthesized.stack.storage.table)
+    assert state_machine["DefinitionSubstitutions"] == {TABLE_SUBSTITUTION: {"Ref": table_id}}
+
+
+def test_standard_traced_and_logging_without_execution_data(synthesized: Synthesized) -> None:
+    state_machine = _state_machine(synthesized)
+    assert state_machine["StateMachineType"] == "STANDARD"
+    assert state_machine["TracingConfiguration"] == {"Enabled": True}
+    log_group_id = synthesized.logical_id(synthesized.stack.replay.log_group)
+    assert state_machine["LoggingConfiguration"] == {
+        "Destinations": [{"CloudWatchLogsLogGroup": {"LogGroupArn": _get_att(log_group_id, "Arn")}}],
+        "IncludeExecutionData": False,
+        "Level": "ALL",
+    }
+    log_group = synthesized.template_json["Resources"][log_group_id]["Properties"]
+    assert log_group["RetentionInDays"] == 30
+    assert state_machine["RoleArn"] == _get_att(synthesized.logical_id(synthesized.stack.replay.role), "Arn")
+
+
+def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_only(synthesized: Synthesized) -> None:
+    table_id = synthesized.logical_id(synthesized.stack.storage.table)
+    grants: dict[str, list[Any]] = {}
+    for statement in synthesized.role_statements(synthesized.stack.replay.role):
+        assert statement["Effect"] == "Allow"
+        for action in statement["Action"]:
+            grants.setdefault(action, []).extend(statement["Resource"])
+    dynamodb = {action: resources for action, resources in grants.items() if action.startswith("dynamodb:")}
+    index_arn = {"Fn::Join": ["", [_get_att(table_id, "Arn"), f"/index/{definitions.OPEN_EVENTS_INDEX}"]]}
+    assert dynamodb == {
+        "dynamodb:Query": [index_arn],
+        "dynamodb:GetItem": [_get_att(table_id, "Arn")],
+        "dynamodb:UpdateItem": [_get_att(table_id, "Arn")],
+    }
+    # Only X-Ray and the logs delivery, which have no resource-level permissions, are granted on "*".
+    wildcard = {action for action, resources in grants.items() if "*" in resources}
+    assert wildcard
+    assert all(action.startswith(("xray:", "logs:")) for action in wildcard)
+    assert "logs:PutLogEvents" not in grants  # vended logs: Step Functions writes them, not the role
+
+
+def test_only_step_functions_of_this_account_may_assume_the_role(synthesized: Synthesized) -> None:
+    _id, role = synthesized.resource(synthesized.stack.replay.role)
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "states.amazonaws.com"}
+    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_output_names_the_state_machine(synthesized: Synthesized) -> None:
+    output = synthesized.template_json["Outputs"][definitions.OUTPUT_REPLAY_STATE_MACHINE]
+    assert output["Value"] == {"Ref": synthesized.logical_id(synthesized.stack.replay.state_machine)}
+
+
+# ------------------------------------------------------------------------ the synthesized definition, executed
+def _execute(sfn: Any, arn: str, execution_input: dict[str, Any]) -> dict[str, Any]:
+    execution = sfn.start_execution(
+        stateMachineArn=arn, name=f"run-{time.time_ns()}", input=json.dumps(execution_input)
+    )["executionArn"]
+    deadline = time.monotonic() + 60
+    while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "the execution did not finish in 60 s"
+        time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED", described
+    output: dict[str, Any] = json.loads(described["output"])
+    return output
+
+
+def test_the_synthesized_definition_plans_then_replays_in_moto(synthesized: Synthesized, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    synthesized_definition = _state_machine(synthesized)["DefinitionString"]
+    # What CloudFormation does with DefinitionSubstitutions:
+    deployed_definition = synthesized_definition.replace(table_placeholder(), "inbox")
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**inbox_table_spec("inbox"))
+        for number, status in enumerate(["failed", "failed", "pending", "processed"]):
+            pk = f"stripe#evt_{number}"
+            item = {
+                "pk": {"S": pk},
+                "provider": {"S": "stripe"},
+                "event_type": {"S": "payment_intent.succeeded"},
+                "status": {"S": status},
+                "received_at": {"S": f"2026-01-0{number + 1}T00:00:00.000000Z"},
+                "dispatch_id": {"S": "original"},
+            }
+            if status in {"failed", "pending"}:
+                item["open_status"] = {"S": open_status_value(EventStatus(status), pk)}
+            dynamodb.put_item(TableName="inbox", Item=item)
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = sfn.create_state_machine(
+            name="replay", definition=deployed_definition, roleArn="arn:aws:iam::123456789012:role/replay"
+        )["stateMachineArn"]
+
+        plan = _execute(sfn, arn, {"provider": "stripe", "dry_run": True})
+        assert plan["counts"]["planned"] == 2 and plan["counts"]["replayed"] == 0
+        assert dynamodb.get_item(TableName="inbox", Key={"pk": {"S": "stripe#evt_0"}})["Item"]["status"]["S"] == (
+            "failed"
+        )
+
+        done = _execute(sfn, arn, {"provider": "stripe", "wait_seconds": 0})
+        assert done["counts"]["replayed"] == 2
+        statuses = {
+            item["pk"]["S"]: (item["status"]["S"], item.get("dispatch_reason", {}).get("S"))
+            for item in dynamodb.scan(TableName="inbox")["Items"]
+        }
+        assert statuses == {
+            "stripe#evt_0": ("pending", "replay"),
+            "stripe#evt_1": ("pending", "replay"),
+            "stripe#evt_2": ("pending", None),
+            "stripe#evt_3": ("processed", None),
+        }
