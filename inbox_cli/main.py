@@ -450,6 +450,32 @@ def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
 
 cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
 
+# ---------------------------------------------------------------------------------------------------- outbox
+
+
+@cli.group()
+def outbox() -> None:
+    """Read the transactional outbox: every payment change and failed event the service publishes."""
+
+
+@outbox.command("list")
+@click.option("--provider", default=None, help="Only this provider's records.")
+@click.option("--resource-id", default=None, help="Only this payment's records (with --provider: one Query).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def list_outbox(ctx: click.Context, provider: str | None, resource_id: str | None, as_json: bool) -> None:
+    """Published events, by payment and sequence (kept 7 days)."""
+    from inbox_cli.outbox import outbox_records, show  # noqa: PLC0415
+
+    target = _target(ctx)
+    if not target.outbox_table:
+        raise SystemExit("this stack has no outbox table (output OutboxTableName)")
+    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    if as_json:
+        _echo_json(records)
+        return
+    show(records, _table)
+
 
 def main() -> None:
     from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415

@@ -19,6 +19,7 @@ class Target:
     # The replay workflow of a deployed stack (output ReplayStateMachineArn). None locally: the CLI creates the
     # same state machine in the embedded AWS on first use (inbox_local/replay.py).
     replay_state_machine_arn: str | None = None
+    outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
@@ -37,7 +38,14 @@ def resolve(stack: str | None) -> Target:
         for name, value in aws_environment(endpoints).items():
             os.environ.setdefault(name, value)
         names = LocalNames()
-        return Target(endpoints.api_url, names.inbox_table, names.payments_table, names.body_bucket, local=True)
+        return Target(
+            endpoints.api_url,
+            names.inbox_table,
+            names.payments_table,
+            names.body_bucket,
+            local=True,
+            outbox_table=names.outbox_table,
+        )
 
     import boto3  # noqa: PLC0415
 
@@ -52,4 +60,5 @@ def resolve(stack: str | None) -> Target:
         body_bucket=outputs[definitions.OUTPUT_BODY_BUCKET],
         local=False,
         replay_state_machine_arn=outputs.get(definitions.OUTPUT_REPLAY_STATE_MACHINE),
+        outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
     )

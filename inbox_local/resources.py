@@ -53,6 +53,23 @@ def payments_table_spec(name: str) -> dict[str, Any]:
     return spec
 
 
+def outbox_table_spec(name: str) -> dict[str, Any]:
+    """The outbox: one partition per payment, records ordered by the payment's transition number; streamed."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": definitions.OUTBOX_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": definitions.OUTBOX_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": definitions.OUTBOX_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": definitions.OUTBOX_SORT_KEY, "AttributeType": "N"},
+        ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": definitions.OUTBOX_STREAM_VIEW_TYPE},
+    }
+
+
 def queue_attributes(dead_letter_arn: str | None) -> dict[str, str]:
     import json  # noqa: PLC0415
 
@@ -80,6 +97,11 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
     )
     dynamodb.create_table(**payments_table_spec(names.payments_table))
     dynamodb.create_table(**simple_table_spec(names.control_table, definitions.CONTROL_PARTITION_KEY))
+    dynamodb.create_table(**outbox_table_spec(names.outbox_table))
+    dynamodb.update_time_to_live(
+        TableName=names.outbox_table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.OUTBOX_TTL_ATTRIBUTE},
+    )
     session.client("s3").create_bucket(Bucket=names.body_bucket)
     session.client("s3").create_bucket(Bucket=names.archive_bucket)
 
@@ -90,4 +112,10 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
     ]
     queue_url = sqs.create_queue(QueueName=names.queue, Attributes=queue_attributes(dead_letter_arn))["QueueUrl"]
     stream_arn = dynamodb.describe_table(TableName=names.inbox_table)["Table"]["LatestStreamArn"]
-    return {"stream_arn": stream_arn, "queue_url": queue_url, "dead_letter_url": dead_letter_url}
+    outbox_stream_arn = dynamodb.describe_table(TableName=names.outbox_table)["Table"]["LatestStreamArn"]
+    return {
+        "stream_arn": stream_arn,
+        "queue_url": queue_url,
+        "dead_letter_url": dead_letter_url,
+        "outbox_stream_arn": outbox_stream_arn,
+    }

@@ -18,6 +18,7 @@ from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
 from inbox_local.embedded_aws import EmbeddedAws
 from inbox_local.gateway_simulator import GatewaySimulator
+from inbox_local.outbox_publisher import OutboxPublisher
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
@@ -46,6 +47,7 @@ class LocalStack:
     pipe: StreamPipe | None = None
     queue_mapping: QueueMapping | None = None
     archive_mapping: ArchiveMapping | None = None
+    outbox_publisher: OutboxPublisher | None = None
     sweep_schedule: Schedule | None = None
     faults: FaultInjector | None = None  # every fault off until `POST /_local/faults` (inbox chaos)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -116,6 +118,16 @@ class LocalStack:
         # The archiver's event source mapping (TTL deletions -> archive) and the sweeper's schedule.
         self.archive_mapping = ArchiveMapping(session, self.resources["stream_arn"], archiver_handler)
         self._spawn("archiver", lambda: self.archive_mapping.run(self._stopping) if self.archive_mapping else None)
+        # The outbox's publisher (in AWS: the outbox Pipe to the event bus), forwarding when INBOX_FORWARD_URL is set.
+        from shared.forwarding import Forwarder  # noqa: PLC0415
+
+        self.outbox_publisher = OutboxPublisher(
+            session,
+            self.resources["outbox_stream_arn"],
+            self.names.control_table,
+            forwarder=Forwarder.from_environ(),
+        )
+        self._spawn("outbox", lambda: self.outbox_publisher.run(self._stopping) if self.outbox_publisher else None)
         sweep_interval = float(
             os.environ.get(definitions.ENV_SWEEP_INTERVAL) or definitions.LOCAL_SWEEP_INTERVAL_SECONDS
         )

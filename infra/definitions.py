@@ -267,3 +267,27 @@ METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
+
+# ------------------------------------------------------------------------------------------------- outbox
+# The transactional outbox (shared/payments/outbox.py): every payment transition and every failed event writes
+# one record in the transaction that causes it; the table's stream publishes them (AWS: a Pipe to the stack's
+# EventBridge bus; locally: inbox_local/outbox_publisher.py). Keys: one partition per payment, ordered by the
+# payment's transition number, so the stream hands one payment's records over in order.
+OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
+OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
+OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
+OUTBOX_RETENTION_DAYS: Final = 7  # equals shared.payments.outbox.OUTBOX_RETENTION_SECONDS (a test compares)
+OUTBOX_STREAM_VIEW_TYPE: Final = "NEW_IMAGE"
+ENV_OUTBOX_TABLE: Final = "OUTBOX_TABLE"
+OUTPUT_OUTBOX_TABLE: Final = "OutboxTableName"
+OUTPUT_EVENT_BUS: Final = "EventBusName"
+OUTBOX_EVENT_SOURCE: Final = "webhook-inbox"  # the EventBridge `source` of published events
+# Only new records are published (the TTL's REMOVE records are not events).
+OUTBOX_PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {"eventName": ["INSERT"]}
+OUTBOX_PIPE_BATCH_SIZE: Final = 10
+OUTBOX_PIPE_STARTING_POSITION: Final = "TRIM_HORIZON"
+OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185  # the stream keeps a record 24 h; never give up early
+# Local forwarding (and the signer in AWS): where every published event is POSTed, Standard Webhooks signed.
+ENV_FORWARD_URL: Final = "INBOX_FORWARD_URL"
+ENV_FORWARD_SECRET: Final = "INBOX_FORWARD_SECRET"  # whsec_<base64>
+ENV_FORWARD_SECRET_PREVIOUS: Final = "INBOX_FORWARD_SECRET_PREVIOUS"  # set during a rotation: both sign

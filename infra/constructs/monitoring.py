@@ -1,8 +1,9 @@
 """Monitoring: the alarms an operator is paged for, their SNS topic, and a dashboard of the whole flow.
 
 Alarms (each notifies the topic when it fires and when it recovers):
-- ``failed-events``: any event failed (EventsFailed from the processor, EventsUnparseable from the ingest: a
-  verified body stored as failed), summed over the providers. ``ignored`` never alarms: it is not an error.
+- ``failed-events``: any event failed (EventsFailed, from the processor), summed over the providers; and
+  ``unparseable-events``: a verified body the ingest could not parse and stored as failed (EventsUnparseable).
+  ``ignored`` never alarms: it is not an error.
 - ``oldest-pending``: the oldest pending event (OldestPendingAgeSeconds, measured by the sweeper) is older than
   ``OLDEST_PENDING_THRESHOLD_SECONDS`` for two sweeps in a row. Missing data counts as breaching: the sweeper not
   reporting is itself something to look at (it also re-dispatches and reconciles).
@@ -14,8 +15,10 @@ Alarms (each notifies the topic when it fires and when it recovers):
   events, so that two events do not make a ratio): a provider that suddenly sends stale or repeated events, or a
   mapping that stopped recognizing its statuses.
 
-Alarms cannot use SEARCH expressions, so sums over providers name each provider's metric explicitly
-(definitions.PROVIDERS, the providers the stack has secrets for); an alarm's math may use at most 10 metrics.
+Sums over providers are CloudWatch Metrics Insights queries (``SELECT SUM(...) FROM SCHEMA(...)``): an alarm
+cannot use a SEARCH expression, and naming each provider's metric would exceed the 10 metrics an alarm's math may
+use (definitions.PROVIDERS has more). A metric is counted once per period, whichever provider emitted it. The
+dashboard draws one line per provider with SEARCH expressions. The ratio alarms are per provider by nature.
 
 The topic is encrypted with a customer managed KMS key (rotated yearly): CloudWatch cannot publish to a topic
 encrypted with the AWS managed ``aws/sns`` key, whose policy cannot be changed to let it. The key and the topic
@@ -47,7 +50,6 @@ SIGNATURE_REJECTIONS_THRESHOLD = 20
 IGNORED_RATIO_THRESHOLD = 0.5
 IGNORED_RATIO_MIN_EVENTS = 20
 IGNORED_RATIO_PERIOD = Duration.minutes(15)
-MAX_ALARM_METRICS = 10  # CloudWatch: metrics in one alarm's math expression
 
 
 def provider_metric(name: str, provider: str, *, period: Duration = FIVE_MINUTES) -> cw.Metric:
@@ -74,15 +76,31 @@ def service_metric(name: str, *, statistic: str = "Maximum", period: Duration = 
     )
 
 
-def summed_over_providers(names: Sequence[str], label: str, *, period: Duration = FIVE_MINUTES) -> cw.MathExpression:
-    metrics = {
-        f"{name[0].lower()}{index}_{provider}": provider_metric(name, provider, period=period)
-        for index, name in enumerate(names)
-        for provider in definitions.PROVIDERS
-    }
-    if len(metrics) > MAX_ALARM_METRICS:
-        raise ValueError(f"{len(metrics)} metrics in one alarm: CloudWatch allows {MAX_ALARM_METRICS}")
-    return cw.MathExpression(expression="SUM(METRICS())", using_metrics=metrics, label=label, period=period)
+def summed_over_providers(name: str, label: str, *, period: Duration = FIVE_MINUTES) -> cw.MathExpression:
+    """One per-provider count summed over every provider that emits it: a CloudWatch Metrics Insights query, which
+    an alarm may use (SEARCH it may not) and which covers providers added later without naming each one."""
+    # CloudWatch Metrics Insights, built from our own constants (no user input):
+    schema = f'SCHEMA("{definitions.METRICS_NAMESPACE}", provider, service)'
+    query = f"SELECT SUM({name}) FROM {schema} WHERE service = '{definitions.SERVICE_NAME}'"  # noqa: S608
+    return cw.MathExpression(
+        expression=query,
+        using_metrics={},
+        label=label,
+        period=period,
+    )
+
+
+def every_provider(name: str, *, statistic: str = "Sum") -> cw.MathExpression:
+    """For a graph: one line per provider (a SEARCH expression, for dashboards only)."""
+    return cw.MathExpression(
+        expression=(
+            f'SEARCH(\'{{{definitions.METRICS_NAMESPACE},provider,service}} MetricName="{name}" '
+            f"service=\"{definitions.SERVICE_NAME}\"', '{statistic}', {int(FIVE_MINUTES.to_seconds())})"
+        ),
+        using_metrics={},
+        label="",
+        period=FIVE_MINUTES,
+    )
 
 
 def ignored_ratio(provider: str) -> cw.MathExpression:
@@ -184,13 +202,20 @@ class Monitoring(Construct):
 
         alarm(
             "failed-events",
-            summed_over_providers(
-                [definitions.METRIC_EVENTS_FAILED, definitions.METRIC_EVENTS_UNPARSEABLE], "failed events"
-            ),
+            summed_over_providers(definitions.METRIC_EVENTS_FAILED, "failed events"),
             threshold=1,
             description=(
-                "An event failed (retries exhausted, the gateway refused the key, an amount mismatch, or a verified "
-                "body that could not be parsed). `inbox events list --status failed`, fix the cause, `inbox replay`."
+                "An event failed (retries exhausted, the gateway refused the key, an amount or currency mismatch). "
+                "`inbox events list --status failed`, fix the cause, then `inbox replay`."
+            ),
+        )
+        alarm(
+            "unparseable-events",
+            summed_over_providers(definitions.METRIC_EVENTS_UNPARSEABLE, "unparseable events"),
+            threshold=1,
+            description=(
+                "A validly signed body could not be parsed: it is stored as failed with the reason. "
+                "`inbox events list --status failed`; once the driver handles it, `inbox replay`."
             ),
         )
         sweep_period = Duration.minutes(max(5, settings.sweep_interval_minutes))
@@ -219,7 +244,7 @@ class Monitoring(Construct):
             )
         alarm(
             "signature-rejections",
-            summed_over_providers([definitions.METRIC_SIGNATURES_REJECTED], "signatures rejected"),
+            summed_over_providers(definitions.METRIC_SIGNATURES_REJECTED, "signatures rejected"),
             threshold=SIGNATURE_REJECTIONS_THRESHOLD,
             description=(
                 f"At least {SIGNATURE_REJECTIONS_THRESHOLD} deliveries refused for a bad signature in 5 minutes: a "
@@ -260,7 +285,7 @@ class Monitoring(Construct):
         replay_state_machine: sfn.IStateMachine,
     ) -> cw.Dashboard:
         def per_provider(*names: str) -> list[cw.IMetric]:
-            return [provider_metric(name, provider) for name in names for provider in definitions.PROVIDERS]
+            return [every_provider(name) for name in names]
 
         def graph(
             title: str, left: Sequence[cw.IMetric], right: Sequence[cw.IMetric] = (), width: int = 8

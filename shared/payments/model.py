@@ -28,6 +28,9 @@ class Payment:
     last_event_at: str | None  # occurred_at of the newest event applied (ISO-8601 UTC)
     last_event_id: str | None
     updated_at: str
+    # The status before the last transition (None for a payment only seen once): what the outbox publishes as
+    # `previous_status`. Written with every transition, in the same item, so the two cannot disagree.
+    previous_status: PaymentStatus | None = None
 
     @property
     def key(self) -> str:
@@ -48,6 +51,7 @@ class Payment:
             "last_event_at": self.last_event_at,
             "last_event_id": self.last_event_id,
             "updated_at": self.updated_at,
+            "previous_status": self.previous_status.value if self.previous_status else None,
         }
         if self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
@@ -70,6 +74,7 @@ class Payment:
             last_event_at=item.get("last_event_at"),
             last_event_id=item.get("last_event_id"),
             updated_at=item["updated_at"],
+            previous_status=PaymentStatus(item["previous_status"]) if item.get("previous_status") else None,
         )
 
     def evolve(self, **changes: Any) -> Payment:

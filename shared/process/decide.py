@@ -115,6 +115,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             last_event_at=_newer(current.last_event_at, seen.event_occurred_at),
             last_event_id=seen.event_id or current.last_event_id,
             updated_at=now,
+            previous_status=current.status,
         ),
         current,
         f"{current.status.value} -> {seen.status.value}",

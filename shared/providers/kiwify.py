@@ -285,8 +285,10 @@ class KiwifyDriver:
         key = next((name for prefix, name in _BANKING_RESOURCE_KEYS if event_type.startswith(prefix)), "id")
         resource_id = _banking_id(data, key)
         status = get_str(data, "status", "data.status") or ""
+        # Banking payloads' money format varies per type and is not needed to order them: only an integer is
+        # taken as centavos, anything else is left unknown rather than failing an authentic event.
         amount_value = data.get("amount")
-        amount = _cents(amount_value, "data.amount") if not isinstance(amount_value, dict) else None
+        amount = amount_value if isinstance(amount_value, int) and not isinstance(amount_value, bool) else None
         return NormalizedEvent(
             event_id=derive_event_id(resource_id, event_type, status, ""),
             event_type=event_type,

@@ -70,6 +70,7 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
     alarms = synthesized.stack.monitoring.alarms
     expected = {
         "failed-events",
+        "unparseable-events",
         "oldest-pending",
         "dead-letter-queue",
         "pipe-dead-letter-queue",
@@ -86,20 +87,31 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         _assert_notifies_the_topic(synthesized, properties)
 
 
-def test_any_failed_event_alarms(synthesized: Synthesized) -> None:
-    properties = _alarm(synthesized, "failed-events")
-    assert _expression(properties) == "SUM(METRICS())"
-    stats = _metric_stats(properties).values()
-    watched = {(s["Metric"]["MetricName"], _sorted_dimensions(s)[0]["Value"]) for s in stats}
-    assert watched == {
-        (name, provider)
-        for name in (definitions.METRIC_EVENTS_FAILED, definitions.METRIC_EVENTS_UNPARSEABLE)
-        for provider in definitions.PROVIDERS
-    }
-    for stat in stats:
-        assert stat["Metric"]["Namespace"] == definitions.METRICS_NAMESPACE
-        assert _sorted_dimensions(stat) == _provider_dimensions(_sorted_dimensions(stat)[0]["Value"])
-        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+def _insights_sum(metric: str) -> str:
+    schema = f'SCHEMA("{definitions.METRICS_NAMESPACE}", provider, service)'
+    return f"SELECT SUM({metric}) FROM {schema} WHERE service = '{definitions.SERVICE_NAME}'"  # noqa: S608
+
+
+def _only_query(properties: dict[str, Any]) -> dict[str, Any]:
+    (query,) = properties["Metrics"]
+    assert query["ReturnData"] is True
+    return dict(query)
+
+
+@pytest.mark.parametrize(
+    ("name", "metric"),
+    [
+        ("failed-events", definitions.METRIC_EVENTS_FAILED),
+        ("unparseable-events", definitions.METRIC_EVENTS_UNPARSEABLE),
+    ],
+)
+def test_any_failed_event_alarms(synthesized: Synthesized, name: str, metric: str) -> None:
+    # Summed over every provider by a Metrics Insights query (a SEARCH cannot back an alarm, and one metric per
+    # provider would exceed the 10 an alarm's math may use)
+    properties = _alarm(synthesized, name)
+    query = _only_query(properties)
+    assert query["Expression"] == _insights_sum(metric)
+    assert query["Period"] == 300
     assert properties["Threshold"] == 1
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
@@ -149,12 +161,12 @@ def test_a_message_in_a_dead_letter_queue_alarms(synthesized: Synthesized, name:
 
 def test_a_spike_of_signature_rejections_alarms(synthesized: Synthesized) -> None:
     properties = _alarm(synthesized, "signature-rejections")
-    assert _expression(properties) == "SUM(METRICS())"
-    stats = _metric_stats(properties).values()
-    assert {s["Metric"]["MetricName"] for s in stats} == {definitions.METRIC_SIGNATURES_REJECTED}
-    assert {_sorted_dimensions(s)[0]["Value"] for s in stats} == set(definitions.PROVIDERS)
+    query = _only_query(properties)
+    assert query["Expression"] == _insights_sum(definitions.METRIC_SIGNATURES_REJECTED)
+    assert query["Period"] == 300
     assert properties["Threshold"] == monitoring.SIGNATURE_REJECTIONS_THRESHOLD
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"
 
 
 @pytest.mark.parametrize("provider", definitions.PROVIDERS)
@@ -232,17 +244,27 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
     def namespaces_and_names(title: str) -> set[tuple[str, str]]:
         return {(metric[0], metric[1]) for metric in widgets[title]["properties"]["metrics"]}
 
-    assert {name for _ns, name in namespaces_and_names("Received, duplicates, rejected")} == {
-        definitions.METRIC_EVENTS_RECEIVED,
-        definitions.METRIC_DUPLICATES,
-        definitions.METRIC_SIGNATURES_REJECTED,
-    }
-    assert {name for _ns, name in namespaces_and_names("Processed, ignored, failed")} == {
-        definitions.METRIC_EVENTS_PROCESSED,
-        definitions.METRIC_EVENTS_IGNORED,
-        definitions.METRIC_EVENTS_FAILED,
-        definitions.METRIC_EVENTS_UNPARSEABLE,
-    }
+    def searches(title: str) -> list[str]:
+        return [metric[0]["expression"] for metric in widgets[title]["properties"]["metrics"]]
+
+    def search_for(metric: str) -> str:
+        return (
+            f'SEARCH(\'{{{definitions.METRICS_NAMESPACE},provider,service}} MetricName="{metric}" '
+            f"service=\"{definitions.SERVICE_NAME}\"', 'Sum', 300)"
+        )
+
+    # One line per provider, whichever providers emit
+    assert searches("Received, duplicates, rejected") == [
+        search_for(definitions.METRIC_EVENTS_RECEIVED),
+        search_for(definitions.METRIC_DUPLICATES),
+        search_for(definitions.METRIC_SIGNATURES_REJECTED),
+    ]
+    assert searches("Processed, ignored, failed") == [
+        search_for(definitions.METRIC_EVENTS_PROCESSED),
+        search_for(definitions.METRIC_EVENTS_IGNORED),
+        search_for(definitions.METRIC_EVENTS_FAILED),
+        search_for(definitions.METRIC_EVENTS_UNPARSEABLE),
+    ]
     assert (definitions.METRICS_NAMESPACE, definitions.METRIC_OLDEST_PENDING_AGE) in namespaces_and_names(
         "Oldest pending (s), stuck and failed events"
     )

@@ -15,7 +15,8 @@ HOTTOK = "ysewXlAZI1iHdUFqC4ZcV1J5RLhiVe518471"
 PREVIOUS = "previous-hottok-0123456789"
 NOW = 1_718_221_503
 
-# Hotmart's own 2.0.0 test delivery (PURCHASE_APPROVED, "Produto test postback2"), trimmed
+# A 2.0.0 test delivery as Hotmart sends it (PURCHASE_APPROVED, "Produto test postback2", captured in a public
+# repository), trimmed
 RAW: dict[str, Any] = {
     "data": {
         "product": {"has_co_production": False, "name": "Produto test postback2", "id": 0},

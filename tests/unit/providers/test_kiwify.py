@@ -353,3 +353,9 @@ def test_sale_and_banking_payment_events_are_ordered_by_event_time():
     for event_type in ("order_approved", "order_refunded", "chargeback", "pix_created", "CASHIN.PIX.QRCODES.PAID"):
         assert isinstance(router.resolve("kiwify", event_type), EventTimeOrderedHandler)
     assert router.resolve("kiwify", "carrinho_abandonado") is None
+
+
+@pytest.mark.parametrize(("amount", "expected"), [(1990, 1990), (19.9, None), ({"value": 1990}, None), ("1990", None)])
+def test_banking_amounts_are_taken_only_when_they_are_centavos(amount, expected):
+    body = banking_body(amount=amount)
+    assert driver.parse(sign_banking(body, BANKING_KEY, timestamp_ms=NOW * 1000)).amount == expected

@@ -1,0 +1,279 @@
+"""The transactional outbox: every transition published exactly once, in order, also across crashes; forwarding
+signed with Standard Webhooks; a receiver that fails for a while gets everything once it recovers."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from standardwebhooks.webhooks import Webhook
+
+from inbox_local.outbox_publisher import OutboxPublisher
+from infra import definitions
+from shared import forwarding
+from shared.forwarding import DeliveryFailed, Forwarder
+from shared.inbox.store import from_attributes
+from shared.payments import outbox
+from shared.payments.outbox import published_event
+from shared.payments.status import PaymentStatus as S
+from shared.process.service import Outcome
+from tests.integration.processing_support import FakeGateway, RecordingQueue, make_processor, run, store_event
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "events.schema.json").read_text())
+SECRET = "whsec_" + base64.b64encode(b"outbox-test-secret-key-32-bytes!").decode()
+PREVIOUS_SECRET = "whsec_" + base64.b64encode(b"the-previous-secret-of-32-bytes!").decode()
+
+
+def outbox_items(world: Any) -> list[dict[str, Any]]:
+    items = world.session.client("dynamodb").scan(TableName=world.names.outbox_table)["Items"]
+    return sorted((from_attributes(i) for i in items), key=lambda i: (i["pk"], i["sequence"]))
+
+
+def lifecycle(world: Any, gateway: FakeGateway, resource_id: str, statuses: list[S]) -> None:
+    """Drive one payment through `statuses`, one webhook each, the gateway's truth moving along."""
+    processor = make_processor(world.names, gateway, RecordingQueue())
+    for status in statuses:
+        gateway.set(resource_id, status, refunded=1000 if status is S.REFUNDED else 0)
+        assert run(processor, store_event(world.names, resource_id=resource_id, status=status.value)) is (
+            Outcome.PROCESSED
+        )
+
+
+# ------------------------------------------------------------------------------------------------ the outbox
+
+
+def test_every_transition_writes_one_schema_valid_record_in_sequence(aws_world: Any) -> None:
+    lifecycle(aws_world, FakeGateway(), "pi_1", [S.PENDING, S.PAID, S.REFUNDED])
+    records = [published_event(item) for item in outbox_items(aws_world)]
+    assert [(r["sequence"], r["previous_status"], r["new_status"]) for r in records] == [
+        (1, None, "pending"),
+        (2, "pending", "paid"),
+        (3, "paid", "refunded"),
+    ]
+    assert len({r["transition_id"] for r in records}) == 3
+    assert all(r["transition_id"] == outbox.transition_id("stripe#pi_1", r["sequence"]) for r in records)
+    assert records[2]["amount_refunded"] == 1000
+    for record in records:
+        jsonschema.validate(record, SCHEMA)
+    assert all(item["expires_at"] > 0 for item in outbox_items(aws_world))
+
+
+def test_an_event_that_changes_nothing_publishes_nothing(aws_world: Any) -> None:
+    gateway = FakeGateway()
+    lifecycle(aws_world, gateway, "pi_1", [S.PAID])
+    processor = make_processor(aws_world.names, gateway, RecordingQueue())
+    assert run(processor, store_event(aws_world.names, resource_id="pi_1")) is Outcome.IGNORED
+    assert len(outbox_items(aws_world)) == 1
+
+
+def test_a_redelivery_after_the_commit_adds_no_record(aws_world: Any) -> None:
+    """The processor died after its transaction, before acknowledging: the message comes back."""
+    gateway = FakeGateway()
+    gateway.set("pi_1", S.PAID)
+    processor = make_processor(aws_world.names, gateway, RecordingQueue())
+    pk = store_event(aws_world.names)
+    assert run(processor, pk) is Outcome.PROCESSED
+    before = outbox_items(aws_world)
+    assert run(processor, pk) is Outcome.SKIPPED
+    assert outbox_items(aws_world) == before
+
+
+def test_a_transition_that_does_not_commit_publishes_nothing(aws_world: Any) -> None:
+    """The outbox Put is in the settle transaction: cancelled with it (here: the item was settled meanwhile)."""
+    gateway = FakeGateway()
+    gateway.set("pi_1", S.PAID)
+    processor = make_processor(aws_world.names, gateway, RecordingQueue())
+    pk = store_event(aws_world.names)
+    aws_world.session.client("dynamodb").update_item(
+        TableName=aws_world.names.inbox_table,
+        Key={"pk": {"S": pk}},
+        UpdateExpression="SET #s = :ignored",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":ignored": {"S": "ignored"}},
+    )
+    assert run(processor, pk) is Outcome.SKIPPED
+    assert outbox_items(aws_world) == []
+
+
+def test_a_failed_event_publishes_webhook_failed(aws_world: Any) -> None:
+    gateway = FakeGateway()  # knows nothing: ResourceNotFound until attempts run out
+    processor = make_processor(aws_world.names, gateway, RecordingQueue(), max_attempts=1)
+    pk = store_event(aws_world.names, resource_id="pi_unknown")
+    assert run(processor, pk) is Outcome.FAILED
+    [item] = outbox_items(aws_world)
+    assert item["pk"] == f"failed#{pk}" and item["sequence"] == 1
+    event = published_event(item)
+    jsonschema.validate(event, SCHEMA)
+    assert event["type"] == "webhook.failed" and event["resource_id"] == "pi_unknown"
+    assert event["attempts"] == 1 and "ResourceNotFound" in event["last_error"]
+
+
+# ------------------------------------------------------------------------------------------------ publishing
+
+
+class Receiver:
+    """A loopback HTTP receiver that verifies like a customer would, dedups by webhook-id, and can fail."""
+
+    def __init__(self, secret: str) -> None:
+        self.webhook = Webhook(secret)
+        self.fail_next = 0
+        self.requests = 0
+        self.accepted: dict[str, dict[str, Any]] = {}
+        self.order: list[dict[str, Any]] = []
+        self.bad_signatures = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["content-length"]))
+                receiver.requests += 1
+                if receiver.fail_next > 0:
+                    receiver.fail_next -= 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                try:
+                    event = receiver.webhook.verify(body, dict(self.headers.items()))
+                except Exception:
+                    receiver.bad_signatures += 1
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                if self.headers["webhook-id"] not in receiver.accepted:  # dedup by webhook-id
+                    receiver.accepted[self.headers["webhook-id"]] = event
+                    receiver.order.append(event)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver(PREVIOUS_SECRET)  # verifies with the PREVIOUS secret: the rotation's second signature
+    yield server
+    server.close()
+
+
+def forwarder_to(url: str, *, max_attempts: int = 3) -> Forwarder:
+    environ = {
+        forwarding.ENV_FORWARD_URL: url,
+        forwarding.ENV_FORWARD_SECRET: SECRET,
+        forwarding.ENV_FORWARD_SECRET_PREVIOUS: PREVIOUS_SECRET,
+    }
+    found = Forwarder.from_environ(environ)
+    assert found is not None
+    return Forwarder(found.url, found.secrets, max_attempts=max_attempts, sleep=lambda _: None, timeout_seconds=5)
+
+
+def publisher(world: Any, forwarder: Forwarder | None) -> OutboxPublisher:
+    return OutboxPublisher(
+        world.session, world.resources["outbox_stream_arn"], world.names.control_table, forwarder=forwarder
+    )
+
+
+def three_payments(world: Any) -> None:
+    gateway = FakeGateway()
+    for resource_id in ("pi_a", "pi_b", "pi_c"):
+        lifecycle(world, gateway, resource_id, [S.PENDING, S.AUTHORIZED, S.PAID, S.REFUNDED])
+
+
+def assert_each_payment_in_order(events: list[dict[str, Any]]) -> None:
+    by_payment: dict[str, list[int]] = {}
+    for event in events:
+        by_payment.setdefault(event["resource_id"], []).append(event["sequence"])
+    assert by_payment == {r: [1, 2, 3, 4] for r in ("pi_a", "pi_b", "pi_c")}
+
+
+def test_the_publisher_publishes_every_record_once_in_order(aws_world: Any) -> None:
+    three_payments(aws_world)
+    local = publisher(aws_world, None)
+    local.drain()
+    local.drain()  # nothing new: nothing again
+    assert len(local.published) == 12 == len({e["id"] for e in local.published})
+    assert_each_payment_in_order(local.published)
+    for event in local.published:
+        jsonschema.validate(event, SCHEMA)
+
+
+def test_a_forwarded_event_verifies_with_the_standardwebhooks_library(aws_world: Any) -> None:
+    lifecycle(aws_world, FakeGateway(), "pi_1", [S.PAID])
+    [record] = [published_event(i) for i in outbox_items(aws_world)]
+    body = forwarding.event_body(record)
+    headers = forwarding.signature_headers(record["id"], body, (SECRET, PREVIOUS_SECRET))
+    assert headers["webhook-id"] == record["transition_id"]
+    assert len(headers["webhook-signature"].split(" ")) == 2  # both secrets sign during a rotation
+    for secret in (SECRET, PREVIOUS_SECRET):
+        assert Webhook(secret).verify(body, headers) == json.loads(body)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the library's own verification error
+        Webhook("whsec_" + base64.b64encode(b"x" * 32).decode()).verify(body, headers)
+
+
+def test_a_receiver_that_fails_for_a_while_gets_every_event_once(aws_world: Any, receiver: Receiver) -> None:
+    three_payments(aws_world)
+    local = publisher(aws_world, forwarder_to(receiver.url, max_attempts=3))
+    receiver.fail_next = 7  # the first delivery fails 3 times, again 3 times, then once more and succeeds
+    with pytest.raises(DeliveryFailed):
+        local.poll_once()
+    with pytest.raises(DeliveryFailed):
+        local.poll_once()
+    assert receiver.order == []  # nothing later went out first
+    local.drain()
+    assert receiver.bad_signatures == 0
+    assert len(receiver.accepted) == 12
+    assert_each_payment_in_order(receiver.order)
+    assert receiver.requests == 12 + 7  # retried, never re-sent once accepted
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_publisher_crash_mid_way_resumes_without_loss_or_duplicates(aws_world: Any, receiver: Receiver) -> None:
+    three_payments(aws_world)
+    crashing = publisher(aws_world, forwarder_to(receiver.url))
+    checkpoint = crashing.save_checkpoint
+    saved = 0
+
+    def dies_after_five(pk: str, sequence: int) -> None:
+        nonlocal saved
+        if saved == 5:
+            raise Crash("after the POST, before the checkpoint")  # the process dies here
+        checkpoint(pk, sequence)
+        saved += 1
+
+    crashing.save_checkpoint = dies_after_five  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        crashing.drain()
+    assert len(receiver.accepted) == 6
+
+    restarted = publisher(aws_world, forwarder_to(receiver.url))  # a new process: nothing in memory
+    restarted.drain()
+    assert len(receiver.accepted) == 12
+    assert receiver.requests == 13  # exactly the one event whose checkpoint was lost is sent twice, same id
+    assert_each_payment_in_order(receiver.order)
+    assert len(restarted.published) == 6  # the rest
+
+
+def test_forwarding_names_agree_with_the_definitions() -> None:
+    assert forwarding.ENV_FORWARD_URL == definitions.ENV_FORWARD_URL
+    assert forwarding.ENV_FORWARD_SECRET == definitions.ENV_FORWARD_SECRET
+    assert forwarding.ENV_FORWARD_SECRET_PREVIOUS == definitions.ENV_FORWARD_SECRET_PREVIOUS
+    assert outbox.ENV_OUTBOX_TABLE == definitions.ENV_OUTBOX_TABLE
+    assert outbox.OUTBOX_RETENTION_SECONDS == definitions.OUTBOX_RETENTION_DAYS * 86_400
