@@ -86,6 +86,7 @@ def build_item(
     request: WebhookRequest,
     replay_headers: tuple[str, ...],
     body: StoredBody,
+    replay_query: tuple[str, ...] = (),
     received_at: datetime,
     retention_days: int,
     failure: str | None = None,
@@ -111,8 +112,10 @@ def build_item(
         item["body"] = body.inline
     else:
         item["body_s3_key"] = body.s3_key
-    if request.query:
-        item["query"] = dict(request.query)
+    # Only the query parameters the driver names are kept: some providers put the secret itself in the URL.
+    kept_query = {name: request.query[name] for name in replay_query if name in request.query}
+    if kept_query:
+        item["query"] = kept_query
     if failure:
         item["last_error"] = failure
         item["event_type"] = "unparseable"

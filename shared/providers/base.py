@@ -66,6 +66,8 @@ class ProviderDriver(Protocol):
     # secret itself (Asaas sends its token as a header: that one is not kept).
     replay_headers: tuple[str, ...]
     signs_timestamp: bool  # whether verify() enforces a timestamp tolerance
+    # Optional: query parameters stored for re-verification (`replay_query`, default none). The ingest keeps no
+    # other query parameter, since some providers (iugu) put the secret itself in the URL.
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         """Raise SignatureInvalid unless the raw body is signed by the current or the previous secret."""

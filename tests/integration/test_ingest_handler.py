@@ -336,3 +336,16 @@ def test_a_malformed_configured_secret_answers_5xx_not_401(aws_world, monkeypatc
     # When a genuine delivery arrives, then the gateway is asked to retry: it is our fault, not a forgery
     assert deliver("standard", request)[0] == 503
     assert stored_items(aws_world) == []
+
+
+def test_query_parameters_the_driver_does_not_name_are_never_stored(aws_world):
+    # Given a delivery whose URL carries a secret-looking parameter the driver does not keep
+    request = signed_delivery("stripe", event_id="evt_query")
+    headers = {"content-type": "application/json", **request.headers}
+    event = api_gateway_event("POST", "/webhooks/stripe?token=s3cr3t&x=1", headers, request.body, "1.2.3.4")
+    # When it is stored
+    assert lambda_handler(event, LocalLambdaContext("ingest"))["statusCode"] == 200
+    # Then no query parameter was kept
+    [item] = stored_items(aws_world)
+    assert "query" not in item
+    assert "s3cr3t" not in json.dumps(item, default=str)
