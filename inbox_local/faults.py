@@ -397,14 +397,12 @@ class _ThrottlingDynamoDB:
 class _CrashingProcessingStore(ProcessingStore):
     """The processor's store, whose settle transaction may be preceded or followed by the invocation's death."""
 
-    def __init__(self, inner: ProcessingStore, injector: FaultInjector) -> None:
-        super().__init__(inner.inbox_table, inner.payments_table)
+    def __init__(self, inner: ProcessingStore, injector: FaultInjector) -> None:  # not super().__init__: a copy
+        # Exactly the inner store's configuration (tables, client, outbox, whatever it holds): every method but
+        # `settle` runs as the inner store would.
+        self.__dict__.update(vars(inner))
         self._inner = inner
         self._injector = injector
-
-    @property
-    def dynamodb(self) -> DynamoDBClient:
-        return self._inner.dynamodb
 
     def settle(
         self,

@@ -8,8 +8,9 @@ Signing, per Mercado Pago's "Validate notification origin" guide and its officia
 - the key is the application's secret signature as UTF-8; the signature is the lower-case hex digest;
 - `data.id`: the guide (and providers.md) say an alphanumeric id is signed lower-cased; the SDK signs it "exactly as
   received". Both spellings are tried (numeric payment ids are the same either way);
-- when the URL carries no `data.id` (a stored event being re-verified: only headers and body are kept), the
-  body's `data.id` is used, and the manifest without `id:` is tried too, as the guide's omission rule says;
+- the ingest keeps `data.id` and `type` of the query with the event (`replay_query`), so a stored event
+  re-verifies as received; when a URL carries no `data.id`, the body's `data.id` is used, and the manifest
+  without `id:` is tried too, as the guide's omission rule says;
 - the body itself is NOT signed. So the signed `data.id` is the resource: a body whose `data.id` differs from the
   signed one is refused as a forgery;
 - several `v1` values (a rotation) are all tried; `vN` other than `v1` are ignored.
@@ -129,6 +130,8 @@ def _spellings(data_id: str) -> list[str]:
 class MercadoPagoDriver:
     name: str = "mercadopago"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, REQUEST_ID_HEADER)
+    # The signed data.id travels in the URL: kept with the event so that it re-verifies exactly as received.
+    replay_query: tuple[str, ...] = (DATA_ID_QUERY, TYPE_QUERY)
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

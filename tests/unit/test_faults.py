@@ -121,6 +121,7 @@ def test_a_crash_before_the_transaction_commits_nothing_and_one_after_it_commits
     inner = RecordingProcessingStore()
     injector = FaultInjector()
     store = injector.crashing_store(inner)
+    assert all(getattr(store, name) == value for name, value in vars(inner).items())  # the same configuration
     # Given a crash before every transaction: the transaction never runs
     injector.configure({"crash_before_commit_rate": 1})
     with pytest.raises(InjectedCrash):

@@ -153,6 +153,15 @@ class TestVerify:
         # Then the body's data.id stands in for the query's
         _verify(WebhookRequest(body=BODY, headers=stored))
 
+    def test_stored_events_keep_the_signed_query(self):
+        # Given what the ingest keeps when the driver names its query parameters (the signed data.id, the type)
+        request = _request()
+        assert driver.replay_query == ("data.id", "type")
+        stored_query = {name: request.query[name] for name in driver.replay_query if name in request.query}
+        stored = {h: request.headers[h] for h in driver.replay_headers if h in request.headers}
+        # Then the event re-verifies exactly as it was received
+        _verify(WebhookRequest(body=BODY, headers=stored, query=stored_query))
+
     def test_a_notification_signed_without_data_id_verifies(self):
         _verify(_request(data_id=None, signed_id=None, body=json.dumps({**NOTIFICATION, "data": {}}).encode()))
 
