@@ -54,7 +54,7 @@ bench: setup ## benchmarks, each a ratio against a baseline measured in the same
 
 CHAOS_SEED ?= 1
 CHAOS_PAYMENTS ?= 300
-CHAOS_FUZZ_EXAMPLES ?= 100
+CHAOS_FUZZ_EXAMPLES ?= 50
 chaos: setup ## a bigger chaos run on a local stack of its own (free ports), then the ingest fuzzing with more examples
 	$(BIN)/python -m inbox_cli.chaos --seed $(CHAOS_SEED) --payments $(CHAOS_PAYMENTS)
 	INBOX_FUZZ_EXAMPLES=$(CHAOS_FUZZ_EXAMPLES) $(BIN)/pytest -q -n $(PYTEST_WORKERS) tests/integration/test_ingest_fuzz.py

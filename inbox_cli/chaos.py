@@ -13,7 +13,9 @@ replay`: the replay workflow); the dead-letter queue is drained of what the repl
    and its `version` equals its `transitions` (every write of a refetched payment is one applied transition);
 3. every payment equals the gateway's truth;
 4. the dead-letter queue holds nothing of this run after the replay;
-5. every webhook the gateway sent was acknowledged in the end.
+5. every webhook the gateway sent was acknowledged in the end;
+6. every applied transition is in the transactional outbox exactly once (sequences 1..transitions per payment),
+   when the stack has an outbox.
 
 Same seed, same run: the schedule of faults, the lifecycles, the deliveries (order, copies, delays) and the keyed
 fault decisions (which event's write is throttled, which settle crashes, on which occurrence) follow from it.
@@ -316,7 +318,9 @@ def render_chaos(report: ChaosReport) -> str:
         + (f" ({r['dlq_other']} of other runs left alone)" if r["dlq_other"] else ""),
         "  events: " + ", ".join(f"{name} {count}" for name, count in sorted(report.statuses.items())),
         f"  timing: delivery {r['delivery_seconds']} s, processing under faults "
-        f"{r['processing_under_faults_seconds']} s, recovery and checks {r['recovery_seconds']} s",
+        f"{r['processing_under_faults_seconds']} s, recovery and checks {r['recovery_seconds']} s ("
+        + ", ".join(f"{name} {seconds}" for name, seconds in r.get("recovery_phases_seconds", {}).items())
+        + ")",
         "Invariants",
     ]
     for invariant in report.invariants:
@@ -454,6 +458,7 @@ class ChaosRun:
                 Delivery(sent.provider, sent.resource_id, sent.event_type, sent.body, 0, copies=1, concurrent=False)
             )
         items = self.simulation._wait_until_settled(resource_ids)
+        phases = {"settle": time.monotonic()}
 
         failed = {item["pk"] for item in items if item.get("status") == EventStatus.FAILED.value}
         replayed = 0
@@ -463,11 +468,14 @@ class ChaosRun:
                 break
             replayed += self._replay(still_failed)
             items = self.simulation._wait_until_settled(resource_ids)
+        phases["replay"] = time.monotonic()
         by_pk = {item["pk"]: item for item in items}
         recovered = sum(1 for pk in failed if by_pk.get(pk, {}).get("status") in SETTLED)
         dlq = self._drain_dead_letters(set(by_pk))
+        phases["dead-letter queue"] = time.monotonic()
 
         invariants = self._check(items, resource_ids, failed, dlq)
+        phases["checks"] = time.monotonic()
         statuses = Counter(str(item.get("status")) for item in items)
         ended = self._storm_ended or time.monotonic()
         d = self.log
@@ -495,6 +503,7 @@ class ChaosRun:
                 "delivery_seconds": round((self._storm_delivered or ended) - storm_started, 1),
                 "processing_under_faults_seconds": round(ended - (self._storm_delivered or ended), 1),
                 "recovery_seconds": round(time.monotonic() - ended, 1),
+                "recovery_phases_seconds": _durations(ended, phases),
             },
             statuses=dict(statuses),
             invariants=invariants,
@@ -569,6 +578,32 @@ class ChaosRun:
             "unrecovered": unrecovered,
         }
 
+    def _outbox_sequences(self, resource_ids: set[tuple[str, str]]) -> dict[str, list[int]] | None:
+        """The outbox's `payment.status_changed` sequences of each payment (sorted), or None without an outbox."""
+        import boto3  # noqa: PLC0415
+
+        from inbox_local.config import LocalNames  # noqa: PLC0415
+
+        table = getattr(LocalNames(), "outbox_table", None)
+        if not table:
+            return None
+        dynamodb = boto3.client("dynamodb")
+        sequences: dict[str, list[int]] = {}
+        try:
+            for provider, resource_id in sorted(resource_ids):
+                key = f"{provider}#{resource_id}"
+                pages = dynamodb.get_paginator("query").paginate(
+                    TableName=table,
+                    KeyConditionExpression="pk = :pk",
+                    ExpressionAttributeValues={":pk": {"S": key}},
+                    ProjectionExpression="#sequence",
+                    ExpressionAttributeNames={"#sequence": "sequence"},
+                )
+                sequences[key] = sorted(int(item["sequence"]["N"]) for page in pages for item in page["Items"])
+        except dynamodb.exceptions.ResourceNotFoundException:
+            return None
+        return sequences
+
     def _check(
         self, items: list[dict[str, Any]], resource_ids: set[tuple[str, str]], failed: set[str], dlq: dict[str, Any]
     ) -> list[Invariant]:
@@ -623,6 +658,27 @@ class ChaosRun:
             )
         )
 
+        # 2b. every applied transition published once: the outbox holds sequences 1..transitions per payment
+        outbox = self._outbox_sequences(resource_ids)
+        if outbox is None:
+            self.notes.append("no outbox table in this stack: the one-record-per-transition check was skipped")
+        else:
+            unpublished = []
+            for provider, resource_id in sorted(resource_ids):
+                key = f"{provider}#{resource_id}"
+                payment = self.simulation.payments.load_payment(key)
+                expected = list(range(1, payment.transitions + 1)) if payment is not None else []
+                if outbox.get(key, []) != expected:
+                    unpublished.append({"payment": key, "outbox_sequences": outbox.get(key, []), "expected": expected})
+            invariants.append(
+                Invariant(
+                    "every transition in the outbox once (sequences 1..transitions)",
+                    not unpublished,
+                    f"{len(resource_ids) - len(unpublished)}/{len(resource_ids)} payments",
+                    unpublished,
+                )
+            )
+
         # 3. the truth
         mismatches = self.simulation._compare(resource_ids)
         invariants.append(
@@ -659,6 +715,15 @@ class ChaosRun:
             )
         )
         return invariants
+
+
+def _durations(start: float, marks: dict[str, float]) -> dict[str, float]:
+    """Seconds spent in each phase, from consecutive time marks (in insertion order)."""
+    durations, previous = {}, start
+    for name, mark in marks.items():
+        durations[name] = round(mark - previous, 1)
+        previous = mark
+    return durations
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
