@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import boto3
 import pytest
 from moto import mock_aws
+from moto.dynamodb.models import DynamoDBBackend
 
 from inbox_local.config import DEV_SECRETS, LocalNames, function_environment
 from inbox_local.resources import provision
@@ -20,8 +22,22 @@ class AwsWorld:
     session: boto3.session.Session
 
 
+_TRANSACTIONS = threading.Lock()
+_moto_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def _atomic_transact_write_items(self: DynamoDBBackend, transact_items: list[dict]) -> None:
+    """moto's TransactWriteItems snapshots the tables it touches and restores them on a cancellation, without a
+    lock: two concurrent transactions (tests racing two processors) can both pass their conditions, or one's
+    rollback can erase the other's commit. DynamoDB runs a transaction atomically; so does this (the local stack's
+    embedded AWS serializes DynamoDB requests the same way, inbox_local/embedded_aws.py)."""
+    with _TRANSACTIONS:
+        _moto_transact_write_items(self, transact_items)
+
+
 @pytest.fixture
 def aws_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsWorld]:
+    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", _atomic_transact_write_items)
     names = LocalNames()
     for name, value in function_environment(names).items():
         monkeypatch.setenv(name, value)
