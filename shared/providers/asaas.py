@@ -86,6 +86,7 @@ def value_to_minor_units(value: Any, where: str) -> int:
 class AsaasDriver:
     name: str = "asaas"
     replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -112,6 +112,7 @@ def _header(request: WebhookRequest, index: int) -> str | None:
 class StandardWebhooksDriver:
     name: str = "standard"
     replay_headers: tuple[str, ...] = tuple(name for family in HEADER_FAMILIES for name in family)
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

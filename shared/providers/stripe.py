@@ -106,6 +106,7 @@ def _object_kind(event_type: str, obj: JsonObject) -> str | None:
 class StripeDriver:
     name: str = "stripe"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

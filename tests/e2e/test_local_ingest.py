@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 import time
 import urllib.error
 import urllib.request
@@ -14,7 +15,7 @@ from tests.e2e.conftest import start_stack, stop_stack
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 
-def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

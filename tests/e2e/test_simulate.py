@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 
-def run_simulation(local_stack, *args: str, timeout: float = 300) -> dict:
+def run_simulation(local_stack, *args: str, timeout: float = 300) -> dict[str, Any]:
     result = local_stack.cli("simulate", "--json", *args, check=False, timeout=timeout)
     assert result.stdout, result.stderr
-    report = json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
     assert (result.returncode == 0) == report["ok"]
     return report
 

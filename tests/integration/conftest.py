@@ -26,7 +26,7 @@ _TRANSACTIONS = threading.Lock()
 _moto_transact_write_items = DynamoDBBackend.transact_write_items
 
 
-def _atomic_transact_write_items(self: DynamoDBBackend, transact_items: list[dict]) -> None:
+def _atomic_transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
     """moto's TransactWriteItems snapshots the tables it touches and restores them on a cancellation, without a
     lock: two concurrent transactions (tests racing two processors) can both pass their conditions, or one's
     rollback can erase the other's commit. DynamoDB runs a transaction atomically; so does this (the local stack's

@@ -6,7 +6,7 @@ import base64
 import json
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from botocore.exceptions import ClientError
@@ -18,6 +18,9 @@ from inbox_local.server import api_gateway_event
 from shared.inbox.store import InboxStore
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
 from shared.providers import WebhookRequest, get_driver
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 def signed_delivery(
@@ -255,7 +258,7 @@ def test_storage_failure_answers_5xx_writes_nothing_and_the_retry_is_stored_once
     failing_store = InboxStore(
         real.store.table_name,
         real.store.bucket_name,
-        dynamodb=_FailingDynamoDB(aws_world.session.client("dynamodb"), code),
+        dynamodb=cast("DynamoDBClient", _FailingDynamoDB(aws_world.session.client("dynamodb"), code)),
     )
     failing = IngestService(real.settings, failing_store, real.secrets)
     request = signed_delivery("stripe", event_id="evt_throttled")

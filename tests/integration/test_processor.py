@@ -214,7 +214,7 @@ def test_two_events_of_one_payment_processed_concurrently_cannot_both_apply(aws_
                 _barrier.wait(timeout=2)
             return current
 
-        each.store.load_payment = load_then_wait
+        each.store.load_payment = load_then_wait  # type: ignore[method-assign]  # a seam for the race
     outcomes = []
     threads = [
         threading.Thread(target=lambda p=p, pk=pk: outcomes.append(run(p, pk)))
