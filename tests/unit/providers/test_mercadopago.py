@@ -11,7 +11,7 @@ import pytest
 from mercadopago.webhook import InvalidWebhookSignatureError, WebhookSignatureValidator
 
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.mercadopago import SAMPLE_STATUSES, compute_signature, driver, manifest
+from shared.providers.mercadopago import SAMPLE_STATUSES, MercadoPagoDriver, compute_signature, driver, manifest
 
 SECRET = "mp-current-secret-signature-0123456789abcdef"
 PREVIOUS = "mp-previous-secret-signature-0123456789abcdef"
@@ -156,8 +156,9 @@ class TestVerify:
     def test_stored_events_keep_the_signed_query(self):
         # Given what the ingest keeps when the driver names its query parameters (the signed data.id, the type)
         request = _request()
-        assert driver.replay_query == ("data.id", "type")
-        stored_query = {name: request.query[name] for name in driver.replay_query if name in request.query}
+        assert MercadoPagoDriver.replay_query == ("data.id", "type")
+        kept = MercadoPagoDriver.replay_query
+        stored_query = {name: request.query[name] for name in kept if name in request.query}
         stored = {h: request.headers[h] for h in driver.replay_headers if h in request.headers}
         # Then the event re-verifies exactly as it was received
         _verify(WebhookRequest(body=BODY, headers=stored, query=stored_query))
