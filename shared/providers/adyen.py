@@ -194,6 +194,7 @@ class AdyenDriver:
     # The signature travels in the body: no header is needed to re-verify. (Adyen can add basic auth: that
     # Authorization header holds a credential and is never stored.)
     replay_headers: tuple[str, ...] = ()
+    replay_query: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

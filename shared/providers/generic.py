@@ -233,6 +233,7 @@ class GenericHmacDriver:
     """A data-configured HMAC driver. `config=None` reads `INBOX_GENERIC_CONFIG` (once, at construction)."""
 
     replay_headers: tuple[str, ...]
+    replay_query: tuple[str, ...] = ()  # the configurable schemes sign headers and body, never the URL
     signs_timestamp: bool
 
     def __init__(self, config: GenericConfig | None = None, *, name: str = "generic") -> None:

@@ -63,6 +63,7 @@ def compute_legacy_signature(body: bytes, secret: str) -> str:
 class GitHubDriver:
     name: str = "github"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, LEGACY_SIGNATURE_HEADER, DELIVERY_HEADER, EVENT_HEADER)
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
     signs_timestamp: bool = False
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:

@@ -108,6 +108,7 @@ def _grand_total(data: JsonObject) -> int | None:
 class PaddleDriver:
     name: str = "paddle"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

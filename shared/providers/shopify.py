@@ -165,6 +165,7 @@ class ShopifyDriver:
         SHOP_DOMAIN_HEADER,
         API_VERSION_HEADER,
     )
+    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

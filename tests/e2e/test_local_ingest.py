@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 
