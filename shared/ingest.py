@@ -147,7 +147,7 @@ def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
     raw = event.get("body") or ""
     try:
         body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode("utf-8")
-    except binascii.Error as error:
+    except (binascii.Error, ValueError) as error:  # ValueError: non-ASCII text flagged as base64
         raise BodyUndecodable(str(error)) from None
     headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
     return WebhookRequest(
