@@ -167,7 +167,14 @@ def serve(host: str, port: int) -> None:
     enable_step_functions_execution(port)
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
-    server.serve_forever()
+    # Served from a daemon thread: the main thread only waits for SIGTERM, then leaves at once (a SystemExit
+    # raised inside werkzeug's serve loop did not always end the process, and the parent waited its timeout).
+    threading.Thread(target=server.serve_forever, name="embedded-aws", daemon=True).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.wait(0.2):  # a timed wait: the handler runs between the waits
+        pass
+    os._exit(0)
 
 
 class EmbeddedAws:
@@ -210,6 +217,5 @@ if __name__ == "__main__":
     # moto's Step Functions interpreter logs, as errors, conditions a workflow handles itself (a Choice probing an
     # absent field, a caught ConditionalCheckFailed); an execution's real failure reaches `inbox replay` anyway.
     logging.getLogger("moto.stepfunctions").setLevel(logging.CRITICAL)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     serve(sys.argv[1], int(sys.argv[2]))
