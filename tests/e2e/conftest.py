@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +30,10 @@ class RunningStack:
     url: str
     env: dict[str, str]
     process: subprocess.Popen[str]
+    log_path: Path
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
 
     def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -57,23 +62,28 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
         }
         | (extra_env or {})
     )
+    # The stack's console goes to a file, never to an unread pipe: past 64 KB a full pipe blocks its writer, and
+    # a stack that logs a line per request would freeze mid-test.
+    log = tempfile.NamedTemporaryFile(prefix="inbox-local-", suffix=".log", delete=False)  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "inbox_local"],
         env=env,
         cwd=ROOT,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    log.close()
+    log_path = Path(log.name)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"local stack exited early:\n{process.stdout.read() if process.stdout else ''}")
+            raise AssertionError(f"local stack exited early:\n{log_path.read_text()}")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
                 if response.status == 200:
-                    return RunningStack(url, env, process)
+                    return RunningStack(url, env, process, log_path)
         except OSError:
             time.sleep(0.2)
     process.kill()

@@ -65,6 +65,6 @@ def test_the_stack_stops_cleanly_on_interrupt():
     # When it is interrupted (Ctrl-C)
     code = stop_stack(stack)
     # Then it exits with success and says so
-    output = stack.process.stdout.read() if stack.process.stdout else ""
+    output = stack.output()
     assert code == 0
     assert "stopped." in output

@@ -51,6 +51,7 @@ def test_three_thousand_events_over_three_hundred_payments(local_stack):
         "0.3",
         "--timeout",
         "900",
+        timeout=1200,
     )
     events = sum(report["statuses"].values())
     # Then at least 3,000 distinct events went through, none failed or pending, every payment matches
