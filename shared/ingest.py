@@ -102,7 +102,7 @@ class IngestService:
             event=event,
             request=request,
             replay_headers=driver.replay_headers,
-            replay_query=getattr(driver, "replay_query", ()),  # optional in the driver interface
+            replay_query=driver.replay_query,
             body=self._store_body(driver.name, event_key(driver.name, event_id), request.body, received_at),
             received_at=received_at,
             retention_days=self.settings.retention_days,

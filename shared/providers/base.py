@@ -66,8 +66,9 @@ class ProviderDriver(Protocol):
     # secret itself (Asaas sends its token as a header: that one is not kept).
     replay_headers: tuple[str, ...]
     signs_timestamp: bool  # whether verify() enforces a timestamp tolerance
-    # Optional: query parameters stored for re-verification (`replay_query`, default none). The ingest keeps no
-    # other query parameter, since some providers (iugu) put the secret itself in the URL.
+    # Query parameters stored for re-verification. The ingest keeps no other query parameter: some providers
+    # (iugu) put the secret itself in the URL.
+    replay_query: tuple[str, ...]
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         """Raise SignatureInvalid unless the raw body is signed by the current or the previous secret."""
