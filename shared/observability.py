@@ -4,8 +4,9 @@ Metrics are emitted one at a time with their own dimensions (`count_for_provider
 `Metrics` object flushed per invocation: each carries its provider, and the local stack runs several
 "invocations" at once in one process without their dimension sets mixing.
 
-Tracer is left out on purpose: the X-Ray SDK costs ~170 ms of import on a cold start (measured, see
-bench/) and the ingest answers on the gateway's clock. Lambda's active tracing still records each invocation.
+Tracer is left out on purpose: the X-Ray SDK cost ~170 ms of import on a cold start (one ad-hoc
+measurement over boto3 + a client; `make bench` times the whole ingest init) and the ingest answers on the
+gateway's clock. Lambda's active tracing still records each invocation.
 """
 
 from __future__ import annotations
