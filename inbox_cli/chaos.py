@@ -75,7 +75,10 @@ BASE_RATES: dict[str, float] = {
 }
 MOODS = (0.5, 1.0, 1.0, 1.5)
 LATE_PAYMENT_SHARE = 0.3  # payments whose first fetch answers 404 (the webhook raced the API)
-EXHAUSTING_PAYMENT_SHARE = 0.06  # ... whose fetches answer 404 for every attempt of the first event
+EXHAUSTING_PAYMENT_SHARE = 0.06  # ... whose fetches answer 404 until the harness reveals them, before the replay
+# "Unknown for N fetches" with N = the attempts per event is not enough to make an event fail: a slow answer the
+# client gave up on, or a retry inside one attempt, also consumes a 404. These stay unknown until revealed.
+UNKNOWN_UNTIL_REVEALED = 1_000_000
 
 
 # ------------------------------------------------------------------------------------------------- schedule
@@ -144,13 +147,13 @@ def build_schedule(seed: int, *, payments: int, rounds: int, max_attempts: int) 
     for _ in range(payments):
         draw = rng.random()
         if exhausting and draw < EXHAUSTING_PAYMENT_SHARE:
-            unknown.append(max_attempts)
+            unknown.append(UNKNOWN_UNTIL_REVEALED)
         elif draw < LATE_PAYMENT_SHARE:
             unknown.append(1)
         else:
             unknown.append(0)
-    if exhausting and payments and max_attempts not in unknown:
-        unknown[rng.randrange(payments)] = max_attempts  # at least one: the replay path is always exercised
+    if exhausting and payments and UNKNOWN_UNTIL_REVEALED not in unknown:
+        unknown[rng.randrange(payments)] = UNKNOWN_UNTIL_REVEALED  # at least one: the replay path is always exercised
     return ChaosSchedule(
         seed=seed,
         rounds=[RoundFaults(**rates, pipe_pause_seconds=pauses.get(r, 0.0)) for r, rates in enumerate(timeline)],
@@ -461,6 +464,7 @@ class ChaosRun:
         phases = {"settle": time.monotonic()}
 
         failed = {item["pk"] for item in items if item.get("status") == EventStatus.FAILED.value}
+        self.simulation.admin.make_all_known()  # the gateway's API caught up: what failed can now be replayed
         replayed = 0
         for _ in range(REPLAY_ROUNDS):
             still_failed = [item for item in items if item.get("status") == EventStatus.FAILED.value]

@@ -10,20 +10,23 @@ from inbox_local.runtime import LocalStack
 
 def main() -> int:
     stack = LocalStack()
-    stack.start()
-    print(stack.banner(), flush=True)
 
     def _stop(signum: int, _frame: object) -> None:
         print(f"\nstopping (signal {signum})...", file=sys.stderr, flush=True)
         stack.request_stop()
 
+    # Installed before start(): the API answers /health as soon as start() serves it, and an interrupt that
+    # lands between then and here would otherwise kill the process by the default handler (exit -2).
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    stack.wait()
-    stack.stop()
+    try:
+        stack.start()
+        print(stack.banner(), flush=True)
+        stack.wait()
+    finally:
+        stack.stop()
     print("stopped.", file=sys.stderr, flush=True)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,6 +17,8 @@ Two faces:
     `POST /_sim/payments/{provider}/{id}/transition {"status", "refund_amount"?, "at"?}` -> `{"webhooks"}`
     (409 for a step the gateway cannot take, 404 for an unknown payment); each webhook is
     `{"event_type", "body" (the exact UTF-8 text), "occurred_at" (epoch s)}`;
+    `POST /_sim/payments/known` (every payment answers its fetches from now on, whatever `unknown_fetches` it was
+    created with) -> `{"revealed"}`;
     `GET /_sim/payments` (every payment's truth); `GET|POST /_sim/faults` (read / change the fault knobs; POST
     takes any subset); `GET /_sim/stats` (requests served and faults injected).
 
@@ -488,6 +490,17 @@ class GatewaySimulator:
                 amount_refunded=p.amount_refunded,
             )
 
+    def make_all_known(self) -> int:
+        """Every payment answers its next fetch (the API caught up). The number of payments that were still
+        unknown."""
+        with self._lock:
+            revealed = 0
+            for p in self._payments.values():
+                if p.fetches < p.unknown_fetches:
+                    revealed += 1
+                p.unknown_fetches = 0
+            return revealed
+
     def payments(self) -> list[dict[str, Any]]:
         """Every payment's truth (what `GET /_sim/payments` answers)."""
         with self._lock:
@@ -745,6 +758,8 @@ class GatewaySimulator:
         return secrets.compare_digest(headers.get("access_token", "").encode(), expected.encode())
 
     def _admin(self, method: str, path: list[str], body: bytes) -> tuple[int, dict[str, str], Any]:
+        if path == ["payments", "known"] and method == "POST":
+            return 200, {}, {"revealed": self.make_all_known()}
         if path == ["payments"] and method == "GET":
             return 200, {}, self.payments()
         if path == ["payments"] and method == "POST":

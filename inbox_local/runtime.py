@@ -134,12 +134,13 @@ class LocalStack:
         self.sweep_schedule = Schedule("sweeper", sweeper_handler, sweep_interval)
         self._spawn("sweeper", lambda: self.sweep_schedule.run(self._stopping) if self.sweep_schedule else None)
 
-        self._api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
+        api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
         from inbox_local.faults import install as install_faults  # noqa: PLC0415 - once the environment is set
 
         self.faults = install_faults(self)
-        self._api.local_route = self.faults.admin_route
-        self._spawn("api", self._api.serve_forever)
+        api.local_route = self.faults.admin_route
+        self._spawn("api", api.serve_forever)
+        self._api = api  # only once it serves: stop() calls shutdown(), which waits for serve_forever to return
 
     def _spawn(self, name: str, target: Any) -> None:
         thread = threading.Thread(target=target, name=f"local-{name}", daemon=True)

@@ -295,6 +295,23 @@ def test_unknown_until_n_fetches_models_webhooks_racing_the_api(sim):
     assert sim.stats()["unknown"] == 2
 
 
+def test_a_payment_unknown_until_revealed_answers_once_the_admin_says_the_api_caught_up(sim):
+    # Given a payment the API will not know for a million fetches, and one it knows
+    sim.set_faults(unknown_fetches=1_000_000)
+    hidden = sim.create_payment("asaas", 100)
+    sim.set_faults(unknown_fetches=0)
+    known = sim.create_payment("asaas", 100)
+    client = make_clients(sim)["asaas"]
+    with pytest.raises(ResourceNotFound):
+        client.fetch_payment(hidden)
+    # When the admin route reveals every payment
+    status, answer = admin(sim, "POST", "/_sim/payments/known", {})
+    # Then only the hidden one counted, and both answer now
+    assert (status, answer) == (200, {"revealed": 1})
+    assert client.fetch_payment(hidden).status is S.PENDING
+    assert client.fetch_payment(known).status is S.PENDING
+
+
 def test_errors_are_retried_then_reported_unavailable(sim):
     sim.set_faults(error_rate=1.0)
     sleeps = Sleeps()
