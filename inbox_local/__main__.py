@@ -28,5 +28,6 @@ def main() -> int:
     print("stopped.", file=sys.stderr, flush=True)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
