@@ -296,6 +296,11 @@ def replay(
 @click.option("--concurrency", default=8, show_default=True, help="Parallel deliveries.")
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for every event to settle.")
 @click.option("--lifecycle", "lifecycles", multiple=True, help="Only this lifecycle (repeatable), e.g. 'dispute won'.")
+@click.option(
+    "--settle-rounds",
+    is_flag=True,
+    help="Wait until each round's webhooks are processed before the next gateway step (more transitions applied).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @click.pass_context
 def simulate(
@@ -309,6 +314,7 @@ def simulate(
     concurrency: int,
     timeout: float,
     lifecycles: tuple[str, ...],
+    settle_rounds: bool,
     as_json: bool,
 ) -> None:
     """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
@@ -330,6 +336,7 @@ def simulate(
         concurrency=concurrency,
         settle_timeout_seconds=timeout,
         lifecycles=lifecycles,
+        settle_rounds=settle_rounds,
     )
     simulation = Simulation(
         options,
@@ -475,6 +482,73 @@ def list_outbox(ctx: click.Context, provider: str | None, resource_id: str | Non
         _echo_json(records)
         return
     show(records, _table)
+
+
+# -------------------------------------------------------------------------------------------------- receiver
+
+
+@cli.command()
+@click.option("--port", default=8790, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    envvar="INBOX_FORWARD_SECRET",
+    help="whsec_<base64>, the stack's INBOX_FORWARD_SECRET (default: that variable). Repeat for a rotation.",
+)
+@click.option("--fail-first", default=0, show_default=True, help="Answer 500 to the first N requests (retries).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per request, then the summary, on stdout.")
+def receiver(port: int, host: str, secrets: tuple[str, ...], fail_first: int, as_json: bool) -> None:
+    """Receive the forwarded events: verify (Standard Webhooks), dedup by webhook-id, check per-payment order.
+
+    Prints one line per request (never a secret) and, on Ctrl-C, a summary. Exits 1 if an event was rejected or a
+    payment's sequence had a gap or went back."""
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    from inbox_cli.receiver import ReceiverCore, ReceiverServer, Verdict, render_summary  # noqa: PLC0415
+
+    if not secrets:
+        raise click.UsageError("give the forwarding secret: --secret whsec_... (or set INBOX_FORWARD_SECRET)")
+    try:
+        core = ReceiverCore(secrets)
+    except Exception as error:
+        reason = f"not a whsec_<base64> secret ({type(error).__name__})"
+        raise click.BadParameter(reason, param_hint="--secret") from None
+
+    def show(verdict: Verdict) -> None:
+        click.echo(json.dumps(verdict.to_json(), sort_keys=True, default=str) if as_json else verdict.line())
+
+    def failed(remaining: int) -> None:
+        if as_json:
+            click.echo(json.dumps({"status": 500, "outcome": "failed_on_purpose", "remaining": remaining}))
+        else:
+            click.echo(f"{time.strftime('%H:%M:%S')} 500 failing on purpose ({remaining} more)")
+
+    try:
+        server = ReceiverServer(core, host, port, fail_first=fail_first, on_verdict=show, on_failure=failed)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    server.start()
+    click.echo(
+        f"Receiving on {server.url} ({len(secrets)} secret(s)). Forward to it:\n"
+        f"  INBOX_FORWARD_URL={server.url} INBOX_FORWARD_SECRET=<the same secret> make run\n"
+        "Ctrl-C prints the summary.",
+        err=as_json,
+    )
+    stop.wait()
+    server.stop()
+    summary = core.summary()
+    if as_json:
+        click.echo(json.dumps({"summary": {**summary, "requests": server.requests}}, sort_keys=True))
+    else:
+        click.echo("\n" + render_summary(summary, requests=server.requests, failed_on_purpose=server.failed_on_purpose))
+    if summary["rejected"] or not summary["in_order"] or summary["mismatched_ids"]:
+        raise SystemExit(1)
 
 
 def main() -> None:

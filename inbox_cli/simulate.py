@@ -61,6 +61,11 @@ class SimulationOptions:
     concurrency: int = 8
     settle_timeout_seconds: float = 300.0
     lifecycles: tuple[str, ...] = ()  # only these (by name); empty = all of the provider's
+    # Wait for each round's deliveries to be processed before the gateway's next step. Otherwise the steps follow
+    # each other within milliseconds and the processor's refetch mostly sees the final state: one transition per
+    # payment. Settled rounds apply the intermediate states too (pending, paid, refunded ...), as when a gateway's
+    # steps are minutes apart.
+    settle_rounds: bool = False
 
 
 @dataclass
@@ -241,6 +246,38 @@ class Simulation:
         for copy in copies:
             send_one(copy)
 
+    def _drive(
+        self, plans: list[tuple[str, str, list[str], str]], pending: list[Delivery], resource_ids: set[tuple[str, str]]
+    ) -> int:
+        """Round by round: the gateway takes each payment's next step, and the webhooks due are delivered. Returns
+        how many webhooks the gateway's steps produced."""
+        options = self.options
+        webhooks_total = 0
+        rounds = max((len(steps) for _, _, steps, _ in plans), default=0) + options.max_delay_rounds + 1
+        with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
+
+            def deliver_due(round_: int) -> None:
+                due = [d for d in pending if d.due_round <= round_]
+                pending[:] = [d for d in pending if d.due_round > round_]
+                self.rng.shuffle(due)
+                list(pool.map(self._deliver, due))
+
+            for round_ in range(rounds):
+                if self.hooks.before_round is not None:
+                    self.hooks.before_round(round_)
+                if options.settle_rounds:  # delivered and processed before the gateway's next step
+                    deliver_due(round_)
+                    self._wait_until_nothing_pending(resource_ids, poll_seconds=0.25)
+                for provider, resource_id, steps, _ in plans:
+                    if round_ < len(steps):
+                        webhooks = self.admin.transition(provider, resource_id, steps[round_])
+                        webhooks_total += len(webhooks)
+                        pending += self._schedule(provider, resource_id, webhooks, round_ + 1)
+                if not options.settle_rounds:  # the gateway has moved on already: the refetch sees a later state
+                    deliver_due(round_)
+            list(pool.map(self._deliver, pending))
+        return webhooks_total
+
     def run(self) -> SimulationReport:
         options = self.options
         started = time.monotonic()
@@ -265,26 +302,12 @@ class Simulation:
             pending += self._schedule(provider, resource_id, created, 0)
             webhooks_total += len(created)
 
-        rounds = max((len(steps) for _, _, steps, _ in plans), default=0) + options.max_delay_rounds + 1
-        with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
-            for round_ in range(rounds):
-                if self.hooks.before_round is not None:
-                    self.hooks.before_round(round_)
-                for provider, resource_id, steps, _ in plans:
-                    if round_ < len(steps):
-                        webhooks = self.admin.transition(provider, resource_id, steps[round_])
-                        webhooks_total += len(webhooks)
-                        pending += self._schedule(provider, resource_id, webhooks, round_ + 1)
-                due = [d for d in pending if d.due_round <= round_]
-                pending = [d for d in pending if d.due_round > round_]
-                self.rng.shuffle(due)
-                list(pool.map(self._deliver, due))
-            list(pool.map(self._deliver, pending))
+        resource_ids = {(provider, resource_id) for provider, resource_id, _, _ in plans}
+        webhooks_total += self._drive(plans, pending, resource_ids)
         if self.hooks.after_delivery is not None:
             self.hooks.after_delivery()
         delivered_at = time.monotonic()
 
-        resource_ids = {(provider, resource_id) for provider, resource_id, _, _ in plans}
         items = self._wait_until_settled(resource_ids)
         settled_at = time.monotonic()
         statuses: dict[str, int] = {}
@@ -322,8 +345,8 @@ class Simulation:
     def _events_of(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
         return [item for item in self.inbox.scan() if (item.get("provider"), item.get("resource_id")) in resource_ids]
 
-    def _wait_until_settled(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
-        # Poll the sparse index of pending events (cheap), not the whole table; read everything once at the end.
+    def _wait_until_nothing_pending(self, resource_ids: set[tuple[str, str]], poll_seconds: float = 0.5) -> None:
+        # Poll the sparse index of pending events (cheap), not the whole table.
         deadline = time.monotonic() + self.options.settle_timeout_seconds
         while time.monotonic() < deadline:
             still_pending = any(
@@ -331,9 +354,12 @@ class Simulation:
                 for item in self.inbox.open_events(EventStatus.PENDING)
             )
             if not still_pending:
-                break
-            time.sleep(0.5)
-        return self._events_of(resource_ids)
+                return
+            time.sleep(poll_seconds)
+
+    def _wait_until_settled(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
+        self._wait_until_nothing_pending(resource_ids)
+        return self._events_of(resource_ids)  # read everything once, at the end
 
     def _compare(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
         mismatches = []

@@ -12,10 +12,8 @@ order. A delivery that keeps failing blocks EVERY later event (not only its paym
 endpoint, so when it is down it is down for every payment, and a strict single line never reorders and needs no
 per-payment parking. Nothing is dropped: the stream chunk is read again on the next poll.
 
-Exactly once in effect: after each delivery the publisher records, in the control table, the last sequence
-delivered per outbox partition (`outbox-forward#{pk}`), and skips records at or below it. A crash between a
-delivery and that checkpoint re-sends that one event after a restart, with the same `webhook-id`: the receiver
-dedups by it (Standard Webhooks' contract). Sequences per payment only ever increase at the receiver.
+Exactly once in effect, in order: shared/forwarding.py's `forward_in_order` with its control-table checkpoints,
+the very code the forwarder Lambda runs in AWS.
 """
 
 from __future__ import annotations
@@ -24,29 +22,12 @@ import json
 import threading
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from moto.events.models import EventPattern
 
 from inbox_local.stream_reader import StreamReader
 from infra import definitions
-from shared.forwarding import DeliveryFailed, Forwarder
-from shared.payments.outbox import published_event
-
-CHECKPOINT_PREFIX = "outbox-forward#"
-_deserializer = TypeDeserializer()
-
-
-def _plain(value: Any) -> Any:
-    if type(value).__name__ == "Decimal":
-        return int(value) if value == int(value) else float(value)
-    return value
-
-
-def event_from_record(record: dict[str, Any]) -> dict[str, Any]:
-    """The published event carried by an outbox stream record (its NewImage)."""
-    image = record["dynamodb"]["NewImage"]
-    item = {name: _plain(_deserializer.deserialize(value)) for name, value in image.items()}
-    return {"pk": item["pk"], **published_event(item)}
+from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
+from shared.payments.outbox import event_from_stream_record
 
 
 class OutboxPublisher:
@@ -60,32 +41,21 @@ class OutboxPublisher:
         poll_seconds: float = 0.2,
     ) -> None:
         self.reader = StreamReader(session.client("dynamodbstreams"), stream_arn)
-        self.dynamodb = session.client("dynamodb")
-        self.control_table = control_table
+        self.checkpoints = ForwardCheckpoints(session.client("dynamodb"), control_table)
         self.forwarder = forwarder
         self.poll_seconds = poll_seconds
         self.pattern = EventPattern.load(json.dumps(definitions.OUTBOX_PIPE_FILTER_PATTERN))
         self.published: list[dict[str, Any]] = []  # the events, as published (without the partition key)
         self.failures = 0
-        self._checkpoints: dict[str, int] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------- checkpoints
 
     def checkpoint(self, pk: str) -> int:
-        if pk not in self._checkpoints:
-            response = self.dynamodb.get_item(
-                TableName=self.control_table, Key={"pk": {"S": CHECKPOINT_PREFIX + pk}}, ConsistentRead=True
-            )
-            self._checkpoints[pk] = int(response.get("Item", {}).get("sequence", {}).get("N", "0"))
-        return self._checkpoints[pk]
+        return self.checkpoints.delivered(pk)
 
     def save_checkpoint(self, pk: str, sequence: int) -> None:
-        self.dynamodb.put_item(
-            TableName=self.control_table,
-            Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
-        )
-        self._checkpoints[pk] = sequence
+        self.checkpoints.save(pk, sequence)
 
     # -------------------------------------------------------------------------------------------------- publish
 
@@ -95,17 +65,24 @@ class OutboxPublisher:
             self.forwarder.deliver(event)
 
     def _consume(self, records: list[dict[str, Any]]) -> None:
-        for record in records:
-            if not self.pattern.matches_event(record):  # type: ignore[arg-type]  # a stream record, not an event
-                continue
-            full = event_from_record(record)
-            pk, sequence = full.pop("pk"), int(full["sequence"])
-            if sequence <= self.checkpoint(pk):
-                continue  # delivered before (a re-read chunk, or a restart)
-            self.publish(full)  # raises: this chunk is read again, from here on nothing later goes out first
-            self.save_checkpoint(pk, sequence)
-            with self._lock:
-                self.published.append(full)
+        events = [
+            event_from_stream_record(record)
+            for record in records
+            if self.pattern.matches_event(record)  # type: ignore[arg-type]  # a stream record, not an event
+        ]
+        # Raises DeliveryFailed: this chunk is read again, and from there on nothing later goes out first.
+        forward_in_order(
+            events,
+            deliver=self.publish,
+            # Looked up at call time (not bound now): tests replace save_checkpoint to crash between the two.
+            delivered=lambda pk: self.checkpoint(pk),  # noqa: PLW0108
+            save=lambda pk, sequence: self.save_checkpoint(pk, sequence),  # noqa: PLW0108
+            on_delivered=self._published,
+        )
+
+    def _published(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self.published.append(event)
 
     def poll_once(self) -> int:
         """Publish what the stream holds now. Returns how many stream records were read (published or not)."""
@@ -118,13 +95,31 @@ class OutboxPublisher:
                 return
 
     def run(self, stop: threading.Event) -> None:
+        consecutive_failures = 0
         while not stop.is_set():
+            wait = self.poll_seconds
             try:
                 self.poll_once()
+                consecutive_failures = 0
             except DeliveryFailed as error:
                 self.failures += 1
-                print(f"outbox: delivery failed, retrying later (nothing after it goes first): {error}", flush=True)
+                consecutive_failures += 1
+                # The backoff carries across polls: a receiver that stays down is asked less and less often
+                # (up to the forwarder's cap), not hammered with a fresh round of attempts every poll.
+                wait = self._pause_after(consecutive_failures)
+                print(
+                    f"outbox: delivery failed, retrying in {wait:.0f} s (nothing after it goes first): {error}",
+                    flush=True,
+                )
             except Exception as error:
                 self.failures += 1
                 print(f"outbox: {type(error).__name__}: {error}", flush=True)
-            stop.wait(self.poll_seconds)
+            stop.wait(wait)
+
+    def _pause_after(self, consecutive_failures: int) -> float:
+        if self.forwarder is None:
+            return self.poll_seconds
+        forwarder = self.forwarder
+        # Each failed round already made max_attempts tries; continue the exponential series from there.
+        attempt = consecutive_failures * forwarder.max_attempts
+        return max(self.poll_seconds, backoff(attempt, forwarder.base_delay_seconds, forwarder.max_delay_seconds))

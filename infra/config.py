@@ -16,6 +16,9 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``archive_redact_fields``: comma-separated JSON key names whose values the archiver redacts (LGPD), e.g.
   ``email,cpf,name`` (default: none).
 - ``alarm_email``: an address subscribed to the alarms' SNS topic (default: none; subscribe anything later).
+- ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
+  Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
+  ``https://``.
 - ``powertools_layer_version``: version N of the official layer
   ``arn:aws:lambda:<region>:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:N``. The default is
   the newest version the Powertools docs listed when this was written; when bumping the Powertools version in
@@ -80,8 +83,18 @@ class StackSettings:
     archive_expiration_days: int | None = None  # None: archived items are kept
     archive_redact_fields: str = ""
     alarm_email: str | None = None
+    forward_url: str | None = None
 
     def __post_init__(self) -> None:
+        if self.forward_url is not None and not (
+            self.forward_url.startswith("https://")
+            and len(self.forward_url) > len("https://")
+            and " " not in self.forward_url
+        ):
+            raise SettingsError(
+                f"context value 'forward_url' must be an https:// URL (events are signed, not encrypted), "
+                f"got {self.forward_url!r}"
+            )
         if not all(
             field.strip() and all(c.isalnum() or c in "_-" for c in field.strip())
             for field in self.archive_redact_fields.split(",")
@@ -132,6 +145,7 @@ class StackSettings:
             archive_expiration_days=_optional_integer(node, "archive_expiration_days"),
             archive_redact_fields=_text(node, "archive_redact_fields") or "",
             alarm_email=_text(node, "alarm_email"),
+            forward_url=_text(node, "forward_url"),
         )
 
 

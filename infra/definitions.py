@@ -291,3 +291,31 @@ OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185  # the stream keeps a record 24 
 ENV_FORWARD_URL: Final = "INBOX_FORWARD_URL"
 ENV_FORWARD_SECRET: Final = "INBOX_FORWARD_SECRET"  # whsec_<base64>
 ENV_FORWARD_SECRET_PREVIOUS: Final = "INBOX_FORWARD_SECRET_PREVIOUS"  # set during a rotation: both sign
+ENV_FORWARD_SECRET_NAME: Final = "INBOX_FORWARD_SECRET_NAME"  # AWS: the Secrets Manager secret of the pair
+ENV_EVENT_BUS_NAME: Final = "INBOX_EVENT_BUS_NAME"
+# The publisher Lambda (outbox Pipe -> bus) and the forwarder Lambda (forwarding Pipe -> the customer's endpoint).
+# Both Pipes read the outbox stream: DynamoDB Streams serves at most two readers per shard without throttling.
+PUBLISHER_MEMORY_MB: Final = 256
+PUBLISHER_TIMEOUT_SECONDS: Final = 30
+FORWARDER_MEMORY_MB: Final = 256
+# Ten deliveries of at most 3 x 5 s POSTs + backoffs each would take 165 s; the forwarder starts a delivery only
+# with its worst case left (shared/forwarding.py) and leaves the rest of the batch to the Pipe's retry.
+FORWARDER_TIMEOUT_SECONDS: Final = 120
+# The forwarding rate limit: at most this many concurrent forwarder invocations (each sends one event at a time),
+# whatever the number of stream shards; a throttled invocation is retried by the Pipe like a failed one.
+FORWARDER_RESERVED_CONCURRENCY: Final = 2
+FORWARD_PIPE_BATCH_SIZE: Final = 10
+# Retries of a batch the endpoint keeps refusing: the Pipe backs off exponentially between attempts; after them
+# (or when the record is older than the maximum age) the batch's metadata goes to the forwarding dead-letter queue
+# and the shard moves on. The events stay on the bus and in the outbox table (7 days) for a manual re-send.
+FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185
+FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS: Final = 86_400
+OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretName"
+OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
+OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
+EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
+
+
+def forward_secret_name(stack_name: str) -> str:
+    """The Secrets Manager secret with the forwarding signing pair {"current": "whsec_...", "previous": ...}."""
+    return f"{stack_name}/forward-signing"

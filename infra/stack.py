@@ -17,6 +17,7 @@ from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.ingest_api import IngestApi
 from infra.constructs.ingest_function import IngestFunction
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.replay_workflow import ReplayWorkflow
@@ -44,11 +45,14 @@ class WebhookInboxStack(Stack):
         self.queues = DispatchQueue(self, "DispatchQueue")
         self.pipe = DispatchPipe(self, "DispatchPipe", table=self.storage.table, queue=self.queues.queue)
         self.api_keys = GatewayApiKeys(self, "GatewayApiKeys", stack_name=self.stack_name)
+        # Downstream: the processor's transactional outbox -> the stack's event bus (and the signed forwarding).
+        self.outbox = Outbox(self, "Outbox", payments=self.payments, settings=settings)
         self.processor = ProcessorFunction(
             self,
             "ProcessorFunction",
             inbox=self.storage,
             payments=self.payments,
+            outbox=self.outbox,
             queues=self.queues,
             api_keys=self.api_keys,
             settings=settings,
@@ -77,12 +81,33 @@ class WebhookInboxStack(Stack):
                 "processor": self.processor.function,
                 "sweeper": self.sweeper.function,
                 "archiver": self.archive.function,
+                "publisher": self.outbox.publisher,
+                **({"forwarder": self.outbox.forwarder} if self.outbox.forwarder else {}),
             },
             queue=self.queues.queue,
             dead_letter_queue=self.queues.dead_letter_queue,
             pipe_dead_letter_queue=self.pipe.dead_letter_queue,
             archive_failure_queue=self.archive.failure_queue,
             replay_state_machine=self.replay.state_machine,
+            downstream_dead_letter_queues=[
+                (
+                    "outbox-dead-letter-queue",
+                    self.outbox.publish_pipe.dead_letter_queue,
+                    "outbox records the publisher could not put on the event bus",
+                ),
+                *(
+                    [
+                        (
+                            "forward-dead-letter-queue",
+                            self.outbox.forward_pipe.dead_letter_queue,
+                            "events the customer's endpoint did not accept within the retries (they are still on "
+                            "the bus and in the outbox table)",
+                        )
+                    ]
+                    if self.outbox.forward_pipe
+                    else []
+                ),
+            ],
         )
 
         outputs = {
@@ -128,5 +153,23 @@ class WebhookInboxStack(Stack):
             self.monitoring.topic.topic_arn,
             "SNS topic of the alarms: subscribe your on-call (or deploy with -c alarm_email=...)",
         )
+        outputs[definitions.OUTPUT_OUTBOX_TABLE] = (self.outbox.table.table_name, "Transactional outbox table")
+        outputs[definitions.OUTPUT_EVENT_BUS] = (
+            self.outbox.bus.event_bus_name,
+            "EventBridge bus of the published events (source webhook-inbox): add your rules here",
+        )
+        outputs[definitions.OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL] = (
+            self.outbox.publish_pipe.dead_letter_queue.queue_url,
+            "Dead-letter queue of outbox records not put on the bus",
+        )
+        if self.outbox.forward_secret and self.outbox.forward_pipe:
+            outputs[definitions.OUTPUT_FORWARD_SECRET] = (
+                self.outbox.forward_secret.secret_name,
+                "Secrets Manager secret signing the forwarded events (give 'current' to your receiver)",
+            )
+            outputs[definitions.OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL] = (
+                self.outbox.forward_pipe.dead_letter_queue.queue_url,
+                "Dead-letter queue of forwarded batches the endpoint kept refusing",
+            )
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

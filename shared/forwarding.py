@@ -7,7 +7,14 @@ the previous secret sign, so a receiver holding either verifies. The signing fun
 provider driver verifies with (`shared.providers.standard.compute_signature`), not a copy.
 
 Delivery is at least once: a 2xx is success; anything else (or a network error) is retried with exponential
-backoff. The caller decides what a delivery that keeps failing blocks (the local publisher: everything after it).
+backoff. The caller decides what a delivery that keeps failing blocks (the local publisher and the forwarder
+Lambda: everything after it on the stream).
+
+Exactly once in effect, in order (`forward_in_order`): after each delivery the last sequence delivered per outbox
+partition is checkpointed in the control table (`outbox-forward#{pk}`), and records at or below it are skipped.
+A crash between a delivery and its checkpoint re-sends that one event, with the same `webhook-id`: the receiver
+dedups by it (Standard Webhooks' contract). The same code runs locally (inbox_local/outbox_publisher.py) and in
+AWS (functions/forwarder, fed by the outbox Pipe).
 """
 
 from __future__ import annotations
@@ -17,15 +24,22 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 ENV_FORWARD_URL = "INBOX_FORWARD_URL"  # equal to infra.definitions.ENV_FORWARD_* (a test compares)
 ENV_FORWARD_SECRET = "INBOX_FORWARD_SECRET"  # noqa: S105 - a variable name
 ENV_FORWARD_SECRET_PREVIOUS = "INBOX_FORWARD_SECRET_PREVIOUS"  # noqa: S105 - a variable name
+# In AWS: the name of the Secrets Manager secret holding {"current": "whsec_...", "previous": ...}.
+ENV_FORWARD_SECRET_NAME = "INBOX_FORWARD_SECRET_NAME"  # noqa: S105 - a variable name
+CHECKPOINT_PREFIX = "outbox-forward#"
 
 
 class DeliveryFailed(Exception):
@@ -82,6 +96,17 @@ class Forwarder:
             decode_secret(secret)  # fail at start-up, not at the first delivery
         return cls(url=url, secrets=secrets)
 
+    @classmethod
+    def from_secret(cls, url: str, secret_name: str, **options: Any) -> Forwarder:
+        """The Lambda's forwarder: the secrets from Secrets Manager (cached; a rotation reaches every instance
+        within the cache's five minutes). SecretUnavailable when they cannot be read: retry later."""
+        from shared.secrets import read_secret_pair  # noqa: PLC0415 - Powertools' parameters, only in AWS
+
+        pair = read_secret_pair(secret_name, what="forwarding secret")
+        for secret in pair.candidates():
+            decode_secret(secret)
+        return cls(url=url, secrets=pair.candidates(), **options)
+
     def post_once(self, event: Mapping[str, Any]) -> int:
         """One signed POST; returns the HTTP status (0 for a network error)."""
         body = event_body(event)
@@ -94,6 +119,7 @@ class Forwarder:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310
                 return int(response.status)
         except urllib.error.HTTPError as error:
+            error.close()  # its response is open: release the connection
             return int(error.code)
         except (urllib.error.URLError, OSError):
             return 0
@@ -108,3 +134,126 @@ class Forwarder:
             if attempt < self.max_attempts:
                 self.sleep(backoff(attempt, self.base_delay_seconds, self.max_delay_seconds))
         raise DeliveryFailed(f"{event.get('id')}: no 2xx after {self.max_attempts} attempts (last status {status})")
+
+
+class ForwardCheckpoints:
+    """The last sequence delivered per outbox partition, in the control table (consistent reads)."""
+
+    def __init__(self, dynamodb: DynamoDBClient, control_table: str) -> None:
+        self.dynamodb = dynamodb
+        self.control_table = control_table
+        self._known: dict[str, int] = {}
+
+    def delivered(self, pk: str) -> int:
+        if pk not in self._known:
+            response = self.dynamodb.get_item(
+                TableName=self.control_table, Key={"pk": {"S": CHECKPOINT_PREFIX + pk}}, ConsistentRead=True
+            )
+            self._known[pk] = int(response.get("Item", {}).get("sequence", {}).get("N", "0"))
+        return self._known[pk]
+
+    def save(self, pk: str, sequence: int) -> None:
+        self.dynamodb.put_item(
+            TableName=self.control_table,
+            Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
+        )
+        self._known[pk] = sequence
+
+
+def forward_in_order(
+    events: Iterable[dict[str, Any]],
+    *,
+    deliver: Callable[[dict[str, Any]], None],
+    delivered: Callable[[str], int],
+    save: Callable[[str, int], None],
+    may_start: Callable[[], bool] = lambda: True,
+    on_delivered: Callable[[dict[str, Any]], None] = lambda _event: None,
+) -> list[dict[str, Any]]:
+    """Deliver each event (with its outbox `pk`) whose sequence is past its partition's checkpoint, in the
+    order given, checkpointing after each. Returns the events delivered now (without `pk`).
+
+    Stops at the first failure (DeliveryFailed propagates; nothing after it goes out first) and, raising
+    DeliveryFailed too, when `may_start()` says there is no time left for another delivery: the caller's
+    source hands the same records over again and the checkpoints skip what already went."""
+    sent: list[dict[str, Any]] = []
+    for full in events:
+        event = dict(full)
+        pk, sequence = str(event.pop("pk")), int(event["sequence"])
+        if sequence <= delivered(pk):
+            continue  # delivered before (a re-read batch, a restart)
+        if not may_start():
+            raise DeliveryFailed(f"{event.get('id')}: no time left to deliver it in this invocation")
+        deliver(event)
+        save(pk, sequence)
+        sent.append(event)
+        on_delivered(event)
+    return sent
+
+
+# ------------------------------------------------------------------------------------------- the forwarder Lambda
+# Per delivery at most FORWARDER_ATTEMPTS POSTs of FORWARDER_POST_TIMEOUT_SECONDS each plus the backoffs between
+# them; a delivery only starts with that much time left in the invocation (and a margin), so the Lambda never
+# times out half-way through one (which would leave a POST made and its checkpoint unwritten for no reason).
+FORWARDER_ATTEMPTS = 3
+FORWARDER_POST_TIMEOUT_SECONDS = 5.0
+FORWARDER_START_MARGIN_SECONDS = 5.0
+ENV_CONTROL_TABLE = "CONTROL_TABLE"
+
+
+def worst_delivery_seconds(forwarder: Forwarder) -> float:
+    backoffs = sum(
+        backoff(attempt, forwarder.base_delay_seconds, forwarder.max_delay_seconds)
+        for attempt in range(1, forwarder.max_attempts)
+    )
+    return forwarder.max_attempts * forwarder.timeout_seconds + backoffs
+
+
+def forward_stream_batch(
+    records: list[dict[str, Any]],
+    *,
+    remaining_seconds: Callable[[], float],
+    forwarder: Forwarder | None = None,
+    checkpoints: ForwardCheckpoints | None = None,
+) -> dict[str, int]:
+    """The forwarder Lambda's work: one batch of outbox stream records (from the forwarding Pipe), each event
+    POSTed signed to the customer's endpoint in order, checkpointed. Raises DeliveryFailed (or an AWS error) so
+    that the Pipe retries the batch; the checkpoints make the retry resume where this one stopped."""
+    from shared.payments.publishing import outbox_events  # noqa: PLC0415 - one definition of "an outbox event"
+
+    events = outbox_events(records)
+    if not events:
+        return {"forwarded": 0}  # nothing to sign: no secret read, no checkpoint read
+    forwarder = forwarder or _default_forwarder()
+    checkpoints = checkpoints or _default_checkpoints()
+    needed = worst_delivery_seconds(forwarder) + FORWARDER_START_MARGIN_SECONDS
+    sent = forward_in_order(
+        events,
+        deliver=forwarder.deliver,
+        delivered=checkpoints.delivered,
+        save=checkpoints.save,
+        may_start=lambda: remaining_seconds() >= needed,
+    )
+    return {"forwarded": len(sent)}
+
+
+def _default_forwarder() -> Forwarder:
+    # Not cached: the secret pair is (by Powertools, five minutes), so a rotation is picked up without a restart.
+    return Forwarder.from_secret(
+        os.environ[ENV_FORWARD_URL],
+        os.environ[ENV_FORWARD_SECRET_NAME],
+        max_attempts=FORWARDER_ATTEMPTS,
+        timeout_seconds=FORWARDER_POST_TIMEOUT_SECONDS,
+    )
+
+
+def _default_checkpoints() -> ForwardCheckpoints:
+    # A fresh view per batch (the client is shared): another container may have delivered this partition's
+    # later records since, and a stale in-memory checkpoint would send them again.
+    return ForwardCheckpoints(_dynamodb(), os.environ[ENV_CONTROL_TABLE])
+
+
+@cache
+def _dynamodb() -> DynamoDBClient:
+    import boto3  # noqa: PLC0415
+
+    return boto3.client("dynamodb")

@@ -33,15 +33,20 @@ class SigningSecretSource:
         return self._from_secrets_manager(provider)
 
     def _from_secrets_manager(self, provider: str) -> SigningSecrets:
-        # Imported here: Powertools' parameters module is only needed on the first fetch of each secret.
-        from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+        return read_secret_pair(f"{self._prefix}{provider}", what=f"signing secret for {provider!r}")
 
-        try:
-            value: Any = parameters.get_secret(
-                f"{self._prefix}{provider}", transform="json", max_age=SECRET_CACHE_SECONDS
-            )
-        except Exception as error:  # any failure to read is the same answer: retry later
-            raise SecretUnavailable(f"signing secret for {provider!r} unavailable: {type(error).__name__}") from error
-        if not isinstance(value, dict) or not value.get("current"):
-            raise SecretUnavailable(f"signing secret for {provider!r} has no 'current' value")
-        return SigningSecrets(str(value["current"]), str(value.get("previous") or "") or None)
+
+def read_secret_pair(secret_name: str, *, what: str) -> SigningSecrets:
+    """A Secrets Manager secret holding `{"current": ..., "previous": ...}`, cached for SECRET_CACHE_SECONDS.
+    SecretUnavailable when it cannot be read or has no current value (`what` names it in the message; the
+    value never appears in one)."""
+    # Imported here: Powertools' parameters module is only needed on the first fetch of each secret.
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+
+    try:
+        value: Any = parameters.get_secret(secret_name, transform="json", max_age=SECRET_CACHE_SECONDS)
+    except Exception as error:  # any failure to read is the same answer: retry later
+        raise SecretUnavailable(f"{what} unavailable: {type(error).__name__}") from error
+    if not isinstance(value, dict) or not value.get("current"):
+        raise SecretUnavailable(f"{what} has no 'current' value")
+    return SigningSecrets(str(value["current"]), str(value.get("previous") or "") or None)

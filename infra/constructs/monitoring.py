@@ -130,7 +130,9 @@ class Monitoring(Construct):
         pipe_dead_letter_queue: sqs.IQueue,
         archive_failure_queue: sqs.IQueue,
         replay_state_machine: sfn.IStateMachine,
+        downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]] = (),
     ) -> None:
+        """`downstream_dead_letter_queues`: (alarm name, queue, what lands there) of the outbox's Pipes."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
 
@@ -235,6 +237,7 @@ class Monitoring(Construct):
             ("dead-letter-queue", dead_letter_queue, "events the processor gave up on (they are failed)"),
             ("pipe-dead-letter-queue", pipe_dead_letter_queue, "stream records the Pipe could not deliver"),
             ("archive-failures", archive_failure_queue, "TTL deletions the archiver could not archive"),
+            *downstream_dead_letter_queues,
         ):
             alarm(
                 name,
@@ -272,6 +275,7 @@ class Monitoring(Construct):
             pipe_dead_letter_queue,
             archive_failure_queue,
             replay_state_machine,
+            downstream_dead_letter_queues,
         )
 
     def _dashboard(
@@ -283,6 +287,7 @@ class Monitoring(Construct):
         pipe_dead_letter_queue: sqs.IQueue,
         archive_failure_queue: sqs.IQueue,
         replay_state_machine: sfn.IStateMachine,
+        downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]],
     ) -> cw.Dashboard:
         def per_provider(*names: str) -> list[cw.IMetric]:
             return [every_provider(name) for name in names]
@@ -342,6 +347,7 @@ class Monitoring(Construct):
                         (dead_letter_queue, "processor DLQ"),
                         (pipe_dead_letter_queue, "Pipe DLQ"),
                         (archive_failure_queue, "archive failures"),
+                        *((q, name) for name, q, _ in downstream_dead_letter_queues),
                     )
                 ],
             ),

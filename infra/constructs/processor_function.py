@@ -7,6 +7,7 @@ What the code calls (shared/payments/store.py, shared/gateway/breaker.py, shared
   is not an IAM action: DynamoDB authorizes each item of a transaction with its own action (Put -> PutItem,
   Update -> UpdateItem, ConditionCheck -> ConditionCheckItem, unused here);
 - control table: GetItem and UpdateItem (the breakers create their item with UpdateItem; no PutItem);
+- outbox table: PutItem (the outbox record, conditioned on not existing, inside the applying transaction);
 - dispatch queue: what the event source mapping needs (receive, delete, visibility, attributes), which includes
   ChangeMessageVisibility, the processor's retry backoff;
 - dead-letter queue: SendMessage (the processor parks exhausted events itself);
@@ -31,6 +32,7 @@ from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.gateway_api_keys import GatewayApiKeys
 from infra.constructs.inbox_storage import InboxStorage
+from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
 
@@ -43,6 +45,7 @@ class ProcessorFunction(Construct):
         *,
         inbox: InboxStorage,
         payments: PaymentsStorage,
+        outbox: Outbox,
         queues: DispatchQueue,
         api_keys: GatewayApiKeys,
         settings: StackSettings,
@@ -61,6 +64,7 @@ class ProcessorFunction(Construct):
                 definitions.ENV_INBOX_TABLE: inbox.table.table_name,
                 definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
                 definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
+                definitions.ENV_OUTBOX_TABLE: outbox.table.table_name,
                 definitions.ENV_QUEUE_URL: queues.queue.queue_url,
                 definitions.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
                 definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
@@ -74,6 +78,7 @@ class ProcessorFunction(Construct):
         _grant_items(self.function, inbox.table, "dynamodb:GetItem", "dynamodb:UpdateItem")
         _grant_items(self.function, payments.payments_table, "dynamodb:GetItem", "dynamodb:PutItem")
         _grant_items(self.function, payments.control_table, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        _grant_items(self.function, outbox.table, "dynamodb:PutItem")
         iam.Grant.add_to_principal(
             grantee=self.function, actions=["sqs:SendMessage"], resource_arns=[queues.dead_letter_queue.queue_arn]
         )

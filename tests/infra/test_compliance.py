@@ -40,6 +40,14 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     ("AwsSolutions-IAM5[Resource::<BODY_BUCKET.Arn>/*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::<ARCHIVE_BUCKET.Arn>/archive/*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
     ("AwsSolutions-SQS3", "Archive/FailureQueue/Resource"),
+    # downstream: the outbox's publisher and (forwarding configured) the forwarder, their Pipes' DLQs, the secret
+    ("AwsSolutions-IAM5[Resource::*]", "Outbox/Publisher/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "Outbox/Publisher/Function/Resource"),
+    ("AwsSolutions-SQS3", "Outbox/PublishPipe/DeadLetterQueue/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "Outbox/Forwarder/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "Outbox/Forwarder/Function/Resource"),
+    ("AwsSolutions-SQS3", "Outbox/ForwardPipe/DeadLetterQueue/Resource"),
+    ("AwsSolutions-SMG4", "Outbox/ForwardSigningSecret/Resource"),
 }
 
 

@@ -40,6 +40,7 @@ def _ids(synthesized: Synthesized) -> dict[str, str]:
         "inbox": synthesized.logical_id(stack.storage.table),
         "payments": synthesized.logical_id(stack.payments.payments_table),
         "control": synthesized.logical_id(stack.payments.control_table),
+        "outbox": synthesized.logical_id(stack.outbox.table),
         "queue": synthesized.logical_id(stack.queues.queue),
         "dlq": synthesized.logical_id(stack.queues.dead_letter_queue),
         "pipe_dlq": synthesized.logical_id(stack.pipe.dead_letter_queue),
@@ -183,7 +184,8 @@ def test_dispatch_queue_is_high_throughput_fifo_with_a_dead_letter_queue(synthes
 
 def test_every_queue_refuses_plain_http(synthesized: Synthesized) -> None:
     queues = synthesized.resources("AWS::SQS::Queue")
-    assert len(queues) == 4  # dispatch, its dead-letter queue, the Pipe's dead-letter queue, archive failures
+    # dispatch, its dead-letter queue, the Pipe's dead-letter queue, archive failures, the outbox Pipes' two
+    assert len(queues) == 6
     policies = synthesized.resources("AWS::SQS::QueuePolicy").values()
     for logical_id in queues:
         statements = [
@@ -221,6 +223,7 @@ def test_processor_environment(synthesized: Synthesized) -> None:
         definitions.ENV_INBOX_TABLE: {"Ref": ids["inbox"]},
         definitions.ENV_PAYMENTS_TABLE: {"Ref": ids["payments"]},
         definitions.ENV_CONTROL_TABLE: {"Ref": ids["control"]},
+        definitions.ENV_OUTBOX_TABLE: {"Ref": ids["outbox"]},
         definitions.ENV_QUEUE_URL: {"Ref": ids["queue"]},
         definitions.ENV_DLQ_URL: {"Ref": ids["dlq"]},
         definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
@@ -256,7 +259,7 @@ def test_processor_role_is_least_privilege(synthesized: Synthesized) -> None:
     assert grants == {
         "dynamodb:GetItem": inbox | payments | control,
         "dynamodb:UpdateItem": inbox | control,
-        "dynamodb:PutItem": payments,
+        "dynamodb:PutItem": payments | _rendered(_get_att(ids["outbox"], "Arn")),  # + the outbox record
         "sqs:ReceiveMessage": queue,
         "sqs:DeleteMessage": queue,
         "sqs:ChangeMessageVisibility": queue,  # the processor's retry backoff

@@ -75,6 +75,8 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         "dead-letter-queue",
         "pipe-dead-letter-queue",
         "archive-failures",
+        "outbox-dead-letter-queue",
+        "forward-dead-letter-queue",
         "signature-rejections",
         *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
     }
@@ -272,8 +274,9 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
         ("AWS/SQS", "ApproximateAgeOfOldestMessage"),
     }
-    assert len(widgets["Dead-letter queues"]["properties"]["metrics"]) == 3
+    assert len(widgets["Dead-letter queues"]["properties"]["metrics"]) == 5  # + the outbox Pipes' two
     assert namespaces_and_names("Lambda errors") == {("AWS/Lambda", "Errors")}
-    assert len(widgets["Lambda errors"]["properties"]["metrics"]) == 4  # ingest, processor, sweeper, archiver
+    # ingest, processor, sweeper, archiver, publisher, forwarder
+    assert len(widgets["Lambda errors"]["properties"]["metrics"]) == 6
     assert namespaces_and_names("Lambda duration p99 (ms)") == {("AWS/Lambda", "Duration")}
     assert len(widgets["Alarms"]["properties"]["alarms"]) == len(synthesized.stack.monitoring.alarms)

@@ -197,7 +197,7 @@ def _asset(synthesized: Synthesized, function: IConstruct) -> Path:
 
 
 def _run_in_lambda_like_interpreter(
-    asset: Path, environment: dict[str, str], events: list[dict[str, Any]], probes: tuple[str, ...] = ()
+    asset: Path, environment: dict[str, str], events: list[Any], probes: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Run the asset's handler on `events` (then the probes) in the isolated interpreter; check where each
     module came from; return the handler's results and the probes' values."""
@@ -339,3 +339,45 @@ def test_process_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesize
         "shared.process.app:default_processor": "EventProcessor",
         "shared.gateway.registry:supported_providers": list(definitions.REFETCH_PROVIDERS),
     }
+
+
+def _environment_of(synthesized: Synthesized, function: IConstruct, name: str) -> dict[str, str]:
+    """A function's environment as the stack sets it (references become sample values), AWS out of reach."""
+    _function_id, resource = synthesized.resource(function)
+    variables = {
+        key: value if isinstance(value, str) else f"sample-{key.lower()}"
+        for key, value in resource["Properties"]["Environment"]["Variables"].items()
+    }
+    return {
+        **RUNTIME_ENVIRONMENT,
+        "AWS_LAMBDA_FUNCTION_NAME": name,
+        "AWS_ENDPOINT_URL": UNREACHABLE_ENDPOINT,
+        **variables,
+    }
+
+
+def _outbox_stream_record(event_name: str) -> dict[str, Any]:
+    """An outbox stream record as a Pipe hands it to its target (a TTL deletion here: nothing to publish)."""
+    return {
+        "eventID": "1",
+        "eventName": event_name,
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {"Keys": {"pk": {"S": "stripe#pi_1"}, "sequence": {"N": "1"}}, "SequenceNumber": "100"},
+    }
+
+
+def test_publisher_and_forwarder_assets_run_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
+    """Both downstream functions import from their asset and the layer alone and answer a Pipe batch that holds
+    no event (a TTL deletion the filter would drop anyway) without calling AWS: nothing to publish or sign."""
+    outbox = synthesized.stack.outbox
+    assert outbox.forwarder is not None
+    for function, name, key in (
+        (outbox.publisher, "publisher", "published"),
+        (outbox.forwarder, "forwarder", "forwarded"),
+    ):
+        asset = _asset(synthesized, function)
+        output = _run_in_lambda_like_interpreter(
+            asset, _environment_of(synthesized, function, name), [[], [_outbox_stream_record("REMOVE")]]
+        )
+        assert output["results"] == [{key: 0}, {key: 0}], name

@@ -128,6 +128,7 @@ class Receiver:
         self.accepted: dict[str, dict[str, Any]] = {}
         self.order: list[dict[str, Any]] = []
         self.bad_signatures = 0
+        self.raw: list[tuple[bytes, dict[str, str]]] = []  # every verified request: body and headers
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -146,6 +147,7 @@ class Receiver:
                     self.send_response(401)
                     self.end_headers()
                     return
+                receiver.raw.append((body, {k.lower(): v for k, v in self.headers.items()}))
                 if self.headers["webhook-id"] not in receiver.accepted:  # dedup by webhook-id
                     receiver.accepted[self.headers["webhook-id"]] = event
                     receiver.order.append(event)

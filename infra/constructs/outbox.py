@@ -1,0 +1,266 @@
+"""Downstream: the transactional outbox table, the stack's EventBridge bus, and the optional signed forwarding.
+
+The processor writes one outbox record per payment transition (and per failed event) in the transaction that
+causes it (shared/payments/store.py). From there:
+
+    outbox table stream --(outbox Pipe, INSERT only)--> publisher Lambda --PutEvents--> event bus (+ archive)
+                        --(forwarding Pipe, INSERT only)--> forwarder Lambda --signed POST--> customer endpoint
+
+Choices:
+- Outbox table: keys ``pk`` (payment) + ``sequence`` (number), so one payment's records share a partition, hence a
+  stream shard, and the stream hands them over in commit order. NEW_IMAGE stream, TTL (a 7-day hand-over
+  buffer), point-in-time recovery, the AWS managed key, deletion protection and RETAIN like the payments table:
+  an event committed but not yet published must survive a mistaken stack deletion.
+- Bus: a custom bus owned by the stack, with an archive (``EVENT_BUS_ARCHIVE_RETENTION_DAYS``) so published events
+  can be replayed into a rule added later. The Pipe targets the publisher Lambda rather than the bus itself: a
+  Pipe's input template cannot turn the table's typed image (``{"N": "3"}``, absent nulls) into the documented
+  event, and the Lambda runs the one function that does (``event_from_stream_record``, shared with the local
+  stack), then PutEvents with ``detail-type`` = the event type.
+- Forwarding is through a signer Lambda, not EventBridge API destinations: Standard Webhooks signs each attempt's
+  ``webhook-timestamp`` with an HMAC of the body, which a connection's static API-key/basic/OAuth headers cannot
+  carry, and API destinations' own retries would resend a stale timestamp that receivers refuse after five
+  minutes. The issue's three properties map to: retry policy = the Pipe's retries with exponential backoff
+  (``FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS``, ``FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS``) plus three POSTs per
+  event inside an invocation; dead-letter queue = the Pipe's; rate limit = the forwarder's reserved concurrency
+  (``FORWARDER_RESERVED_CONCURRENCY``, one event at a time each). Order per payment holds because a Pipe works a
+  shard one batch at a time and the forwarder delivers a batch in order, checkpointing each event in the control
+  table (exactly once in effect; shared/forwarding.py).
+- The forwarding secret: Secrets Manager, ``{"current": ..., "previous": ...}`` like the gateways' signing
+  secrets, generated at deploy (48 base64-alphabet characters: a valid Standard Webhooks key, with or without the
+  ``whsec_`` prefix). Rotation: put the new value in ``current`` and the old in ``previous``; both sign until
+  ``previous`` is emptied, so receivers holding either verify.
+- Both Pipes: the pattern of the dispatch Pipe (infra/constructs/dispatch_pipe.py): an explicit role that may
+  read this stream and invoke this one function and send to its dead-letter queue, ERROR-level logs without
+  execution data (events carry amounts and ids).
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import definitions
+from infra.config import StackSettings
+from infra.constructs.dispatch_pipe import LOG_LEVEL, LOG_RETENTION, ON_PARTIAL_BATCH_ITEM_FAILURE, STREAM_READ_ACTIONS
+from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
+from infra.constructs.payments_storage import PaymentsStorage
+from infra.constructs.python_function import PythonFunction
+from infra.nag import acknowledge
+
+INVOCATION_TYPE = "REQUEST_RESPONSE"  # synchronous: the Pipe learns of a failure and retries the batch
+
+
+class StreamToFunctionPipe(Construct):
+    """A Pipe from a DynamoDB stream (INSERT records) to a Lambda function, with its role, logs and DLQ."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stream_arn: str,
+        function: lambda_.IFunction,
+        description: str,
+        batch_size: int,
+        maximum_retry_attempts: int,
+        maximum_record_age_seconds: int | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself a dead-letter destination: the Pipe sends it the metadata (shard, sequence "
+            "numbers) of outbox records it gave up on. An operator reads it; nothing consumes it automatically, so "
+            "a message never fails here and a further dead-letter queue would never receive anything.",
+        )
+        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "pipes.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            description=f"Execution role of a Pipe: {description}",
+        )
+        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn])
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.dead_letter_queue.queue_arn])
+        )
+        self.log_group.grant_write(self.role)
+
+        self.pipe = pipes.CfnPipe(
+            self,
+            "Pipe",
+            description=description,
+            role_arn=self.role.role_arn,
+            source=stream_arn,
+            source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
+                dynamo_db_stream_parameters=pipes.CfnPipe.PipeSourceDynamoDBStreamParametersProperty(
+                    starting_position=definitions.OUTBOX_PIPE_STARTING_POSITION,
+                    batch_size=batch_size,
+                    maximum_retry_attempts=maximum_retry_attempts,
+                    maximum_record_age_in_seconds=maximum_record_age_seconds,
+                    on_partial_batch_item_failure=ON_PARTIAL_BATCH_ITEM_FAILURE,
+                    dead_letter_config=pipes.CfnPipe.DeadLetterConfigProperty(arn=self.dead_letter_queue.queue_arn),
+                ),
+                filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
+                    filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(definitions.OUTBOX_PIPE_FILTER_PATTERN))]
+                ),
+            ),
+            target=function.function_arn,
+            target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+                lambda_function_parameters=pipes.CfnPipe.PipeTargetLambdaFunctionParametersProperty(
+                    invocation_type=INVOCATION_TYPE
+                ),
+            ),
+            log_configuration=pipes.CfnPipe.PipeLogConfigurationProperty(
+                cloudwatch_logs_log_destination=pipes.CfnPipe.CloudwatchLogsLogDestinationProperty(
+                    log_group_arn=self.log_group.log_group_arn
+                ),
+                level=LOG_LEVEL,
+            ),
+        )
+        # Creating a Pipe checks that its role can read the source and invoke the target.
+        self.pipe.node.add_dependency(self.role)
+
+
+class Outbox(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, payments: PaymentsStorage, settings: StackSettings
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        self.table = dynamodb.Table(
+            self,
+            "OutboxTable",
+            partition_key=dynamodb.Attribute(name=definitions.OUTBOX_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=definitions.OUTBOX_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            stream=dynamodb.StreamViewType(definitions.OUTBOX_STREAM_VIEW_TYPE),
+            time_to_live_attribute=definitions.OUTBOX_TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        stream_arn = self.table.table_stream_arn
+        if stream_arn is None:  # pragma: no cover - the table above has a stream
+            raise ValueError("the outbox table has no stream")
+
+        self.bus = events.EventBus(self, "EventBus", event_bus_name=f"{Aws.STACK_NAME}-events")
+        self.bus_archive = self.bus.archive(
+            "Archive",
+            description="Every event the Webhook Inbox published, replayable into new rules",
+            event_pattern=events.EventPattern(source=[definitions.OUTBOX_EVENT_SOURCE]),
+            retention=Duration.days(definitions.EVENT_BUS_ARCHIVE_RETENTION_DAYS),
+        )
+
+        publisher = PythonFunction(
+            self,
+            "Publisher",
+            asset_name="publisher",
+            description="Webhook Inbox publisher: outbox records -> events on the stack's EventBridge bus",
+            memory_size=definitions.PUBLISHER_MEMORY_MB,
+            timeout_seconds=definitions.PUBLISHER_TIMEOUT_SECONDS,
+            powertools_layer_version=settings.powertools_layer_version,
+            environment={definitions.ENV_EVENT_BUS_NAME: self.bus.event_bus_name},
+        )
+        self.publisher = publisher.function
+        self.bus.grant_put_events_to(self.publisher)
+        self.publish_pipe = StreamToFunctionPipe(
+            self,
+            "PublishPipe",
+            stream_arn=stream_arn,
+            function=self.publisher,
+            description="Webhook Inbox outbox: new outbox records -> the publisher -> the event bus",
+            batch_size=definitions.OUTBOX_PIPE_BATCH_SIZE,
+            maximum_retry_attempts=definitions.OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS,
+        )
+
+        self.forwarder: lambda_.IFunction | None = None
+        self.forward_pipe: StreamToFunctionPipe | None = None
+        self.forward_secret: secretsmanager.Secret | None = None
+        if settings.forward_url:
+            self._forwarding(stream_arn, payments, settings, settings.forward_url)
+
+    def _forwarding(self, stream_arn: str, payments: PaymentsStorage, settings: StackSettings, url: str) -> None:
+        self.forward_secret = secretsmanager.Secret(
+            self,
+            "ForwardSigningSecret",
+            secret_name=definitions.forward_secret_name(Aws.STACK_NAME),
+            description=(
+                'Standard Webhooks signing secret of the forwarded events: {"current": ..., "previous": ...}. '
+                "Give `current` (prefixed whsec_ or not) to the receiving application."
+            ),
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                secret_string_template=json.dumps({"previous": ""}),
+                generate_string_key="current",
+                exclude_punctuation=True,
+                password_length=48,
+            ),
+        )
+        acknowledge(
+            self.forward_secret,
+            "AwsSolutions-SMG4",
+            "The value is shared with the customer's receiving application, which must be updated in step: an "
+            "automatic rotation would break verification. Rotation is an operator step without downtime: the old "
+            "value moves to 'previous' and both sign until the receiver has the new one.",
+        )
+        forwarder = PythonFunction(
+            self,
+            "Forwarder",
+            asset_name="forwarder",
+            description="Webhook Inbox forwarder: outbox records -> signed POSTs to the customer's endpoint",
+            memory_size=definitions.FORWARDER_MEMORY_MB,
+            timeout_seconds=definitions.FORWARDER_TIMEOUT_SECONDS,
+            powertools_layer_version=settings.powertools_layer_version,
+            environment={
+                definitions.ENV_FORWARD_URL: url,
+                definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_name,
+                definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
+            },
+        )
+        cfn_function = forwarder.function.node.default_child
+        assert isinstance(cfn_function, lambda_.CfnFunction)
+        cfn_function.reserved_concurrent_executions = definitions.FORWARDER_RESERVED_CONCURRENCY
+        self.forwarder = forwarder.function
+        self.forward_secret.grant_read(self.forwarder)
+        # The checkpoints: one item per payment in the control table, read and written by key.
+        iam.Grant.add_to_principal(
+            grantee=self.forwarder,
+            actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+            resource_arns=[payments.control_table.table_arn],
+        )
+        self.forward_pipe = StreamToFunctionPipe(
+            self,
+            "ForwardPipe",
+            stream_arn=stream_arn,
+            function=self.forwarder,
+            description="Webhook Inbox forwarding: new outbox records -> the forwarder -> the customer's endpoint",
+            batch_size=definitions.FORWARD_PIPE_BATCH_SIZE,
+            maximum_retry_attempts=definitions.FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS,
+            maximum_record_age_seconds=definitions.FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS,
+        )

@@ -1,0 +1,97 @@
+"""Publishing the outbox to the stack's EventBridge bus: what functions/publisher runs for each batch the outbox
+Pipe hands it (the outbox table's stream, INSERT records only, one shard's records in commit order).
+
+Each record becomes one bus event: `source` = OUTBOX_EVENT_SOURCE, `detail-type` = the event's type
+(`payment.status_changed`, `webhook.failed`), `detail` = the event exactly as documented in docs/events.md (the
+same dict the local publisher and the forwarder send). Rules on the bus route on either.
+
+Delivery is at least once. PutEvents takes ten entries per call, in the records' order; entries it reports
+failed (throttling, an internal error) are retried, in order, a few times with backoff inside the invocation.
+If some still fail, PublishFailed makes the Pipe retry the whole batch: entries that had gone through are
+published again, with the same `id` (receivers dedup by it, as the Standard Webhooks forwarding does).
+EventBridge itself does not promise delivery order to targets; `sequence` (per payment) says the order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from shared.payments.outbox import event_from_stream_record
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+
+OUTBOX_EVENT_SOURCE = "webhook-inbox"  # equals infra.definitions.OUTBOX_EVENT_SOURCE (a test compares)
+ENV_EVENT_BUS_NAME = "INBOX_EVENT_BUS_NAME"  # equals infra.definitions.ENV_EVENT_BUS_NAME
+MAX_ENTRIES_PER_CALL = 10  # PutEvents' limit
+INSERT = "INSERT"
+
+
+class PublishFailed(Exception):
+    """Some events could not be put on the bus: the Pipe retries the batch."""
+
+
+def outbox_events(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The published events of a batch of outbox stream records, in order, each with its partition `pk`. Only
+    INSERT records are events (the Pipe's filter says so too; a TTL's REMOVE is not)."""
+    return [event_from_stream_record(record) for record in records if record.get("eventName") == INSERT]
+
+
+@dataclass
+class BusPublisher:
+    events: EventBridgeClient
+    bus_name: str
+    source: str = OUTBOX_EVENT_SOURCE
+    max_rounds: int = 4  # PutEvents calls per chunk: the first and the retries of its failed entries
+    base_delay_seconds: float = 0.2
+    sleep: Callable[[float], None] = time.sleep
+
+    def entry(self, event: dict[str, Any]) -> PutEventsRequestEntryTypeDef:
+        detail = {name: value for name, value in event.items() if name != "pk"}
+        return {
+            "EventBusName": self.bus_name,
+            "Source": self.source,
+            "DetailType": str(detail["type"]),
+            "Detail": json.dumps(detail, sort_keys=True, separators=(",", ":"), default=str),
+        }
+
+    def publish(self, records: Iterable[dict[str, Any]]) -> int:
+        """Put every event of the batch on the bus, in order. Returns how many. PublishFailed if some did not."""
+        entries = [self.entry(event) for event in outbox_events(records)]
+        for start in range(0, len(entries), MAX_ENTRIES_PER_CALL):
+            self._put(entries[start : start + MAX_ENTRIES_PER_CALL])
+        return len(entries)
+
+    def _put(self, entries: list[PutEventsRequestEntryTypeDef]) -> None:
+        pending = entries
+        errors: set[str] = set()
+        for round_ in range(self.max_rounds):
+            if round_:
+                self.sleep(self.base_delay_seconds * (2 ** (round_ - 1)))
+            response = self.events.put_events(Entries=pending)
+            if not response.get("FailedEntryCount"):
+                return
+            results = response["Entries"]
+            errors = {str(result.get("ErrorCode")) for result in results if result.get("ErrorCode")}
+            pending = [entry for entry, result in zip(pending, results, strict=True) if result.get("ErrorCode")]
+        raise PublishFailed(f"{len(pending)} of {len(entries)} events not accepted by the bus: {sorted(errors)}")
+
+
+@cache
+def _default_publisher() -> BusPublisher:
+    import boto3  # noqa: PLC0415 - the Lambda's client, created once per container
+
+    return BusPublisher(events=boto3.client("events"), bus_name=os.environ[ENV_EVENT_BUS_NAME])
+
+
+def publish_outbox_batch(records: list[dict[str, Any]], publisher: BusPublisher | None = None) -> dict[str, int]:
+    """The publisher Lambda's work: one Pipe batch onto the bus."""
+    published = (publisher or _default_publisher()).publish(records)
+    return {"published": published}
