@@ -148,4 +148,4 @@ def test_a_receiver_failing_for_a_while_still_gets_every_event_once_in_order():
         assert receiver.failed_on_purpose == failures
         assert receiver.requests == failures + summary["accepted"] + summary["duplicates"]
         assert summary["accepted"] == sum(transitions.values())
-        assert "delivery failed, retrying later" in stack.output()
+        assert "outbox: delivery failed, retrying in" in stack.output()
