@@ -30,8 +30,15 @@ class Assumptions:
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     xray_sampled_share: float = 0.05
     fixed_custom_metrics: int = 40  # metric x dimension combinations (per provider)
-    alarms: int = 8
-    secrets: int = len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS)
+    alarms: int = 10  # eight of the flow + the outbox's and the forwarding's dead-letter queues
+    # Downstream (the transactional outbox): share of events that change a payment's status, hence publish one
+    # event (the rest are ignored: late, repeated, or not about payments), and whether forwarding is deployed.
+    transitions_per_event: float = 0.6
+    forwarding: bool = True
+    publisher_ms_per_event: float = 15.0  # one PutEvents call per batch of up to ten
+    forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
+    published_event_kb: float = 0.6
+    secrets: int = len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS) + 1  # + the forwarding secret
 
 
 def _wru(kilobytes: float) -> int:
@@ -56,6 +63,10 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
     rru_processing = 1 * math.ceil(item_kb / 4) + 1  # strongly consistent reads: the item and the payment
     gb_ingest = definitions.INGEST_MEMORY_MB / 1024
     gb_processor = definitions.PROCESSOR_MEMORY_MB / 1024
+    published = events * a.transitions_per_event
+    outbox_readers = 2 if a.forwarding else 1  # Pipes on the outbox stream
+    gb_publisher = definitions.PUBLISHER_MEMORY_MB / 1024
+    gb_forwarder = definitions.FORWARDER_MEMORY_MB / 1024
     storage_gb = events * item_kb * a.retention_days / 30 / 1024 / 1024 * (1 + indexes * projected_kb / item_kb)
     lines = {
         "API Gateway HTTP API": deliveries / 1e6 * p["api_gateway_http_per_million_requests"],
@@ -94,6 +105,24 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
         + p["cloudwatch_dashboard_per_month"],
         "Secrets Manager (fixed)": a.secrets * p["secrets_manager_per_secret_month"],
         "X-Ray traces": deliveries * a.xray_sampled_share / 1e6 * p["xray_per_million_traces_recorded"],
+        # Downstream: each transition's outbox Put rides in the processor's transaction (2 WRU for 1 KB).
+        "Outbox writes (in the transaction)": published * 2 / 1e6 * p["dynamodb_per_million_write_request_units"],
+        "Outbox stream reads + Pipes": published
+        * outbox_readers
+        * (p["pipes_per_million_requests"] / 1e6 + p["dynamodb_streams_per_100k_read_requests"] / 100 / 100_000),
+        "Lambda publisher + forwarder": published
+        / definitions.OUTBOX_PIPE_BATCH_SIZE
+        * outbox_readers
+        / 1e6
+        * p["lambda_per_million_requests"]
+        + published
+        * (
+            a.publisher_ms_per_event / 1000 * gb_publisher
+            + (a.forwarder_ms_per_event / 1000 * gb_forwarder if a.forwarding else 0.0)
+        )
+        * p["lambda_arm64_per_gb_second"],
+        "EventBridge bus events + archive": published / 1e6 * p["eventbridge_custom_events_per_million"]
+        + published * a.published_event_kb / 1024 / 1024 * p["eventbridge_archive_per_gb"],
     }
     total = sum(lines.values())
     fixed = lines["CloudWatch metrics, alarms, dashboard (fixed)"] + lines["Secrets Manager (fixed)"]

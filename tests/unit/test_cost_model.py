@@ -44,3 +44,18 @@ def test_the_command_prints_the_lines():
     assert result.exit_code == 0, result.output
     assert "per million webhooks" in result.output
     assert "DynamoDB writes" in result.output
+
+
+def test_downstream_is_priced_and_forwarding_off_costs_less():
+    # Given the same volume with and without the forwarding Lambda and its Pipe
+    with_forwarding = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=True))
+    without = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=False))
+    # Then the outbox, the bus and the downstream Lambdas are lines of their own, and forwarding adds cost
+    assert {"Outbox writes (in the transaction)", "EventBridge bus events + archive"} <= set(with_forwarding["lines"])
+    assert with_forwarding["lines"]["Lambda publisher + forwarder"] > without["lines"]["Lambda publisher + forwarder"]
+    assert with_forwarding["lines"]["Outbox stream reads + Pipes"] > without["lines"]["Outbox stream reads + Pipes"]
+    # And publishing scales with the share of events that change a payment
+    busier = monthly_cost(1_000_000, "us-east-1", Assumptions(transitions_per_event=1.2))
+    assert busier["lines"]["EventBridge bus events + archive"] == pytest.approx(
+        2 * with_forwarding["lines"]["EventBridge bus events + archive"], rel=0.02
+    )
