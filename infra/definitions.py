@@ -33,11 +33,30 @@ INBOX_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
     (OPEN_EVENTS_INDEX, OPEN_EVENTS_INDEX_PK, OPEN_EVENTS_INDEX_SK),
     (RESOURCE_EVENTS_INDEX, RESOURCE_EVENTS_INDEX_PK, RESOURCE_EVENTS_INDEX_SK),
 )
-# Both indexes project ALL attributes: the sweeper, replay and the CLI read whole items from one Query (no
-# BatchGetItem round trip per page), and local (moto) and cloud return the same shape. The open-events index is
-# sparse (only pending/failed items carry `open_status`), so its copies are short-lived; the resource index
-# doubles item storage, which retention (TTL) bounds.
-INBOX_INDEX_PROJECTION: Final = "ALL"
+# Both indexes project only what their readers use (INCLUDE), never the body or the headers: an index copy is
+# then under 1 KB, one write unit, where projecting ALL copied the whole item (body included) into each index and
+# tripled the write units of every inbox write. Keys (the table's and the index's) are always projected.
+# Readers: the sweeper (re-dispatch: group_id, dispatch marks; gauges: provider), replay (provider, event_type,
+# status), `inbox stats` (provider), the simulator and chaos harness (provider, resource_id). A test runs each of
+# them against the projected index, so an attribute missing here fails there, not in production.
+INBOX_INDEX_PROJECTION: Final = "INCLUDE"
+INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
+    OPEN_EVENTS_INDEX: (
+        "provider",
+        "event_id",
+        "event_type",
+        "resource_id",
+        "status",
+        "attempts",
+        "group_id",
+        "dispatch_id",
+        "dispatched_at",
+        "last_attempt_at",
+        "last_error",
+        "failed_at",
+    ),
+    RESOURCE_EVENTS_INDEX: ("provider", "event_id", "event_type", "resource_id", "status", "received_at"),
+}
 
 # ------------------------------------------------------------------------------------------- payments table
 PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"

@@ -7,7 +7,7 @@ Choices:
   CloudTrail and nothing has to be granted to each reader (the Pipe, the processor, the sweeper, the CLI). A
   customer managed key would add a key policy to maintain and kms:Decrypt grants everywhere for no control we
   need (no cross-account access, no crypto-shredding). The bucket uses SSE-S3 for the same reason.
-- Indexes project ALL attributes (definitions.INBOX_INDEX_PROJECTION explains why).
+- Indexes project the few attributes their readers use, never the body (definitions.INBOX_INDEX_PROJECTION).
 - Retention: items expire by TTL after ``retention_days``; large bodies live ``BODY_EXPIRY_MARGIN_DAYS`` longer,
   because TTL deletes lazily (typically within days of the expiry) and an item must never point at a body
   that is already gone.
@@ -55,6 +55,7 @@ class InboxStorage(Construct):
                 partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
                 sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
                 projection_type=projection,
+                non_key_attributes=list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[index_name]),
             )
 
         # The destination of the body bucket's server access logs. It is not logged itself (that would only log

@@ -73,7 +73,11 @@ def test_inbox_indexes_match_definitions(synthesized: Synthesized) -> None:
             {"AttributeName": partition_key, "KeyType": "HASH"},
             {"AttributeName": sort_key, "KeyType": "RANGE"},
         ]
-        assert indexes[name]["Projection"] == {"ProjectionType": definitions.INBOX_INDEX_PROJECTION}
+        assert indexes[name]["Projection"] == {
+            "ProjectionType": "INCLUDE",
+            "NonKeyAttributes": list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[name]),
+        }
+        assert not {"body", "headers", "body_s3_key"} & set(indexes[name]["Projection"]["NonKeyAttributes"])
     attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
     key_names = {definitions.INBOX_PARTITION_KEY} | {
         key for _name, pk, sk in definitions.INBOX_GLOBAL_INDEXES for key in (pk, sk)
