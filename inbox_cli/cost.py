@@ -54,7 +54,7 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
     million = events / 1_000_000
     deliveries = events * a.deliveries_per_event
     item_kb = a.body_kb + 1.0  # the body plus ~1 KB of attributes and stored headers
-    projected_kb = item_kb if definitions.INBOX_INDEX_PROJECTION == "ALL" else 0.5  # INCLUDE: a few small fields
+    projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: a few small fields
     indexes = len(definitions.INBOX_GLOBAL_INDEXES)
     # Writes per event: the ingest's put (table + each index it lands in); the processor's transaction (2x for
     # transactional writes) updating the inbox item and putting the payment, plus the index changes it causes.

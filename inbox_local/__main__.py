@@ -5,10 +5,12 @@ from __future__ import annotations
 import signal
 import sys
 
+from inbox_local import profiling
 from inbox_local.runtime import LocalStack
 
 
 def main() -> int:
+    profile = profiling.start()  # INBOX_PROFILE=<directory>: CPU profile of this process
     stack = LocalStack()
 
     def _stop(signum: int, _frame: object) -> None:
@@ -25,6 +27,7 @@ def main() -> int:
         stack.wait()
     finally:
         stack.stop()
+        profiling.finish(profile)
     print("stopped.", file=sys.stderr, flush=True)
     return 0
 

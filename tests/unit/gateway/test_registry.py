@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,3 +136,27 @@ def test_an_unreachable_secrets_manager_is_transient(monkeypatch):
 def test_the_key_is_not_read_when_the_client_is_built():
     # building must not touch Secrets Manager (no AWS mock here: a read would fail loudly)
     assert build_gateway_client("stripe", {"INBOX_API_KEY_SECRET_PREFIX": "p/"}) is not None
+
+
+@pytest.mark.parametrize("provider", registry.supported_providers())
+def test_each_provider_names_its_own_module_and_client(provider):
+    # Given a provider the registry supports, When its client class is looked up
+    factory, default_base = registry.client_class(provider)
+    module = importlib.import_module(f"shared.gateway.{provider}")
+    # Then it is that module's client, for that provider, with that module's API
+    assert provider == module.PROVIDER
+    assert factory.__module__ == module.__name__
+    assert default_base == module.DEFAULT_BASE_URL
+    assert isinstance(build_gateway_client(provider, {}), GuardedClient)
+
+
+def test_a_gateway_module_is_loaded_only_with_the_first_client_of_its_provider():
+    # Given a fresh interpreter with the registry imported
+    code = (
+        "import sys; from shared.gateway import registry; "
+        "loaded = lambda: sorted(p for p in registry.supported_providers() if f'shared.gateway.{p}' in sys.modules); "
+        "before = loaded(); registry.build_gateway_client('stripe', {}); print(before, loaded())"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # When a Stripe client is built, Then only Stripe's module was loaded, and only then
+    assert result.stdout.strip() == "[] ['stripe']"
