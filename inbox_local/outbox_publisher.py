@@ -27,7 +27,7 @@ from moto.events.models import EventPattern
 from inbox_local.stream_reader import StreamReader
 from infra import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
-from shared.payments.outbox import event_from_stream_record
+from shared.payments.publishing import outbox_events
 
 
 class OutboxPublisher:
@@ -65,11 +65,12 @@ class OutboxPublisher:
             self.forwarder.deliver(event)
 
     def _consume(self, records: list[dict[str, Any]]) -> None:
-        events = [
-            event_from_stream_record(record)
+        # The Pipe's filter, then what the Lambdas do with a batch (decode, check the contract).
+        events = outbox_events(
+            record
             for record in records
             if self.pattern.matches_event(record)  # type: ignore[arg-type]  # a stream record, not an event
-        ]
+        )
         # Raises DeliveryFailed: this chunk is read again, and from there on nothing later goes out first.
         forward_in_order(
             events,

@@ -40,8 +40,14 @@ class PublishFailed(Exception):
 
 def outbox_events(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The published events of a batch of outbox stream records, in order, each with its partition `pk`. Only
-    INSERT records are events (the Pipe's filter says so too; a TTL's REMOVE is not)."""
-    return [event_from_stream_record(record) for record in records if record.get("eventName") == INSERT]
+    INSERT records are events (the Pipe's filter says so too; a TTL's REMOVE is not). Each is checked against the
+    published contract (shared/payments/events.py): ContractViolation fails the batch before anything goes out."""
+    from shared.payments.events import check_published  # noqa: PLC0415 - pydantic: the downstream functions only
+
+    events = [event_from_stream_record(record) for record in records if record.get("eventName") == INSERT]
+    for event in events:
+        check_published(event)
+    return events
 
 
 @dataclass
