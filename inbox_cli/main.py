@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +16,7 @@ from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.target import Target, resolve
 from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
+from shared import aws
 from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
@@ -482,6 +484,44 @@ def list_outbox(ctx: click.Context, provider: str | None, resource_id: str | Non
         _echo_json(records)
         return
     show(records, _table)
+
+
+@outbox.command("resend")
+@click.option("--url", default=None, help="Where to POST (default: INBOX_FORWARD_URL).")
+@click.option("--provider", default=None, help="Only this provider's records.")
+@click.option("--resource-id", default=None, help="Only this payment's records.")
+@click.pass_context
+def resend_outbox(ctx: click.Context, url: str | None, provider: str | None, resource_id: str | None) -> None:
+    """Forward the events the forwarding has not delivered (e.g. after its dead-letter queue), in order, signed.
+
+    Only what is past each payment's forwarding checkpoint goes, so it never re-sends a delivered event (by
+    webhook-id a receiver would absorb it anyway). Against a deployed stack the signing secret is the stack's
+    forwarding secret; locally INBOX_FORWARD_SECRET."""
+    from inbox_cli.outbox import outbox_records, resend  # noqa: PLC0415
+    from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder  # noqa: PLC0415
+
+    target = _target(ctx)
+    if not target.outbox_table or not target.control_table:
+        raise SystemExit("this stack has no outbox table or control table (outputs OutboxTableName, ControlTableName)")
+    url = url or os.environ.get("INBOX_FORWARD_URL", "").strip()
+    if not url:
+        raise SystemExit("give --url (or set INBOX_FORWARD_URL): where the events go")
+    if target.local:
+        environ = {**os.environ, "INBOX_FORWARD_URL": url}
+        forwarder = Forwarder.from_environ(environ)
+        assert forwarder is not None  # the URL is set
+    elif target.forward_secret_name:
+        forwarder = Forwarder.from_secret(url, target.forward_secret_name)
+    else:
+        raise SystemExit("this stack has no forwarding secret (deploy with -c forward_url=https://...)")
+    checkpoints = ForwardCheckpoints(aws.dynamodb(), target.control_table)
+    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    sent: list[dict[str, Any]] = []
+    try:
+        resend(records, forwarder, checkpoints, on_delivered=sent.append)
+    except DeliveryFailed as error:
+        raise SystemExit(f"sent {len(sent)}, then the endpoint refused: {error}") from None
+    click.echo(f"sent {len(sent)} of {len(records)} outbox records (the rest were delivered before)")
 
 
 # -------------------------------------------------------------------------------------------------- receiver

@@ -1,4 +1,5 @@
-"""`inbox outbox list`: what the service published (or is about to), read from the outbox table."""
+"""`inbox outbox list`: what the service published (or is about to), read from the outbox table.
+`inbox outbox resend`: forward what the forwarding has not delivered yet (after its dead-letter queue), from there."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 import click
 
 from shared import aws
+from shared.forwarding import ForwardCheckpoints, Forwarder, forward_in_order
 from shared.inbox.store import from_attributes
+from shared.payments.events import check_published
 from shared.payments.outbox import published_event
 
 
@@ -63,3 +66,25 @@ def show(records: list[dict[str, Any]], table: Any) -> None:
         click.echo("(none)")
         return
     table(rows, ["type", "provider", "resource_id", "sequence", "change", "id", "created_at"])
+
+
+def resend(
+    records: list[dict[str, Any]],
+    forwarder: Forwarder,
+    checkpoints: ForwardCheckpoints,
+    *,
+    on_delivered: Any = None,
+) -> list[dict[str, Any]]:
+    """Deliver, in order per payment, the records (with their `pk`, as `outbox_records` returns them) past each
+    partition's forwarding checkpoint: exactly what the forwarder gave up on (its dead-letter queue) or has not
+    reached yet. The same checkpoints as the forwarder Lambda, so nothing already delivered goes again, and the
+    forwarder, when it resumes, skips what this sent. DeliveryFailed stops at the first event the endpoint refuses."""
+    for record in records:
+        check_published(record)
+    return forward_in_order(
+        records,
+        deliver=forwarder.deliver,
+        delivered=checkpoints.delivered,
+        save=checkpoints.save,
+        on_delivered=on_delivered or (lambda _event: None),
+    )

@@ -20,6 +20,8 @@ class Target:
     # same state machine in the embedded AWS on first use (inbox_local/replay.py).
     replay_state_machine_arn: str | None = None
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
+    control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
+    forward_secret_name: str | None = None  # the forwarding signing secret (output ForwardSigningSecretName)
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
@@ -45,6 +47,7 @@ def resolve(stack: str | None) -> Target:
             names.body_bucket,
             local=True,
             outbox_table=names.outbox_table,
+            control_table=names.control_table,
         )
 
     import boto3  # noqa: PLC0415
@@ -61,4 +64,6 @@ def resolve(stack: str | None) -> Target:
         local=False,
         replay_state_machine_arn=outputs.get(definitions.OUTPUT_REPLAY_STATE_MACHINE),
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
+        control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
+        forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
     )
