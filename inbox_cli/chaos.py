@@ -457,10 +457,10 @@ class ChaosRun:
         # The gateway's later retries: what was never acknowledged during the storm is delivered again.
         unacknowledged = self.log.unacknowledged()
         for sent in unacknowledged:
-            self.simulation._deliver(
+            self.simulation.deliver(
                 Delivery(sent.provider, sent.resource_id, sent.event_type, sent.body, 0, copies=1, concurrent=False)
             )
-        items = self.simulation._wait_until_settled(resource_ids)
+        items = self.simulation.wait_until_settled(resource_ids)
         phases = {"settle": time.monotonic()}
 
         failed = {item["pk"] for item in items if item.get("status") == EventStatus.FAILED.value}
@@ -471,7 +471,7 @@ class ChaosRun:
             if not still_failed:
                 break
             replayed += self._replay(still_failed)
-            items = self.simulation._wait_until_settled(resource_ids)
+            items = self.simulation.wait_until_settled(resource_ids)
         phases["replay"] = time.monotonic()
         by_pk = {item["pk"]: item for item in items}
         recovered = sum(1 for pk in failed if by_pk.get(pk, {}).get("status") in SETTLED)
@@ -684,7 +684,7 @@ class ChaosRun:
             )
 
         # 3. the truth
-        mismatches = self.simulation._compare(resource_ids)
+        mismatches = self.simulation.compare(resource_ids)
         invariants.append(
             Invariant(
                 "every payment equals the gateway's truth",

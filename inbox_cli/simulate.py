@@ -218,7 +218,9 @@ class Simulation:
             )
         return scheduled
 
-    def _deliver(self, delivery: Delivery) -> None:
+    def deliver(self, delivery: Delivery) -> None:
+        """POST one webhook as its gateway would (signed, retried on 5xx), and log it. Public: `inbox chaos`
+        re-delivers what was never acknowledged, as a gateway's later retry."""
         driver = get_driver(delivery.provider)
         url = f"{self.api_url}/webhooks/{delivery.provider}"
         sends = 2 if delivery.concurrent else 1
@@ -260,7 +262,7 @@ class Simulation:
                 due = [d for d in pending if d.due_round <= round_]
                 pending[:] = [d for d in pending if d.due_round > round_]
                 self.rng.shuffle(due)
-                list(pool.map(self._deliver, due))
+                list(pool.map(self.deliver, due))
 
             for round_ in range(rounds):
                 if self.hooks.before_round is not None:
@@ -275,7 +277,7 @@ class Simulation:
                         pending += self._schedule(provider, resource_id, webhooks, round_ + 1)
                 if not options.settle_rounds:  # the gateway has moved on already: the refetch sees a later state
                     deliver_due(round_)
-            list(pool.map(self._deliver, pending))
+            list(pool.map(self.deliver, pending))
         return webhooks_total
 
     def run(self) -> SimulationReport:
@@ -308,7 +310,7 @@ class Simulation:
             self.hooks.after_delivery()
         delivered_at = time.monotonic()
 
-        items = self._wait_until_settled(resource_ids)
+        items = self.wait_until_settled(resource_ids)
         settled_at = time.monotonic()
         statuses: dict[str, int] = {}
         latencies = []
@@ -317,7 +319,7 @@ class Simulation:
             if item.get("processed_at"):
                 latencies.append((_parse_iso(item["processed_at"]) - _parse_iso(item["received_at"])) * 1000)
 
-        mismatches = self._compare(resource_ids)
+        mismatches = self.compare(resource_ids)
         lifecycles: dict[str, int] = {}
         for provider, _, _, name in plans:
             key = f"{provider}: {name}"
@@ -357,11 +359,13 @@ class Simulation:
                 return
             time.sleep(poll_seconds)
 
-    def _wait_until_settled(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    def wait_until_settled(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Wait until none of these payments' events is pending, then return all their inbox items."""
         self._wait_until_nothing_pending(resource_ids)
         return self._events_of(resource_ids)  # read everything once, at the end
 
-    def _compare(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    def compare(self, resource_ids: set[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Every payment whose stored state differs from the simulator's truth (empty when all match)."""
         mismatches = []
         for truth in self.admin.truths():
             key = (truth["provider"], truth["resource_id"])
