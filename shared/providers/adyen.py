@@ -195,6 +195,7 @@ class AdyenDriver:
     # Authorization header holds a credential and is never stored.)
     replay_headers: tuple[str, ...] = ()
     replay_query: tuple[str, ...] = ()
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -87,6 +87,7 @@ class AsaasDriver:
     name: str = "asaas"
     replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
     replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

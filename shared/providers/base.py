@@ -69,6 +69,9 @@ class ProviderDriver(Protocol):
     # Query parameters stored for re-verification. The ingest keeps no other query parameter: some providers
     # (iugu) put the secret itself in the URL.
     replay_query: tuple[str, ...]
+    # Top-level JSON fields of the body that repeat a secret (Hotmart's `hottok`): their string values are
+    # replaced by "[redacted]" in the stored body, every other byte kept. Parsing uses the body as received.
+    secret_body_fields: tuple[str, ...]
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         """Raise SignatureInvalid unless the raw body is signed by the current or the previous secret."""

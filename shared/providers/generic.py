@@ -234,6 +234,7 @@ class GenericHmacDriver:
 
     replay_headers: tuple[str, ...]
     replay_query: tuple[str, ...] = ()  # the configurable schemes sign headers and body, never the URL
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool
 
     def __init__(self, config: GenericConfig | None = None, *, name: str = "generic") -> None:

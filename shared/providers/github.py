@@ -64,6 +64,7 @@ class GitHubDriver:
     name: str = "github"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, LEGACY_SIGNATURE_HEADER, DELIVERY_HEADER, EVENT_HEADER)
     replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:

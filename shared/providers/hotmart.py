@@ -4,9 +4,9 @@ Authentication (developers.hotmart.com, webhook 2.0.0 docs): every request carri
 in `X-HOTMART-HOTTOK`; it must equal the configured token (current or previous, for a rotation), compared in
 constant time. The header IS the secret, so it is never stored (`replay_headers` is empty).
 
-Caution: Hotmart also repeats the token inside the JSON body (`"hottok": "..."`), and the inbox stores raw
-bodies. A stored Hotmart body therefore holds the token: access to the bodies (table and bucket) is access to
-the token. Rotating it needs Hotmart support; see docs/providers-brazil.md.
+Hotmart also repeats the token inside the JSON body (`"hottok": "..."`): `secret_body_fields` makes the ingest
+store the body with that value replaced by "[redacted]" (every other byte as received), so no stored copy
+holds the token. Rotating it needs Hotmart support; see docs/providers-brazil.md.
 
 Format: webhook version 2.0.0 (JSON): `{"id", "creation_date" (epoch ms), "event", "version", "data": {...}}`.
 Version 1.0.0 (form-encoded postbacks) is not parsed: such a delivery is stored as failed (never dropped).
@@ -108,6 +108,8 @@ class HotmartDriver:
     name: str = "hotmart"
     replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
     replay_query: tuple[str, ...] = ()
+    # The token is repeated inside the (unsigned) body: its value is redacted from the stored body.
+    secret_body_fields: tuple[str, ...] = ("hottok",)
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

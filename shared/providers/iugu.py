@@ -84,6 +84,7 @@ class IuguDriver:
     name: str = "iugu"
     replay_headers: tuple[str, ...] = ()  # Authorization carries the token itself: never stored
     replay_query: tuple[str, ...] = ()  # so does ?token=
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:

@@ -179,6 +179,7 @@ class KiwifyDriver:
     name: str = "kiwify"
     replay_headers: tuple[str, ...] = (BANKING_SIGNATURE_HEADER, BANKING_TIMESTAMP_HEADER)
     replay_query: tuple[str, ...] = (SIGNATURE_PARAM,)  # an HMAC, not the token: safe to keep
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False  # sales webhooks sign none (Banking ones do, and are checked)
 
     def __init__(self, banking_keys: KeySource | None = None) -> None:

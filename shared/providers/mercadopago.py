@@ -132,6 +132,7 @@ class MercadoPagoDriver:
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, REQUEST_ID_HEADER)
     # The signed data.id travels in the URL: kept with the event so that it re-verifies exactly as received.
     replay_query: tuple[str, ...] = (DATA_ID_QUERY, TYPE_QUERY)
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -109,6 +109,7 @@ class PaddleDriver:
     name: str = "paddle"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
     replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -184,6 +184,7 @@ class PagarmeDriver:
     # Signatures, not secrets: both are kept so that a stored event can be re-verified.
     replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, HUB_HEADER)
     replay_query: tuple[str, ...] = ()
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def __init__(self, key_source: KeySource | None = None, *, clock: Callable[[], float] = time.time) -> None:

@@ -97,6 +97,7 @@ class PagbankDriver:
     name: str = "pagbank"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)  # a digest of token+body, not the token
     replay_query: tuple[str, ...] = ()
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -166,6 +166,7 @@ class ShopifyDriver:
         API_VERSION_HEADER,
     )
     replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

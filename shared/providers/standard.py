@@ -113,6 +113,7 @@ class StandardWebhooksDriver:
     name: str = "standard"
     replay_headers: tuple[str, ...] = tuple(name for family in HEADER_FAMILIES for name in family)
     replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

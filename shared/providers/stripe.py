@@ -107,6 +107,7 @@ class StripeDriver:
     name: str = "stripe"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
     replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
+    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -352,3 +352,23 @@ def test_query_parameters_the_driver_does_not_name_are_never_stored(aws_world):
     [item] = stored_items(aws_world)
     assert "query" not in item
     assert "s3cr3t" not in json.dumps(item, default=str)
+
+
+def test_a_secret_repeated_in_the_body_is_redacted_from_what_is_stored(aws_world):
+    # Given a Hotmart delivery whose body repeats the account's token, as Hotmart's 2.0.0 bodies do
+    sample = json.loads(
+        get_driver("hotmart").sample_body(
+            event_id="evt_hot", resource_id="HP123", status="paid", amount=1990, occurred_at=int(time.time())
+        )
+    )
+    token = DEV_SECRETS["hotmart"]
+    body = json.dumps({**sample, "hottok": token}).encode()
+    # When it is delivered and stored
+    status, _ = deliver("hotmart", signed_delivery("hotmart", body=body))
+    # Then it was accepted and parsed, and the token is nowhere in the stored item; the other bytes are as received
+    assert status == 200
+    [item] = stored_items(aws_world)
+    assert item["status"] == "pending" and item["resource_id"] == "HP123"
+    stored = bytes(item["body"])
+    assert token not in json.dumps(item, default=str) and token.encode() not in stored
+    assert stored == body.replace(json.dumps(token).encode(), b'"[redacted]"')
