@@ -507,8 +507,10 @@ def resend_outbox(ctx: click.Context, url: str | None, provider: str | None, res
     if not url:
         raise SystemExit("give --url (or set INBOX_FORWARD_URL): where the events go")
     if target.local:
-        environ = {**os.environ, "INBOX_FORWARD_URL": url}
-        forwarder = Forwarder.from_environ(environ)
+        try:
+            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url})
+        except ValueError as error:  # no or a malformed INBOX_FORWARD_SECRET: say so, no traceback
+            raise SystemExit(str(error)) from None
         assert forwarder is not None  # the URL is set
     elif target.forward_secret_name:
         forwarder = Forwarder.from_secret(url, target.forward_secret_name)

@@ -96,3 +96,11 @@ def test_the_command_needs_a_url(aws_world: Any, monkeypatch: pytest.MonkeyPatch
     local_target(aws_world, monkeypatch)
     result = CliRunner().invoke(cli, ["outbox", "resend"])
     assert result.exit_code != 0 and "--url" in result.output
+
+
+def test_the_command_without_a_forwarding_secret_says_so(aws_world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(forwarding.ENV_FORWARD_SECRET, raising=False)
+    local_target(aws_world, monkeypatch)
+    result = CliRunner().invoke(cli, ["outbox", "resend", "--url", "http://127.0.0.1:9/hooks"])
+    assert result.exit_code != 0 and "INBOX_FORWARD_SECRET" in result.output
+    assert not isinstance(result.exception, ValueError)  # a message, not a traceback
