@@ -30,6 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
+from shared.settings import ENV_CONTROL_TABLE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -197,7 +198,6 @@ def forward_in_order(
 FORWARDER_ATTEMPTS = 3
 FORWARDER_POST_TIMEOUT_SECONDS = 5.0
 FORWARDER_START_MARGIN_SECONDS = 5.0
-ENV_CONTROL_TABLE = "CONTROL_TABLE"
 
 
 def worst_delivery_seconds(forwarder: Forwarder) -> float:

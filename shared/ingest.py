@@ -137,9 +137,14 @@ def redact_secret_fields(body: bytes, fields: tuple[str, ...]) -> bytes:
     "[redacted]", every other byte as received. For providers that repeat their secret inside an unsigned body
     (Hotmart's `hottok`): the stored body, its digest and the archive then hold no secret."""
     for name in fields:
-        pattern = re.compile(rb'("' + re.escape(name.encode()) + rb'"\s*:\s*)"(?:[^"\\]|\\.)*"')
-        body = pattern.sub(lambda match: match.group(1) + REDACTED_VALUE, body)
+        body = _secret_field_pattern(name).sub(lambda match: match.group(1) + REDACTED_VALUE, body)
     return body
+
+
+@cache
+def _secret_field_pattern(name: str) -> re.Pattern[bytes]:
+    """`"name": "<JSON string>"`, compiled once per field name (not per delivery)."""
+    return re.compile(rb'("' + re.escape(name.encode()) + rb'"\s*:\s*)"(?:[^"\\]|\\.)*"')
 
 
 # ----------------------------------------------------------------------------------- HTTP API (payload v2)

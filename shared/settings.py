@@ -18,6 +18,10 @@ MINIMUM_RETENTION_DAYS = 7
 INLINE_BODY_LIMIT_BYTES = 256 * 1024
 
 
+# The control table (circuit breakers, forwarding checkpoints): read by the processor and the forwarder.
+ENV_CONTROL_TABLE = "CONTROL_TABLE"  # equals infra.definitions.ENV_CONTROL_TABLE (a test compares)
+
+
 class ConfigurationError(ValueError):
     pass
 

@@ -23,8 +23,8 @@ from typing import Any
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
+from shared.settings import ENV_CONTROL_TABLE
 
-ENV_CONTROL_TABLE = "CONTROL_TABLE"
 ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
 API_KEY_CACHE_SECONDS = 300
 # Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.

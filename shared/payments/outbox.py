@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
+from shared.inbox.store import from_attributes
 from shared.payments.model import Payment
 
 SCHEMA_VERSION = "1"
@@ -33,7 +31,6 @@ ENV_OUTBOX_TABLE = "OUTBOX_TABLE"  # must equal infra.definitions.ENV_OUTBOX_TAB
 FAILED_PREFIX = "failed#"
 # Attributes of the outbox item that are storage, not part of the published event.
 STORAGE_ATTRIBUTES = frozenset({"pk", "expires_at"})
-_deserializer = TypeDeserializer()
 
 
 def message_id(prefix: str, partition: str, sequence: int) -> str:
@@ -123,17 +120,10 @@ def published_event(item: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def _plain(value: Any) -> Any:
-    """DynamoDB numbers come back as Decimal: the published JSON has plain integers (or floats)."""
-    if isinstance(value, Decimal):
-        return int(value) if value == int(value) else float(value)
-    return value
-
-
 def event_from_stream_record(record: dict[str, Any]) -> dict[str, Any]:
     """The published event carried by an outbox stream record (its NewImage), with its partition `pk` (which
     the caller pops: it is the ordering key, not part of the event). The same for a Pipe's batch in AWS and the
     local stream reader: both hand over the stream's record shape."""
     image = record["dynamodb"]["NewImage"]
-    item = {name: _plain(_deserializer.deserialize(value)) for name, value in image.items()}
+    item = from_attributes(image)  # the one typed-JSON reader: numbers as int/float, like every other item
     return {"pk": item["pk"], **published_event(item)}

@@ -19,7 +19,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
 from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
-from shared.settings import ConfigurationError
+from shared.settings import ENV_CONTROL_TABLE, ConfigurationError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -108,7 +108,7 @@ class ProcessorSettings:
             payments_table=_text(env, "PAYMENTS_TABLE"),
             queue_url=_text(env, "INBOX_QUEUE_URL"),
             dead_letter_queue_url=_text(env, "INBOX_DLQ_URL"),
-            control_table=env.get("CONTROL_TABLE"),
+            control_table=env.get(ENV_CONTROL_TABLE),
             max_attempts=int(_number(env, "INBOX_MAX_ATTEMPTS", 8, integer=True, low=1, high=50)),
             retry_base_seconds=_number(env, "INBOX_RETRY_BASE_SECONDS", 5.0, integer=False, low=0, high=600),
             handler_modules=env.get("INBOX_HANDLER_MODULES", ""),

@@ -13,7 +13,7 @@ import pytest
 from infra import definitions
 from infra.application import build_app
 from infra.config import SettingsError
-from shared import forwarding
+from shared import forwarding, settings
 from shared.payments import publishing
 
 from .conftest import FORWARD_URL, Synthesized
@@ -58,16 +58,14 @@ def test_the_stack_owns_an_event_bus_with_an_archive_of_what_it_published(synthe
     _archive_id, archive = synthesized.only("AWS::Events::Archive")
     assert archive["Properties"]["SourceArn"] == _get_att(bus_id, "Arn")
     assert archive["Properties"]["RetentionDays"] == definitions.EVENT_BUS_ARCHIVE_RETENTION_DAYS
-    assert json.loads(json.dumps(archive["Properties"]["EventPattern"])) == {
-        "source": [definitions.OUTBOX_EVENT_SOURCE]
-    }
+    assert archive["Properties"]["EventPattern"] == {"source": [definitions.OUTBOX_EVENT_SOURCE]}
 
 
 def test_shared_and_infra_names_agree() -> None:
     assert publishing.OUTBOX_EVENT_SOURCE == definitions.OUTBOX_EVENT_SOURCE
     assert publishing.ENV_EVENT_BUS_NAME == definitions.ENV_EVENT_BUS_NAME
     assert forwarding.ENV_FORWARD_SECRET_NAME == definitions.ENV_FORWARD_SECRET_NAME
-    assert forwarding.ENV_CONTROL_TABLE == definitions.ENV_CONTROL_TABLE
+    assert settings.ENV_CONTROL_TABLE == definitions.ENV_CONTROL_TABLE
 
 
 # ---------------------------------------------------------------------------------------------------- the Pipes

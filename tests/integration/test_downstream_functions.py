@@ -19,6 +19,7 @@ from shared import forwarding
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, forward_stream_batch
 from shared.payments.outbox import published_event
 from shared.payments.publishing import BusPublisher, PublishFailed, outbox_events, publish_outbox_batch
+from shared.settings import ENV_CONTROL_TABLE
 from tests.integration.test_outbox import (
     PREVIOUS_SECRET,
     SECRET,
@@ -216,7 +217,7 @@ def test_the_forwarder_handler_signs_with_both_secrets_of_its_secrets_manager_pa
     )
     monkeypatch.setenv(forwarding.ENV_FORWARD_URL, receiver.url)
     monkeypatch.setenv(forwarding.ENV_FORWARD_SECRET_NAME, "stack/forward-signing")
-    monkeypatch.setenv(forwarding.ENV_CONTROL_TABLE, aws_world.names.control_table)
+    monkeypatch.setenv(ENV_CONTROL_TABLE, aws_world.names.control_table)
     monkeypatch.setattr("shared.forwarding._dynamodb", lambda: aws_world.session.client("dynamodb"))
     # When the handler gets the Pipe's batch
     answer = forwarder_handler.lambda_handler(stream_records(aws_world), lambda_context)
