@@ -53,39 +53,19 @@ class DispatchPipe(Construct):
         if stream_arn is None:
             raise ValueError("the inbox table has no stream: the Pipe has nothing to read")
 
-        self.dead_letter_queue = sqs.Queue(
+        essentials = StreamPipeEssentials(
             self,
-            "DeadLetterQueue",
-            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            stream_arn=stream_arn,
+            role_description="Execution role of the dispatch Pipe: read the inbox stream, send to the dispatch queue",
+            dead_letters="the metadata of stream records it could not deliver",
         )
-        acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself a dead-letter destination: the Pipe sends it the metadata of stream records it "
-            "could not deliver. Nothing consumes it automatically (an operator reads it), so a message never "
-            "fails here and a further dead-letter queue would never receive anything.",
+        self.dead_letter_queue, self.log_group, self.role = (
+            essentials.dead_letter_queue,
+            essentials.log_group,
+            essentials.role,
         )
-
-        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION)
-
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal(
-                "pipes.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-            description="Execution role of the dispatch Pipe: read the inbox stream, send to the dispatch queue",
-        )
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
         # sqs:SendMessage alone (queue.grant_send_messages would add GetQueueAttributes and GetQueueUrl).
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["sqs:SendMessage"], resources=[queue.queue_arn, self.dead_letter_queue.queue_arn]
-            )
-        )
-        self.log_group.grant_write(self.role)
+        self.role.add_to_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queue.queue_arn]))
 
         self.pipe = pipes.CfnPipe(
             self,
@@ -99,7 +79,7 @@ class DispatchPipe(Construct):
                     batch_size=definitions.PIPE_BATCH_SIZE,
                     maximum_retry_attempts=definitions.PIPE_MAXIMUM_RETRY_ATTEMPTS,
                     on_partial_batch_item_failure=ON_PARTIAL_BATCH_ITEM_FAILURE,
-                    dead_letter_config=pipes.CfnPipe.DeadLetterConfigProperty(arn=self.dead_letter_queue.queue_arn),
+                    dead_letter_config=essentials.dead_letter_config(),
                 ),
                 filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
                     filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(definitions.PIPE_FILTER_PATTERN))]
@@ -113,13 +93,56 @@ class DispatchPipe(Construct):
                     message_deduplication_id=definitions.PIPE_DEDUPLICATION_ID_PATH,
                 ),
             ),
-            log_configuration=pipes.CfnPipe.PipeLogConfigurationProperty(
-                cloudwatch_logs_log_destination=pipes.CfnPipe.CloudwatchLogsLogDestinationProperty(
-                    log_group_arn=self.log_group.log_group_arn
-                ),
-                level=LOG_LEVEL,
-            ),
+            log_configuration=essentials.log_configuration(),
         )
         # The role and its policy exist before the Pipe: creating a Pipe checks that its role can read the source
         # and send to the target and the dead-letter queue.
         self.pipe.node.add_dependency(self.role)
+
+
+class StreamPipeEssentials:
+    """What every Pipe of the stack reading a DynamoDB stream has: a standard dead-letter queue (stream sources
+    cannot dead-letter to FIFO), an ERROR-level log group without execution data, and a role only this account's
+    Pipes service may assume, allowed to read the one stream, send to that queue and write those logs. Its
+    children keep the ids "DeadLetterQueue", "LogGroup" and "Role" in the caller's scope."""
+
+    def __init__(self, scope: Construct, *, stream_arn: str, role_description: str, dead_letters: str) -> None:
+        self.dead_letter_queue = sqs.Queue(
+            scope,
+            "DeadLetterQueue",
+            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            f"This queue is itself a dead-letter destination: the Pipe sends it {dead_letters}. Nothing consumes "
+            "it automatically (an operator reads it, an alarm counts it), so a message never fails here and a "
+            "further dead-letter queue would never receive anything.",
+        )
+        self.log_group = logs.LogGroup(scope, "LogGroup", retention=LOG_RETENTION)
+        self.role = iam.Role(
+            scope,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "pipes.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            description=role_description,
+        )
+        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.dead_letter_queue.queue_arn])
+        )
+        self.log_group.grant_write(self.role)
+
+    def dead_letter_config(self) -> pipes.CfnPipe.DeadLetterConfigProperty:
+        return pipes.CfnPipe.DeadLetterConfigProperty(arn=self.dead_letter_queue.queue_arn)
+
+    def log_configuration(self) -> pipes.CfnPipe.PipeLogConfigurationProperty:
+        return pipes.CfnPipe.PipeLogConfigurationProperty(
+            cloudwatch_logs_log_destination=pipes.CfnPipe.CloudwatchLogsLogDestinationProperty(
+                log_group_arn=self.log_group.log_group_arn
+            ),
+            level=LOG_LEVEL,
+        )

@@ -43,15 +43,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import definitions
 from infra.config import StackSettings
-from infra.constructs.dispatch_pipe import LOG_LEVEL, LOG_RETENTION, ON_PARTIAL_BATCH_ITEM_FAILURE, STREAM_READ_ACTIONS
+from infra.constructs.dispatch_pipe import ON_PARTIAL_BATCH_ITEM_FAILURE, StreamPipeEssentials
 from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
@@ -76,37 +74,20 @@ class StreamToFunctionPipe(Construct):
         maximum_record_age_seconds: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letter_queue = sqs.Queue(
+        essentials = StreamPipeEssentials(
             self,
-            "DeadLetterQueue",
-            retention_period=Duration.days(definitions.QUEUE_RETENTION_DAYS),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            stream_arn=stream_arn,
+            role_description=f"Execution role of a Pipe: {description}",
+            dead_letters="the metadata (shard, sequence numbers) of outbox records it gave up on",
         )
-        acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself a dead-letter destination: the Pipe sends it the metadata (shard, sequence "
-            "numbers) of outbox records it gave up on. An operator reads it; nothing consumes it automatically, so "
-            "a message never fails here and a further dead-letter queue would never receive anything.",
+        self.dead_letter_queue, self.log_group, self.role = (
+            essentials.dead_letter_queue,
+            essentials.log_group,
+            essentials.role,
         )
-        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal(
-                "pipes.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-            description=f"Execution role of a Pipe: {description}",
-        )
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
         self.role.add_to_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn])
         )
-        self.role.add_to_policy(
-            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.dead_letter_queue.queue_arn])
-        )
-        self.log_group.grant_write(self.role)
 
         self.pipe = pipes.CfnPipe(
             self,
@@ -121,7 +102,7 @@ class StreamToFunctionPipe(Construct):
                     maximum_retry_attempts=maximum_retry_attempts,
                     maximum_record_age_in_seconds=maximum_record_age_seconds,
                     on_partial_batch_item_failure=ON_PARTIAL_BATCH_ITEM_FAILURE,
-                    dead_letter_config=pipes.CfnPipe.DeadLetterConfigProperty(arn=self.dead_letter_queue.queue_arn),
+                    dead_letter_config=essentials.dead_letter_config(),
                 ),
                 filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
                     filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(definitions.OUTBOX_PIPE_FILTER_PATTERN))]
@@ -133,12 +114,7 @@ class StreamToFunctionPipe(Construct):
                     invocation_type=INVOCATION_TYPE
                 ),
             ),
-            log_configuration=pipes.CfnPipe.PipeLogConfigurationProperty(
-                cloudwatch_logs_log_destination=pipes.CfnPipe.CloudwatchLogsLogDestinationProperty(
-                    log_group_arn=self.log_group.log_group_arn
-                ),
-                level=LOG_LEVEL,
-            ),
+            log_configuration=essentials.log_configuration(),
         )
         # Creating a Pipe checks that its role can read the source and invoke the target.
         self.pipe.node.add_dependency(self.role)
