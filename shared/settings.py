@@ -26,21 +26,42 @@ class ConfigurationError(ValueError):
     pass
 
 
-def _required(environ: Mapping[str, str], name: str) -> str:
+def required_text(environ: Mapping[str, str], name: str) -> str:
+    """A variable that must be set to a non-blank value."""
     value = environ.get(name, "").strip()
     if not value:
         raise ConfigurationError(f"environment variable {name} is required")
     return value
 
 
-def _integer(environ: Mapping[str, str], name: str, default: int) -> int:
+def integer(
+    environ: Mapping[str, str], name: str, default: int, *, low: int | None = None, high: int | None = None
+) -> int:
+    """A whole number (surrounding blanks ignored), `default` when unset or blank, within [low, high] if given."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigurationError(f"{name} must be within {low}..{high}, got {value}")
+    return value
+
+
+def positive_number(environ: Mapping[str, str], name: str, default: float, *, high: float) -> float:
+    """A number in (0, high] (surrounding blanks ignored), `default` when unset or blank. NaN and inf refused."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+    if not 0 < value <= high:  # NaN compares false with everything: refused here too
+        raise ConfigurationError(f"{name} must be within (0, {high}], got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +86,11 @@ class IngestSettings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> IngestSettings:
         env = os.environ if environ is None else environ
         return cls(
-            inbox_table=_required(env, "INBOX_TABLE"),
-            body_bucket=_required(env, "INBOX_BODY_BUCKET"),
+            inbox_table=required_text(env, "INBOX_TABLE"),
+            body_bucket=required_text(env, "INBOX_BODY_BUCKET"),
             secret_prefix=env.get("INBOX_SECRET_PREFIX", ""),
-            signature_tolerance_seconds=_integer(
+            signature_tolerance_seconds=integer(
                 env, "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS
             ),
-            retention_days=_integer(env, "INBOX_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            retention_days=integer(env, "INBOX_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
         )

@@ -37,6 +37,7 @@ from shared.observability import logger, put_gauge
 from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
 from shared.payments.status import INTERMEDIATE_STATUSES
 from shared.process.service import MAX_BACKOFF_SECONDS, ReconcileMessage
+from shared.settings import ConfigurationError, integer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -53,20 +54,6 @@ READ_FACTOR = 10
 # What the re-dispatch decision reads of each event (not the body).
 _REDISPATCH_ATTRIBUTES = ("pk", "group_id", "received_at", "dispatched_at", "last_attempt_at", "dispatch_id")
 _PAGE_SIZE = 100
-
-
-class ConfigurationError(ValueError):
-    pass
-
-
-def _integer(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +86,9 @@ class SweeperSettings:
             inbox_table=env["INBOX_TABLE"],
             payments_table=env["PAYMENTS_TABLE"],
             queue_url=env["INBOX_QUEUE_URL"],
-            stale_after_seconds=_integer(env, "INBOX_STALE_AFTER_SECONDS", DEFAULT_STALE_AFTER_SECONDS),
-            reconcile_after_seconds=_integer(env, "INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS),
-            max_items=_integer(env, "INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS),
+            stale_after_seconds=integer(env, "INBOX_STALE_AFTER_SECONDS", DEFAULT_STALE_AFTER_SECONDS),
+            reconcile_after_seconds=integer(env, "INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS),
+            max_items=integer(env, "INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS),
         )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
 from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
-from shared.settings import ENV_CONTROL_TABLE, ConfigurationError
+from shared.settings import ENV_CONTROL_TABLE, integer, positive_number, required_text
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -27,67 +26,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
-def _text(environ: Mapping[str, str], name: str) -> str:
-    value = environ.get(name)
-    if not value:
-        raise ConfigurationError(f"environment variable {name} is required (a non-empty string)")
-    return value
-
-
-# Read as pydantic (v2, lax mode) reads numbers from strings, so that no configuration that worked stops working:
-# around the number, Unicode's White_Space is stripped (Python's str.strip() would also strip \x1c-\x1f); a whole
-# number may have single underscores between its digits and end in ".0"; a float may have single underscores
-# anywhere but at either end.
-_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-)
-_WHOLE = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)
-
-
-def _without_underscores(text: str) -> str:
-    if text.startswith("_") or text.endswith("_") or "__" in text:
-        raise ValueError(text)
-    return text.replace("_", "")
-
-
-def _parse_number(raw: str, *, integer: bool) -> float:
-    text = raw.strip(_WHITESPACE)
-    if integer:
-        if not _WHOLE.fullmatch(text):
-            raise ValueError(raw)
-        return int(text.partition(".")[0])
-    # pydantic parses the stripped text without underscores, else drops the underscores of the text as given (its
-    # whitespace included, which then fails). float() alone would also take non-ASCII digits and inner whitespace.
-    candidate = text if "_" not in text else _without_underscores(raw)
-    if not candidate.isascii() or candidate != candidate.strip():
-        raise ValueError(raw)
-    return float(candidate)
-
-
-def _number(environ: Mapping[str, str], name: str, default: float, *, integer: bool, low: float, high: float) -> float:
-    """`name` within `low` (exclusive for floats, inclusive for integers) and `high` (inclusive), or `default` when
-    unset. Set but empty, or not a number, is an error: a typo never silently falls back to the default."""
-    raw = environ.get(name)
-    if raw is None:
-        return default
-    try:
-        number = _parse_number(raw, integer=integer)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be {'a whole' if integer else 'a'} number, got {raw!r}") from None
-    within = low <= number <= high if integer else low < number <= high
-    if not within:  # also refuses NaN, which compares false with everything
-        raise ConfigurationError(f"{name} must be within {low}..{high}, got {raw!r}")
-    return number
-
-
 @dataclass(frozen=True, slots=True)
 class ProcessorSettings:
     """The processor's configuration, read from the environment once (at the first batch) and validated.
 
-    A dataclass, not a pydantic model: importing pydantic and building the model's schema was ~200 ms of the
-    processor's cold start (`python -X importtime`), for seven values. The validation is pydantic's, kept
-    (tests/unit/process/test_processor_settings.py compares the two): required strings non-empty, whole
-    numbers as pydantic reads them ("8", " +8 ", "8.0"), floats in range, unknown variables ignored."""
+    A dataclass read with shared/settings.py's readers (as the ingest's settings are), not a pydantic model:
+    importing pydantic and building the model's schema was ~200 ms of the processor's cold start (`python -X
+    importtime`), for seven values. Required strings non-blank, numbers within their ranges, unknown variables
+    ignored (tests/unit/process/test_processor_settings.py)."""
 
     inbox_table: str
     payments_table: str
@@ -104,13 +50,13 @@ class ProcessorSettings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> ProcessorSettings:
         env = os.environ if environ is None else environ
         return cls(
-            inbox_table=_text(env, "INBOX_TABLE"),
-            payments_table=_text(env, "PAYMENTS_TABLE"),
-            queue_url=_text(env, "INBOX_QUEUE_URL"),
-            dead_letter_queue_url=_text(env, "INBOX_DLQ_URL"),
-            control_table=env.get(ENV_CONTROL_TABLE),
-            max_attempts=int(_number(env, "INBOX_MAX_ATTEMPTS", 8, integer=True, low=1, high=50)),
-            retry_base_seconds=_number(env, "INBOX_RETRY_BASE_SECONDS", 5.0, integer=False, low=0, high=600),
+            inbox_table=required_text(env, "INBOX_TABLE"),
+            payments_table=required_text(env, "PAYMENTS_TABLE"),
+            queue_url=required_text(env, "INBOX_QUEUE_URL"),
+            dead_letter_queue_url=required_text(env, "INBOX_DLQ_URL"),
+            control_table=env.get(ENV_CONTROL_TABLE) or None,
+            max_attempts=integer(env, "INBOX_MAX_ATTEMPTS", 8, low=1, high=50),
+            retry_base_seconds=positive_number(env, "INBOX_RETRY_BASE_SECONDS", 5.0, high=600),
             handler_modules=env.get("INBOX_HANDLER_MODULES", ""),
         )
 

@@ -16,7 +16,8 @@ from shared.process.service import (
     backoff_seconds,
     parse_message,
 )
-from shared.sweeper import ConfigurationError, SweeperSettings, last_activity, stale_events
+from shared.settings import ConfigurationError
+from shared.sweeper import SweeperSettings, last_activity, stale_events
 
 CUTOFF = "2026-11-29T10:00:00.000000Z"
 BEFORE = "2026-11-29T09:00:00.000000Z"
