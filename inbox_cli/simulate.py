@@ -166,13 +166,6 @@ def _post(url: str, body: bytes, headers: dict[str, str], attempts: int = 5) -> 
     return status
 
 
-def _percentile(values: list[float], share: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 def _parse_iso(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -337,7 +330,10 @@ class Simulation:
             events_per_second=round(len(items) / elapsed, 1) if elapsed else 0.0,
             latency_ms={
                 "p50": round(statistics.median(latencies), 1) if latencies else 0.0,
-                "p99": round(_percentile(latencies, 0.99), 1),
+                # The standard library's linear interpolation between ranks (numpy's default, as bench/stats.py).
+                "p99": round(statistics.quantiles(latencies, n=100, method="inclusive")[98], 1)
+                if len(latencies) > 1
+                else (latencies[0] if latencies else 0.0),
                 "max": round(max(latencies), 1) if latencies else 0.0,
                 "delivery_phase_s": round(delivered_at - started, 2),
             },
