@@ -31,7 +31,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 
 from shared import aws
-from shared.inbox.model import OPEN_EVENT_SHARDS, DispatchReason, EventStatus, iso_utc, new_dispatch_id
+from shared.inbox.model import (
+    OPEN_EVENT_SHARDS,
+    DispatchReason,
+    EventStatus,
+    fifo_group_id,
+    iso_utc,
+    new_dispatch_id,
+)
 from shared.inbox.store import OPEN_EVENTS_INDEX, from_attributes
 from shared.observability import logger, put_gauge
 from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
@@ -117,20 +124,26 @@ def last_activity(item: Mapping[str, Any]) -> str:
     return max((mark for mark in marks if isinstance(mark, str)), default="")
 
 
+def dispatch_group(item: Mapping[str, Any]) -> str:
+    """The FIFO group a re-dispatch of this event goes to: its stored `group_id` (the key itself for an event with
+    none), made a valid SQS group id. Items stored before ids were derived may hold a raw key SQS refuses."""
+    return fifo_group_id(str(item.get("group_id") or item["pk"]))
+
+
 def stale_events(items: Iterable[Mapping[str, Any]], cutoff: str) -> tuple[list[Mapping[str, Any]], int]:
     """Which of these pending events to re-dispatch: each one quiet since before `cutoff`, in a FIFO group where
     nothing happened since `cutoff` either. Returns (to re-dispatch, stale but waiting on their group)."""
     items = list(items)
     group_activity: dict[str, str] = {}
     for item in items:
-        group = str(item.get("group_id") or item["pk"])
+        group = dispatch_group(item)
         group_activity[group] = max(group_activity.get(group, ""), last_activity(item))
     chosen: list[Mapping[str, Any]] = []
     waiting = 0
     for item in items:
         if last_activity(item) >= cutoff:
             continue
-        if group_activity[str(item.get("group_id") or item["pk"])] >= cutoff:
+        if group_activity[dispatch_group(item)] >= cutoff:
             waiting += 1
             continue
         chosen.append(item)
@@ -228,6 +241,7 @@ class SweepStore:
         sweepers at once re-dispatch it once). True when this call re-dispatched it."""
         values: dict[str, Any] = {
             ":new": {"S": new_dispatch_id()},
+            ":group": {"S": dispatch_group(item)},
             ":reason": {"S": DispatchReason.REDISPATCH.value},
             ":now": {"S": now},
             ":pending": {"S": EventStatus.PENDING.value},
@@ -243,7 +257,10 @@ class SweepStore:
             self.dynamodb.update_item(
                 TableName=self.inbox_table,
                 Key={"pk": {"S": str(item["pk"])}},
-                UpdateExpression="SET dispatch_id = :new, dispatch_reason = :reason, dispatched_at = :now",
+                # The group id is written again, valid: the Pipe copies it, and SQS would refuse an old raw key.
+                UpdateExpression=(
+                    "SET dispatch_id = :new, dispatch_reason = :reason, dispatched_at = :now, group_id = :group"
+                ),
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=values,
@@ -395,7 +412,8 @@ class Sweeper:
             {
                 "Id": str(index),
                 "MessageBody": message.to_body(),
-                "MessageGroupId": message.key,  # the payment's own group: in order with its webhooks
+                # The payment's own group, derived as the inbox item's is: in order with its webhooks.
+                "MessageGroupId": fifo_group_id(message.key),
                 "MessageDeduplicationId": uuid.uuid4().hex,
             }
             for index, message in enumerate(messages)

@@ -7,6 +7,7 @@ format. Field names and meanings are the data model in design.md.
 from __future__ import annotations
 
 import hashlib
+import string
 import uuid
 import zlib
 from dataclasses import dataclass
@@ -44,6 +45,35 @@ def event_key(provider: str, event_id: str) -> str:
 
 def resource_key(provider: str, resource_id: str) -> str:
     return f"{provider}#{resource_id}"
+
+
+# SQS's rule for MessageGroupId and MessageDeduplicationId: 1 to 128 characters, each an ASCII letter, digit or
+# one of !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ (exactly `string.punctuation`). SQS API reference, SendMessage.
+FIFO_ID_MAX_LENGTH = 128
+FIFO_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
+_HASHED_PREFIX_LENGTH = FIFO_ID_MAX_LENGTH - 1 - 64  # room for "~" and a sha256 hex digest
+
+
+def is_valid_fifo_id(value: str) -> bool:
+    return 0 < len(value) <= FIFO_ID_MAX_LENGTH and all(character in FIFO_ID_CHARACTERS for character in value)
+
+
+def fifo_group_id(key: str) -> str:
+    """The SQS FIFO MessageGroupId for a key (an event's or a payment's), the one rule every sender uses.
+
+    Keys come from senders (a resource id with a space, an accent, 200 characters), and SQS refuses such a group
+    id. A key that is already a valid id is kept as it is (so every id stored before this rule keeps its group);
+    any other becomes a readable prefix (the key's first characters, each invalid one as `_`) + `~` + the sha256
+    of the whole key: always valid and at most 128 characters. Two different keys never share a group by accident:
+    kept keys are distinct, derived ones differ unless sha256 collides, and a kept key equals a derived one only
+    if it spells out another key's digest. Idempotent (a derived id is valid, so it is kept): normalizing a
+    stored group id again never moves it to another group.
+    """
+    if is_valid_fifo_id(key):
+        return key
+    readable = "".join(c if c in FIFO_ID_CHARACTERS else "_" for c in key[:_HASHED_PREFIX_LENGTH])
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{readable}~{digest}"
 
 
 def open_status_value(status: EventStatus, pk: str) -> str:
@@ -106,7 +136,7 @@ def build_item(
         "body_sha256": body.sha256,
         "body_size": body.size,
         "headers": {name: request.headers[name] for name in replay_headers if name in request.headers},
-        "group_id": pk,  # an event with no resource is a FIFO group of its own
+        "group_id": fifo_group_id(pk),  # an event with no resource is a FIFO group of its own
     }
     if body.inline is not None:
         item["body"] = body.inline
@@ -132,7 +162,8 @@ def build_item(
     )
     if event.resource_id:
         item["resource_id"] = event.resource_id
-        item["resource_key"] = item["group_id"] = resource_key(provider, event.resource_id)
+        item["resource_key"] = resource_key(provider, event.resource_id)
+        item["group_id"] = fifo_group_id(item["resource_key"])
     for name in ("provider_status", "amount", "currency"):
         value = getattr(event, name)
         if value is not None:

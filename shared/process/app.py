@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 
 from shared import aws
+from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
@@ -91,7 +92,8 @@ class SqsRetryQueue:
         self.sqs.send_message(
             QueueUrl=self.dead_letter_queue_url,
             MessageBody=delivery.body,
-            MessageGroupId=delivery.message_group_id,
+            # The group it came from (already valid), or one derived for a record that carried none.
+            MessageGroupId=fifo_group_id(delivery.message_group_id),
             MessageDeduplicationId=uuid.uuid4().hex,
         )
 
