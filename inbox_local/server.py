@@ -1,7 +1,13 @@
 """The local HTTP front door: turns HTTP requests into API Gateway HTTP API (payload v2) events.
 
 It calls the real ingest handler, as API Gateway would, including API Gateway's own answers for what never
-reaches the function (an unknown route, a body over 10 MB).
+reaches the function (docs/aws-limits.md has the figures and their sources):
+- a body over the HTTP API's payload quota (10 MB) is refused before it is read: 413;
+- an event whose JSON exceeds Lambda's synchronous invoke payload (6 MB, base64 of a binary body included) never
+  reaches the function: API Gateway answers 413 `{"message": "Request Too Long"}`. So the real ceiling for a
+  text body is just under 6 MB, and for a binary (base64-encoded) body about 4.5 MB.
+It holds a burst: the listen backlog is far above `socketserver`'s default of 5 (a gateway's retry storm of a few
+hundred concurrent connections is normal traffic, and a full backlog resets connections).
 """
 
 from __future__ import annotations
@@ -18,7 +24,19 @@ from urllib.parse import parse_qsl, urlsplit
 
 from inbox_local.lambda_context import LocalLambdaContext
 
+# HTTP API quota "Payload size: 10 MB" (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html);
+# above it API Gateway answers 413 with this plain-text message.
 API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
+API_GATEWAY_BODY_TOO_LARGE = f"HTTP content length exceeded {API_GATEWAY_MAX_BODY_BYTES} bytes."
+# Lambda's synchronous Invoke: "the maximum payload size is 6 MB" (https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html);
+# Lambda's own refusal names the byte figure: "Request must be smaller than 6291456 bytes". The payload is the
+# event's JSON, so a base64-encoded binary body counts at 4/3 of its size. API Gateway then answers 413
+# {"message": "Request Too Long"} and the function is never invoked.
+LAMBDA_MAX_SYNC_REQUEST_BYTES = 6 * 1024 * 1024
+LAMBDA_PAYLOAD_TOO_LARGE = {"message": "Request Too Long"}
+# The listen(2) backlog: connections the kernel holds while every handler thread is busy accepting. Linux caps it
+# at net.core.somaxconn (4096 by default since 5.4).
+LISTEN_BACKLOG = 1024
 _TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -26,6 +44,23 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # (method, path, body) -> (status, JSON document). They never reach the function.
 LocalRoute = Callable[[str, str, bytes], tuple[int, Any]]
 LOCAL_ROUTE_PREFIX = "/_local/"
+
+
+def invoke_payload_bytes(event: dict[str, Any]) -> int:
+    """The size of the Invoke request API Gateway would make for this event (compact JSON, as the SDKs send it)."""
+    return len(json.dumps(event, separators=(",", ":")).encode())
+
+
+def invoke_like_api_gateway(handler: Handler, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Call the function the way API Gateway's Lambda integration does: an event over Lambda's synchronous payload
+    limit is answered 413 by API Gateway itself, and the function never sees it."""
+    if invoke_payload_bytes(event) > LAMBDA_MAX_SYNC_REQUEST_BYTES:
+        return {
+            "statusCode": 413,
+            "headers": {"content-type": "application/json"},
+            "body": json.dumps(LAMBDA_PAYLOAD_TOO_LARGE),
+        }
+    return handler(event, context)
 
 
 def api_gateway_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
@@ -82,8 +117,8 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         length = int(self.headers.get("Content-Length") or 0)
         if length > API_GATEWAY_MAX_BODY_BYTES:
-            self._send(413, {"message": "Request Entity Too Large"}, started)
-            self.close_connection = True
+            self._send(413, API_GATEWAY_BODY_TOO_LARGE, started, {"content-type": "text/plain; charset=utf-8"})
+            self.close_connection = True  # the unread body must not be taken for the next request
             return
         body = self.rfile.read(length) if length else b""
         route = urlsplit(self.path).path
@@ -97,7 +132,7 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
             headers[key] = f"{headers[key]},{value}" if key in headers else value
         event = api_gateway_event(self.command, self.path, headers, body, self.client_address[0])
         try:
-            response = self.server.handler(event, LocalLambdaContext("ingest"))
+            response = invoke_like_api_gateway(self.server.handler, event, LocalLambdaContext("ingest"))
         except Exception as error:  # a crash in the function: API Gateway answers 500
             print(f"ingest crashed: {type(error).__name__}: {error}", file=sys.stderr)
             self._send(500, {"message": "Internal Server Error"}, started)
@@ -125,6 +160,7 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], handler: Handler, *, access_log: bool = True) -> None:
         super().__init__(address, _ApiRequestHandler)

@@ -14,7 +14,12 @@ from botocore.exceptions import ClientError
 from functions.ingest.handler import lambda_handler
 from inbox_local.config import DEV_SECRETS
 from inbox_local.lambda_context import LocalLambdaContext
-from inbox_local.server import api_gateway_event
+from inbox_local.server import (
+    LAMBDA_MAX_SYNC_REQUEST_BYTES,
+    api_gateway_event,
+    invoke_like_api_gateway,
+    invoke_payload_bytes,
+)
 from shared.inbox.store import InboxStore
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
 from shared.providers import WebhookRequest, get_driver
@@ -45,7 +50,8 @@ def signed_delivery(
 def deliver(provider: str, request: WebhookRequest, *, method: str = "POST") -> tuple[int, dict[str, Any]]:
     headers = {"content-type": "application/json", **request.headers}
     event = api_gateway_event(method, f"/webhooks/{provider}", headers, request.body, "203.0.113.9")
-    response = lambda_handler(event, LocalLambdaContext("ingest"))
+    # Through API Gateway's Lambda integration, as in AWS: an event over the invoke limit never reaches the function.
+    response = invoke_like_api_gateway(lambda_handler, event, LocalLambdaContext("ingest"))
     return response["statusCode"], json.loads(response["body"])
 
 
@@ -120,7 +126,7 @@ class TestStoringEvents:
         assert stored_items(aws_world)[0]["body"] == request.body
 
     def test_a_body_too_large_for_an_item_goes_to_s3_and_is_referenced(self, aws_world):
-        # Given a 5 MB signed body (API Gateway allows up to 10 MB)
+        # Given a 5 MB signed body (over an item's 400 KB, under Lambda's 6 MB invoke payload)
         driver = get_driver("standard")
         payload = {
             "type": "payment.updated",
@@ -197,17 +203,65 @@ def test_the_previous_secret_still_verifies_during_a_rotation(aws_world, monkeyp
     assert deliver("stripe", signed_delivery("stripe", event_id="evt_x", secret="whsec_other"))[0] == 401
 
 
-def test_a_huge_body_is_not_refused_for_its_size(aws_world):
-    # Given a 9.5 MB signed body, just under API Gateway's limit
-    payload = {
-        "type": "payment.updated",
-        "timestamp": "2026-11-29T10:00:00Z",
-        "data": {"id": "pay_huge", "status": "paid", "blob": "y" * (9_500_000)},
-    }
-    request = signed_delivery("standard", event_id="msg_huge", body=json.dumps(payload).encode())
-    # When it is delivered, then it is stored
+def _standard_body_of_size(size: int) -> bytes:
+    """A Standard Webhooks body of exactly `size` bytes (the padding is a field the driver ignores)."""
+
+    def body(blob: str) -> bytes:
+        data = {"id": "pay_big", "status": "paid", "blob": blob}
+        return json.dumps({"type": "payment.updated", "timestamp": "2026-11-29T10:00:00Z", "data": data}).encode()
+
+    padded = body("y" * (size - len(body(""))))
+    assert len(padded) == size
+    return padded
+
+
+def test_the_largest_text_body_lambda_accepts_is_stored(aws_world):
+    # Given a signed JSON body as large as still fits Lambda's 6 MB synchronous invoke, with the event's envelope
+    probe = signed_delivery("standard", event_id="msg_edge", body=_standard_body_of_size(1000))
+    envelope = (
+        invoke_payload_bytes(
+            api_gateway_event(
+                "POST",
+                "/webhooks/standard",
+                {"content-type": "application/json", **probe.headers},
+                probe.body,
+                "203.0.113.9",
+            )
+        )
+        - 1000
+    )
+    request = signed_delivery(
+        "standard", event_id="msg_edge", body=_standard_body_of_size(LAMBDA_MAX_SYNC_REQUEST_BYTES - envelope - 64)
+    )
+    # When it is delivered, then it is stored, byte for byte
     assert deliver("standard", request)[0] == 200
-    assert stored_items(aws_world)[0]["body_size"] == len(request.body)
+    [item] = stored_items(aws_world)
+    assert item["body_size"] == len(request.body)
+
+
+def test_a_body_over_the_invoke_limit_is_refused_before_the_function_like_api_gateway_does(aws_world):
+    # Given a 9.5 MB signed body: under the HTTP API's 10 MB payload quota, but over Lambda's 6 MB invoke payload
+    request = signed_delivery("standard", event_id="msg_huge", body=_standard_body_of_size(9_500_000))
+    # When it is delivered through the front door
+    status, answer = deliver("standard", request)
+    # Then API Gateway answers 413 itself, the function never runs, and nothing is stored
+    assert status == 413
+    assert answer == {"message": "Request Too Long"}
+    assert stored_items(aws_world) == []
+
+
+def test_a_binary_body_counts_at_its_base64_size(aws_world):
+    # Given a 4.8 MB body that API Gateway must base64-encode (a non-text content type): 6.4 MB of event JSON
+    request = signed_delivery("standard", event_id="msg_bin", body=_standard_body_of_size(4_800_000))
+    headers = {**request.headers, "content-type": "application/octet-stream"}
+    event = api_gateway_event("POST", "/webhooks/standard", headers, request.body, "203.0.113.9")
+    assert event["isBase64Encoded"] is True
+    # When it reaches the Lambda integration
+    response = invoke_like_api_gateway(lambda_handler, event, LocalLambdaContext("ingest"))
+    # Then it is refused as too long (the same body sent as JSON text would fit), and nothing is stored
+    assert response["statusCode"] == 413
+    assert stored_items(aws_world) == []
+    assert deliver("standard", request)[0] == 200
 
 
 def test_duplicate_storm_stores_exactly_one_item_and_answers_every_delivery_2xx(aws_world):
