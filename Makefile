@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export UV_PYTHON := $(shell command -v $(PYTHON))
 
-.PHONY: setup run test lint format synth deploy bench chaos clean
+.PHONY: setup run test check lint format synth deploy bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -27,8 +27,13 @@ setup: $(VENV)/.synced ## virtualenv with the locked dependencies
 run: setup ## the local stack on http://127.0.0.1:$${INBOX_PORT:-8787}, until Ctrl-C
 	$(BIN)/python -m inbox_local
 
-test: setup lint ## lint, then every test tier
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+# The slowest tests are reported at the end of every run (--durations), so a test that grows shows up at once.
+PYTEST_REPORT := --durations=15 --durations-min=2
+test: setup lint ## lint, then every test tier (what CI runs)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_REPORT)
+
+check: setup lint ## the inner loop: lint, unit and integration tiers, no slow tests (a few minutes)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) -m "not e2e and not infra and not slow" $(PYTEST_REPORT) tests/unit tests/integration
 
 lint: setup ## ruff and mypy
 	$(BIN)/ruff check .
