@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
 from inbox_local.embedded_aws import EmbeddedAws
+from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
 from inbox_local.outbox_publisher import OutboxPublisher
 from inbox_local.pipe import StreamPipe
@@ -168,10 +169,11 @@ class LocalStack:
     def banner(self) -> str:
         url = self.endpoints.api_url
         secrets = "\n".join(f"  INBOX_SECRET_{p.upper()}={signing_secret(p)}" for p in provider_names())
+        simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.
   API:           {url}   (POST {url}/webhooks/{{provider}}, GET {url}/health)
   Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
-  Gateway sim:   {self.endpoints.gateway_url}   (Stripe and Asaas REST shapes; the processor refetches here)
+  Gateway sim:   {self.endpoints.gateway_url}   (the processor refetches here; REST shapes of {simulated})
 
 Signing secrets in use (development values unless you set them):
 {secrets}

@@ -1,0 +1,227 @@
+"""Stripe's face: PaymentIntents with their latest charge and disputes, as `shared.gateway.stripe` reads them.
+
+REST (`Authorization: Bearer <key>`): `GET /v1/payment_intents/{id}` (honours `expand[]=latest_charge`),
+`GET /v1/charges/{id}`, `GET /v1/disputes?charge=...|payment_intent=...`. Errors in Stripe's envelope
+`{"error": {"type", "code"?, "message"}}`: 404 `resource_missing`, 401 "Invalid API Key provided", 429
+`rate_limit`, 500 `api_error`.
+
+What a step renders (intent status / charge -> event; the object in `data.object` is the intent, or the charge
+or dispute for `charge.*` events, with `payment_intent` set):
+- created: requires_payment_method -> payment_intent.created (`creation_webhooks`)
+- pending: processing -> payment_intent.processing
+- authorized: requires_capture, charge uncaptured -> payment_intent.amount_capturable_updated
+- paid: succeeded, charge captured -> payment_intent.succeeded
+- failed: requires_payment_method + last_payment_error, charge failed -> payment_intent.payment_failed
+- canceled: canceled -> payment_intent.canceled
+- partially_refunded / refunded: charge amount_refunded > 0 / refunded true -> charge.refunded
+- disputed: charge disputed, dispute needs_response -> charge.dispute.created
+- charged_back / dispute won: dispute lost / won -> charge.dispute.closed
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, Tokens, Webhook
+from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, bearer
+from shared.gateway.stripe import API_VERSION
+from shared.payments.status import PaymentStatus
+
+S = PaymentStatus
+
+
+def charge(p: SimulatedPayment) -> dict[str, Any]:
+    captured = p.captured
+    return {
+        "id": p.charge_id,
+        "object": "charge",
+        "amount": p.amount,
+        "amount_captured": p.amount if captured else 0,
+        "amount_refunded": p.amount_refunded,
+        "captured": captured,
+        "created": p.created,
+        "currency": p.currency.lower(),
+        "disputed": p.dispute_id is not None,
+        "failure_code": "card_declined" if p.charge_failed else None,
+        "livemode": False,
+        "paid": not p.charge_failed,
+        "payment_intent": p.resource_id,
+        "refunded": p.amount_refunded >= p.amount > 0,
+        "status": "failed" if p.charge_failed else "succeeded",
+    }
+
+
+def intent(p: SimulatedPayment, *, expand_charge: bool = False) -> dict[str, Any]:
+    latest_charge: Any = p.charge_id
+    if expand_charge and p.charge_id is not None:
+        latest_charge = charge(p)
+    return {
+        "id": p.resource_id,
+        "object": "payment_intent",
+        "amount": p.amount,
+        "amount_capturable": p.amount if p.intent_status == "requires_capture" else 0,
+        "amount_received": p.amount if p.intent_status == "succeeded" else 0,
+        "capture_method": "automatic",
+        "created": p.created,
+        "currency": p.currency.lower(),
+        "last_payment_error": (
+            {"code": "card_declined", "message": "Your card was declined.", "type": "card_error"}
+            if p.last_payment_error
+            else None
+        ),
+        "latest_charge": latest_charge,
+        "livemode": False,
+        "metadata": {},
+        "payment_method_types": ["card"],
+        "status": p.intent_status,
+    }
+
+
+def dispute(p: SimulatedPayment) -> dict[str, Any]:
+    return {
+        "id": p.dispute_id,
+        "object": "dispute",
+        "amount": p.amount - p.amount_refunded,
+        "charge": p.charge_id,
+        "created": p.dispute_created,
+        "currency": p.currency.lower(),
+        "livemode": False,
+        "payment_intent": p.resource_id,
+        "reason": "fraudulent",
+        "status": p.dispute_status,
+    }
+
+
+def _missing(kind: str, resource_id: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "code": "resource_missing",
+            "message": f"No such {kind}: '{resource_id[:80]}'",
+            "type": "invalid_request_error",
+        }
+    }
+
+
+class StripeShape:
+    name = "stripe"
+    default_api_key = "sk_test_gateway_simulator"
+    default_currency = "BRL"
+    currencies: frozenset[str] | None = None
+    routes: tuple[tuple[str, ...], ...] = (("v1", "payment_intents"), ("v1", "charges"), ("v1", "disputes"))
+    unauthorized_status = 401
+
+    def statuses(self, resource_id: str) -> frozenset[PaymentStatus]:
+        if not resource_id.startswith("pi_"):
+            raise ValueError("a Stripe payment is a PaymentIntent: its id starts with pi_")
+        return frozenset(S)
+
+    def new_id(self, tokens: Tokens) -> str:
+        return f"pi_{tokens(24, ALPHANUMERIC)}"
+
+    def authorized(self, request: ApiRequest, key: str) -> bool:
+        return bearer(request, key)
+
+    def serve(self, request: ApiRequest, payments: PaymentLookup) -> Answer:
+        route, rest = request.segments[1], request.segments[2:]
+        if route == "payment_intents" and len(rest) == 1:
+            p = payments.fetch(rest[0])
+            if p is None:
+                return 404, {}, _missing("payment_intent", rest[0])
+            return 200, {}, intent(p, expand_charge="latest_charge" in request.query.get("expand[]", []))
+        if route == "charges" and len(rest) == 1:
+            for p in payments.all():
+                if p.charge_id == rest[0]:
+                    return 200, {}, charge(p)
+            return 404, {}, _missing("charge", rest[0])
+        if route == "disputes" and not rest:
+            by_charge, by_intent = request.param("charge"), request.param("payment_intent")
+            data = [
+                dispute(p)
+                for p in payments.all()
+                if p.dispute_id is not None
+                and (by_charge is None or p.charge_id == by_charge)
+                and (by_intent is None or p.resource_id == by_intent)
+            ]
+            return 200, {}, {"object": "list", "url": "/v1/disputes", "has_more": False, "data": data}
+        return 404, {}, {"error": {"type": "invalid_request_error", "message": "Unrecognized request URL"}}
+
+    def unauthorized(self, request: ApiRequest) -> Any:
+        return {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}
+
+    def throttled(self, request: ApiRequest) -> Any:
+        return {"error": {"type": "invalid_request_error", "code": "rate_limit", "message": "Too many requests"}}
+
+    def server_error(self, request: ApiRequest) -> Any:
+        return {"error": {"type": "api_error", "message": "An unknown error occurred"}}
+
+    def provider_status(self, p: SimulatedPayment) -> str:
+        return p.intent_status
+
+    @staticmethod
+    def _event(event_type: str, obj: dict[str, Any], when: int, tokens: Tokens) -> Webhook:
+        event = {
+            "id": f"evt_{tokens(24, ALPHANUMERIC)}",
+            "object": "event",
+            "api_version": API_VERSION,
+            "created": when,
+            "data": {"object": obj},
+            "livemode": False,
+            "pending_webhooks": 1,
+            "request": {"id": None, "idempotency_key": None},
+            "type": event_type,
+        }
+        return Webhook(event_type, json.dumps(event, indent=2).encode("utf-8"), when)
+
+    def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]:
+        return [self._event("payment_intent.created", intent(p), p.created, tokens)]
+
+    @staticmethod
+    def _new_charge(p: SimulatedPayment, tokens: Tokens) -> None:
+        p.charge_id = f"ch_{tokens(24, ALPHANUMERIC)}"
+        p.charge_failed = False
+        p.captured = False
+
+    def step(
+        self,
+        p: SimulatedPayment,
+        current: PaymentStatus,
+        target: PaymentStatus,
+        refund: int,
+        when: int,
+        tokens: Tokens,
+    ) -> list[Webhook]:
+        if target is S.PENDING:
+            p.intent_status, p.last_payment_error = "processing", False
+            return [self._event("payment_intent.processing", intent(p), when, tokens)]
+        if target is S.AUTHORIZED:
+            self._new_charge(p, tokens)
+            p.intent_status, p.last_payment_error = "requires_capture", False
+            return [self._event("payment_intent.amount_capturable_updated", intent(p), when, tokens)]
+        if target is S.FAILED:
+            if current is not S.AUTHORIZED:
+                self._new_charge(p, tokens)
+            p.charge_failed, p.captured = True, False
+            p.intent_status, p.last_payment_error = "requires_payment_method", True
+            return [self._event("payment_intent.payment_failed", intent(p), when, tokens)]
+        if target is S.CANCELED:
+            p.intent_status, p.last_payment_error = "canceled", False
+            return [self._event("payment_intent.canceled", intent(p), when, tokens)]
+        if target is S.PAID and current is not S.DISPUTED:
+            if current is not S.AUTHORIZED:
+                self._new_charge(p, tokens)
+            p.captured = True
+            p.intent_status, p.last_payment_error = "succeeded", False
+            return [self._event("payment_intent.succeeded", intent(p), when, tokens)]
+        if target in (S.PARTIALLY_REFUNDED, S.REFUNDED) and current is not S.DISPUTED:
+            p.amount_refunded += refund
+            return [self._event("charge.refunded", charge(p), when, tokens)]
+        if target is S.DISPUTED:
+            p.dispute_id, p.dispute_status, p.dispute_created = f"du_{tokens(24, ALPHANUMERIC)}", "needs_response", when
+            return [self._event("charge.dispute.created", dispute(p), when, tokens)]
+        # the dispute closes: lost (charged back) or won (back to where it was)
+        p.dispute_status = "lost" if target is S.CHARGED_BACK else "won"
+        return [self._event("charge.dispute.closed", dispute(p), when, tokens)]
+
+
+SHAPE = StripeShape()
