@@ -9,7 +9,8 @@ Dedup: the body `id` (`evt_...`) repeats on every redelivery of the same event, 
 without one (older webhook versions) gets `derive_event_id(payment.id, event, payment.status, dateCreated)`.
 
 Time: `dateCreated` ("2024-06-12 16:45:03") carries no zone. Asaas is a Brazilian gateway and its times are
-America/Sao_Paulo; they are converted to UTC with that zone. `dateCreated` is required: inventing a time
+America/Sao_Paulo; they are converted to UTC with that zone, from the tz database (`tzdata` when the system has
+none: base.time_zone). `dateCreated` is required: inventing a time
 (e.g. the receive time) would change the derived id on every redelivery and corrupt `occurred_at` ordering.
 
 Money: `payment.value` is a decimal amount in BRL (`100.0`). The body is parsed with `parse_float=Decimal`
@@ -19,7 +20,7 @@ so that `10.1` becomes exactly 1010 centavos (as a float, 10.1 * 100 = 1009.9999
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -41,14 +42,12 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
     derive_event_id,
+    time_zone,
 )
 
 TOKEN_HEADER = "asaas-access-token"  # noqa: S105 - a header name, not a secret
 TIMEZONE = "America/Sao_Paulo"
 CURRENCY = "BRL"
-# Brazil abolished daylight saving time in 2019: since then Sao Paulo is UTC-3 all year. Used only if the
-# runtime has no time-zone database (zoneinfo finds neither system tzdata nor the `tzdata` package).
-_SAO_PAULO_SINCE_2019 = timezone(timedelta(hours=-3))
 _MAX_VALUE = Decimal(10) ** 12  # a sanity bound; it also keeps Decimal -> int cheap on hostile exponents
 
 
@@ -62,15 +61,7 @@ def _normalize_timestamp(text: str) -> str:
 
 def parse_asaas_time(text: str, where: str) -> datetime:
     """An Asaas timestamp (Sao Paulo local time unless it states a zone) as aware UTC."""
-    iso = _normalize_timestamp(text)
-    try:
-        return iso_to_utc(iso, where, assume_timezone=TIMEZONE)
-    except KeyError:  # zoneinfo.ZoneInfoNotFoundError: no tz database in this runtime
-        try:
-            naive = datetime.fromisoformat(iso)
-        except ValueError:
-            raise PayloadInvalid(f"field {where} is not a timestamp") from None
-        return naive.replace(tzinfo=_SAO_PAULO_SINCE_2019).astimezone(UTC)
+    return iso_to_utc(_normalize_timestamp(text), where, assume_timezone=TIMEZONE)
 
 
 def value_to_minor_units(value: Any, where: str) -> int:
@@ -138,7 +129,7 @@ class AsaasDriver:
         except KeyError:
             supported = ", ".join(sorted(_SAMPLES))
             raise ValueError(f"no Asaas sample for status {status!r}; supported: {supported}") from None
-        local = datetime.fromtimestamp(occurred_at, tz=UTC).astimezone(_sao_paulo())
+        local = datetime.fromtimestamp(occurred_at, tz=UTC).astimezone(sao_paulo())
         paid = asaas_status in {"RECEIVED", "REFUNDED", "CHARGEBACK_REQUESTED"}
         day = local.date().isoformat()
         # amount / 100 as a float prints as the exact decimal (e.g. 10.1), and Asaas sends JSON numbers.
@@ -167,13 +158,9 @@ class AsaasDriver:
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-def _sao_paulo() -> tzinfo:
-    try:
-        from zoneinfo import ZoneInfo  # noqa: PLC0415 - only sample_body needs it; verify stays light
-
-        return ZoneInfo(TIMEZONE)
-    except (ImportError, KeyError):
-        return _SAO_PAULO_SINCE_2019
+def sao_paulo() -> tzinfo:
+    """The zone of Brazil's gateways' local times (Asaas, Kiwify, PagBank samples)."""
+    return time_zone(TIMEZONE)
 
 
 # canonical status -> (Asaas event, Asaas payment status)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
 
@@ -120,7 +120,18 @@ def parse_iso_utc(text: str, *, assume_timezone: str | None = None) -> datetime:
     if value.tzinfo is None:
         if assume_timezone is None:
             raise PayloadInvalid(f"timestamp without a time zone: {text!r}")
-        from zoneinfo import ZoneInfo  # noqa: PLC0415 - only the naive-timestamp providers pay for it
-
-        value = value.replace(tzinfo=ZoneInfo(assume_timezone))
+        value = value.replace(tzinfo=time_zone(assume_timezone))
     return value.astimezone(UTC)
+
+
+def time_zone(name: str) -> tzinfo:
+    """The IANA zone `name` (e.g. "America/Sao_Paulo"), with its whole history (Brazil's DST until 2019 included).
+
+    zoneinfo reads the system tz database when there is one, else the `tzdata` package. The Lambda runtime does
+    not promise a system database, so `tzdata` is a runtime dependency (pyproject.toml; the stack's dependency
+    layer carries it). With neither, ZoneInfoNotFoundError (a KeyError) propagates: a configuration error the
+    gateway's retry survives, never a guessed offset.
+    """
+    from zoneinfo import ZoneInfo  # noqa: PLC0415 - lazy: only the providers with naive local times pay for it
+
+    return ZoneInfo(name)

@@ -365,9 +365,9 @@ def _banking_id(data: JsonObject, key: str) -> str:
 
 def _sao_paulo_text(epoch: int) -> str:
     """Kiwify's "YYYY-MM-DD HH:MM:SS", Sao Paulo local time."""
-    from shared.providers.asaas import _sao_paulo  # noqa: PLC0415 - samples only; verify stays light
+    from shared.providers.asaas import sao_paulo  # noqa: PLC0415 - samples only; verify stays light
 
-    return datetime.fromtimestamp(epoch, tz=UTC).astimezone(_sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(epoch, tz=UTC).astimezone(sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
 
 
 # canonical status -> (webhook_event_type, order_status) of a sales webhook

@@ -209,9 +209,9 @@ class PagbankDriver:
 
 def _local_iso(epoch: int) -> str:
     """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
-    from shared.providers.asaas import _sao_paulo  # noqa: PLC0415 - samples only
+    from shared.providers.asaas import sao_paulo  # noqa: PLC0415 - samples only
 
-    local = utc_from_epoch(epoch).astimezone(_sao_paulo())
+    local = utc_from_epoch(epoch).astimezone(sao_paulo())
     return local.isoformat(timespec="milliseconds")
 
 

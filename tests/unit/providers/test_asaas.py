@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.providers import asaas
 from shared.providers.asaas import driver, value_to_minor_units
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run_python(code: str, *arguments: str) -> Any:
+    """Run `code` in a fresh interpreter of this venv at the repository root; its last line of output, as JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", code, *arguments], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
 
 TOKEN = "$aact_current-token-0123456789"
 PREVIOUS = "$aact_previous-token-0123456789"
@@ -115,14 +129,38 @@ class TestParse:
         event = driver.parse(_request(_payload(dateCreated="2018-12-01 12:00:00")))
         assert event.occurred_at == datetime(2018, 12, 1, 14, 0, 0, tzinfo=UTC)
 
-    def test_without_a_time_zone_database_the_fixed_offset_is_used(self, monkeypatch):
-        # Given a runtime where zoneinfo has no data (ZoneInfoNotFoundError is a KeyError)
-        def no_database(*args, **kwargs):
-            raise KeyError("America/Sao_Paulo")
+    def test_the_tzdata_package_alone_is_enough(self):
+        # Given an interpreter whose zoneinfo has no system tz database to read (an empty search path, as on a
+        # runtime image without /usr/share/zoneinfo)
+        code = (
+            "import json, sys, zoneinfo\n"
+            "zoneinfo.reset_tzpath([])\n"
+            "from shared.providers.asaas import parse_asaas_time\n"
+            "times = [parse_asaas_time(t, 'dateCreated').isoformat() for t in sys.argv[1:]]\n"
+            "import tzdata\n"
+            "print(json.dumps({'times': times, 'tzdata': tzdata.__file__, 'tzpath': list(zoneinfo.TZPATH)}))\n"
+        )
+        # When Asaas times from before and after Brazil dropped DST are parsed
+        result = _run_python(code, "2018-12-01 12:00:00", "2024-06-12 16:45:03")
+        # Then the zone's history comes from the tzdata package: UTC-2 in the 2018 summer, UTC-3 in 2024
+        assert result["tzpath"] == []
+        assert "site-packages" in result["tzdata"]
+        assert result["times"] == ["2018-12-01T14:00:00+00:00", "2024-06-12T19:45:03+00:00"]
 
-        monkeypatch.setattr(asaas, "iso_to_utc", no_database)
-        # Then the post-2019 offset, UTC-3, is applied
-        assert driver.parse(_request(RAW)).occurred_at == datetime(2024, 6, 12, 19, 45, 3, tzinfo=UTC)
+    def test_without_any_time_zone_database_parsing_fails_loudly(self):
+        # Given no system tz database and no tzdata package
+        code = (
+            "import sys, zoneinfo\n"
+            "zoneinfo.reset_tzpath([])\n"
+            "sys.modules['tzdata'] = None\n"
+            "from shared.providers.asaas import parse_asaas_time\n"
+            "try:\n"
+            "    parse_asaas_time('2024-06-12 16:45:03', 'dateCreated')\n"
+            "except zoneinfo.ZoneInfoNotFoundError:\n"
+            '    print(\'{"raised": "ZoneInfoNotFoundError"}\')\n'
+        )
+        # When an Asaas time is parsed, Then it raises (a configuration error, 5xx, retried) rather than guess
+        assert _run_python(code) == {"raised": "ZoneInfoNotFoundError"}
 
     def test_explicit_offset_and_iso_separator_are_respected(self):
         event = driver.parse(_request(_payload(dateCreated="2024-06-12T16:45:03Z")))
