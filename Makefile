@@ -10,7 +10,9 @@ PYTEST_WORKERS ?= 2
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
-export UV_PYTHON := $(shell command -v $(PYTHON))
+# The interpreter itself, not what PATH names: a pyenv shim is a script, and uv, asked for it, would replace
+# the whole .venv on every sync ("does not satisfy the request").
+export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
 .PHONY: setup run test check lint format synth deploy bench chaos clean
 
