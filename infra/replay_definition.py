@@ -66,6 +66,31 @@ MAX_WAIT_SECONDS: Final = 300
 DEFAULT_MAX_EVENTS: Final = 500
 MAX_EVENTS_LIMIT: Final = 1000
 TIMEOUT_SECONDS: Final = 3600
+
+# A STANDARD execution's history holds at most 25,000 events; the execution fails when it would need more
+# (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html, "Maximum execution history size";
+# https://docs.aws.amazon.com/step-functions/latest/dg/bp-history-limit.html). The local stack enforces it
+# (inbox_local/step_functions.py).
+EXECUTION_HISTORY_LIMIT: Final = 25_000
+# What one execution does at most before it continues in a new execution (the pattern AWS recommends for this
+# quota: https://docs.aws.amazon.com/step-functions/latest/dg/tutorial-continue-new.html). Pages and items are
+# bounded separately because both cost history events: with page_size 1 a page is mostly overhead.
+MAX_PAGES_PER_EXECUTION: Final = 200
+MAX_ITEMS_PER_EXECUTION: Final = 200
+IDS_PER_EXECUTION: Final = 200
+# A bound on how many executions one replay may chain (a runaway guard; each does up to the bounds above).
+MAX_CHAIN_LENGTH: Final = 10_000
+# History events recorded per part of an execution, as counted in moto's interpreter (which records AWS's event
+# types: a Task is TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded|TaskFailed, TaskStateExited; a
+# Pass, Choice or Wait its Entered and Exited; a Map MapStateEntered, MapStateStarted, MapStateSucceeded,
+# MapStateExited, and each iteration MapIterationStarted, MapIterationSucceeded around its states'), checked by
+# tests/integration/test_replay_workflow.py against measured histories.
+EXECUTION_HISTORY_EVENTS: Final = 40  # start, input checks, the end and the successor's start, the output
+PAGE_HISTORY_EVENTS: Final = 19  # Query, Map, the page's choices and tally, a wait
+ITEM_HISTORY_EVENTS: Final = 11  # one Map iteration by age: choice, UpdateItem, outcome
+ID_HISTORY_EVENTS: Final = 18  # one Map iteration by id: GetItem, choices, UpdateItem, outcome
+RETRY_HISTORY_EVENTS: Final = 3  # one more attempt of a task: TaskScheduled, TaskStarted, TaskFailed
+RETRY_MAX_ATTEMPTS: Final = 6
 # received_at bounds that include every item: ISO timestamps start with a digit between these.
 SINCE_ANY: Final = "0"
 UNTIL_ANY: Final = "9"
@@ -81,6 +106,12 @@ RETRYABLE_ERRORS: Final = [
     "DynamoDb.InternalServerError",
 ]
 CONDITION_FAILED: Final = "DynamoDb.ConditionalCheckFailedException"
+# Starting the successor: the error AWS's nested-workflow example retries (too many open executions), as AWS names
+# it (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-nested-workflows.html) and as moto names it.
+START_EXECUTION_RETRYABLE_ERRORS: Final = [
+    "StepFunctions.ExecutionLimitExceeded",
+    "StepFunctions.ExecutionLimitExceededException",
+]
 INVALID_INPUT_ERROR: Final = "Replay.InvalidInput"
 
 _PROJECTION = "pk, provider, event_type, #status, open_status"
@@ -89,6 +120,22 @@ _PROJECTION = "pk, provider, event_type, #status, open_status"
 def table_placeholder() -> str:
     """The table name as the deployed definition holds it, before CloudFormation substitutes it."""
     return "${" + TABLE_SUBSTITUTION + "}"
+
+
+def history_bound() -> int:
+    """The most history events one execution can record, every task retried to its last attempt: what the
+    per-execution bounds are chosen for (far below EXECUTION_HISTORY_LIMIT without retries, below it with all)."""
+    retries = RETRY_HISTORY_EVENTS * RETRY_MAX_ATTEMPTS
+    by_age = MAX_PAGES_PER_EXECUTION * (PAGE_HISTORY_EVENTS + retries) + (
+        MAX_ITEMS_PER_EXECUTION - 1 + MAX_PAGE_SIZE
+    ) * (ITEM_HISTORY_EVENTS + retries)
+    by_id = IDS_PER_EXECUTION * (ID_HISTORY_EVENTS + 2 * retries) + PAGE_HISTORY_EVENTS
+    return EXECUTION_HISTORY_EVENTS + retries + max(by_age, by_id)
+
+
+def first_resume() -> dict[str, Any]:
+    """Where a replay's first execution starts; each successor gets the next one from its predecessor."""
+    return {"shard": 0, "selected": 0, "execution": 1, "id_chunk": 0}
 
 
 def default_input() -> dict[str, Any]:
@@ -100,11 +147,14 @@ def default_input() -> dict[str, Any]:
         "page_size": DEFAULT_PAGE_SIZE,
         "wait_seconds": DEFAULT_WAIT_SECONDS,
         "max_events": DEFAULT_MAX_EVENTS,
+        "resume": first_resume(),
     }
 
 
 def _retry() -> list[dict[str, Any]]:
-    return [{"ErrorEquals": RETRYABLE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": 6}]
+    return [
+        {"ErrorEquals": RETRYABLE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": RETRY_MAX_ATTEMPTS}
+    ]
 
 
 def _between(path: str, low: int, high: int) -> dict[str, Any]:
@@ -215,11 +265,13 @@ def _query(table_name: str, index_name: str, *, next_page: bool) -> dict[str, An
 
 
 def _tally(*, next_shard: bool) -> dict[str, Any]:
+    selected = f"States.MathAdd(States.MathAdd({_count('planned')}, {_count('replayed')}), {_count('skipped')})"
     parameters: dict[str, Any] = {
         "input.$": "$.input",
         "counts": _added_counts(page=True),
         "events.$": "States.Format('{},{}', $.events, States.JsonToString($.results))",
         "wrote.$": _count("replayed"),
+        "total.$": f"States.MathAdd($.total, {selected})",
     }
     if next_shard:
         parameters["shard.$"] = "States.MathAdd($.shard, 1)"
@@ -242,6 +294,42 @@ def _pace(wait_state: str, then: str) -> dict[str, Any]:
     }
 
 
+def _resume(**fields: str) -> dict[str, Any]:
+    """``$.resume``: the successor's input over this execution's (a shallow merge replaces ``resume`` whole)."""
+    resume = {f"{name}.$": path for name, path in fields.items()}
+    resume["execution.$"] = "States.MathAdd($.input.resume.execution, 1)"
+    resume.setdefault("shard", 0)
+    resume.setdefault("selected", 0)
+    resume.setdefault("id_chunk", 0)
+    return {
+        "Type": "Pass",
+        "Parameters": {
+            "resume": resume,
+            # Links the successor to this execution in the console (nested-workflows: "Associate ... execution").
+            "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+        },
+        "ResultPath": "$.resume",
+        "Next": "PaceContinue",
+    }
+
+
+def _end(*, complete: bool) -> dict[str, Any]:
+    return {
+        "Type": "Pass",
+        "Result": {"complete": complete, "next_execution": None},
+        "ResultPath": "$.end",
+        "Next": "Summary",
+    }
+
+
+def _budget_spent(then: str) -> list[dict[str, Any]]:
+    """Choices: this execution did what one execution may (its history budget), so it continues in a new one."""
+    return [
+        {"Variable": "$.counts.pages", "NumericGreaterThanEquals": MAX_PAGES_PER_EXECUTION, "Next": then},
+        {"Variable": "$.counts.selected", "NumericGreaterThanEquals": MAX_ITEMS_PER_EXECUTION, "Next": then},
+    ]
+
+
 def replay_definition(
     table_name: str,
     *,
@@ -262,6 +350,20 @@ def replay_definition(
             _between("$.input.page_size", 1, MAX_PAGE_SIZE),
             _between("$.input.wait_seconds", 0, MAX_WAIT_SECONDS),
             _between("$.input.max_events", 1, MAX_EVENTS_LIMIT),
+            # Where this execution resumes the replay (a successor's input; the first execution's is the default)
+            *(
+                condition
+                for name, (low, high) in {
+                    "shard": (0, shards - 1),
+                    "selected": (0, MAX_EVENTS_LIMIT - 1),
+                    "execution": (1, MAX_CHAIN_LENGTH),
+                    "id_chunk": (0, MAX_EVENTS_LIMIT // IDS_PER_EXECUTION),
+                }.items()
+                for condition in (
+                    {"Variable": f"$.input.resume.{name}", "IsPresent": True},
+                    _between(f"$.input.resume.{name}", low, high),
+                )
+            ),
         ],
         "Next": "SelectBy",
     }
@@ -344,7 +446,7 @@ def replay_definition(
         "SelectBy": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.input.event_ids", "IsPresent": True, "Next": "CountIds"}],
-            "Default": "ScanStart",
+            "Default": "ScanFrom",
         },
         # ------------------------------------------------------------------ by id: the events named in the input
         "CountIds": {
@@ -354,12 +456,38 @@ def replay_definition(
         },
         "IdsWithinLimit": {
             "Type": "Choice",
-            "Choices": [{**_between("$.ids", 1, MAX_EVENTS_LIMIT), "Next": "ReplayById"}],
+            "Choices": [{**_between("$.ids", 1, MAX_EVENTS_LIMIT), "Next": "CountIdChunks"}],
             "Default": "InvalidInput",
+        },
+        # At most IDS_PER_EXECUTION ids an execution: chunk `resume.id_chunk` here, the next one in a successor.
+        "CountIdChunks": {
+            "Type": "Pass",
+            "Parameters": {
+                "input.$": "$.input",
+                "chunks.$": f"States.ArrayLength(States.ArrayPartition($.input.event_ids, {IDS_PER_EXECUTION}))",
+            },
+            "Next": "IdChunkExists",
+        },
+        "IdChunkExists": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.input.resume.id_chunk", "NumericLessThanPath": "$.chunks", "Next": "IdChunk"}],
+            "Default": "InvalidInput",
+        },
+        "IdChunk": {
+            "Type": "Pass",
+            "Parameters": {
+                "input.$": "$.input",
+                "chunks.$": "$.chunks",
+                "ids.$": (
+                    f"States.ArrayGetItem(States.ArrayPartition($.input.event_ids, {IDS_PER_EXECUTION}), "
+                    "$.input.resume.id_chunk)"
+                ),
+            },
+            "Next": "ReplayById",
         },
         "ReplayById": {
             "Type": "Map",
-            "ItemsPath": "$.input.event_ids",
+            "ItemsPath": "$.ids",
             "ItemSelector": {"event_id.$": "$$.Map.Item.Value", "input.$": "$.input"},
             "MaxConcurrency": 1,
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "GetById", "States": by_id_item},
@@ -379,15 +507,47 @@ def replay_definition(
                     "pages": 0,
                 },
                 "events.$": "States.JsonToString($.results)",
-                "complete": True,
+                "wrote.$": _count("replayed"),
+                "next_chunk.$": "States.MathAdd($.input.resume.id_chunk, 1)",
+                "chunks.$": "$.chunks",
             },
-            "Next": "Summary",
+            "Next": "IdChunksLeft",
         },
+        "IdChunksLeft": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.next_chunk", "NumericLessThanPath": "$.chunks", "Next": "ResumeAtIdChunk"}],
+            "Default": "Complete",
+        },
+        "ResumeAtIdChunk": _resume(id_chunk="$.next_chunk"),
         # ------------------------------------------------------- by age: every shard of the open-events index
+        "ScanFrom": {
+            "Type": "Choice",
+            "Comment": "A successor resumes within a shard at its predecessor's cursor",
+            "Choices": [{"Variable": "$.input.resume.cursor", "IsPresent": True, "Next": "ScanResume"}],
+            "Default": "ScanStart",
+        },
         "ScanStart": {
             "Type": "Pass",
-            "Parameters": {"input.$": "$.input", "shard": 0, "counts": zero_counts, "events": "[]"},
+            "Parameters": {
+                "input.$": "$.input",
+                "shard.$": "$.input.resume.shard",
+                "total.$": "$.input.resume.selected",
+                "counts": zero_counts,
+                "events": "[]",
+            },
             "Next": "QueryFirstPage",
+        },
+        "ScanResume": {
+            "Type": "Pass",
+            "Parameters": {
+                "input.$": "$.input",
+                "shard.$": "$.input.resume.shard",
+                "cursor.$": "$.input.resume.cursor",
+                "total.$": "$.input.resume.selected",
+                "counts": zero_counts,
+                "events": "[]",
+            },
+            "Next": "QueryNextPage",
         },
         "QueryFirstPage": _query(table_name, index_name, next_page=False),
         "QueryNextPage": _query(table_name, index_name, next_page=True),
@@ -413,11 +573,8 @@ def replay_definition(
         "NextPageWithinLimit": {
             "Type": "Choice",
             "Choices": [
-                {
-                    "Variable": "$.counts.selected",
-                    "NumericGreaterThanEqualsPath": "$.input.max_events",
-                    "Next": "Incomplete",
-                }
+                {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
+                *_budget_spent("ResumeAtPage"),
             ],
             "Default": "PaceNextPage",
         },
@@ -428,18 +585,47 @@ def replay_definition(
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.shard", "NumericGreaterThanEquals": shards, "Next": "Complete"},
-                {
-                    "Variable": "$.counts.selected",
-                    "NumericGreaterThanEqualsPath": "$.input.max_events",
-                    "Next": "Incomplete",
-                },
+                {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
+                *_budget_spent("ResumeAtShard"),
             ],
             "Default": "PaceNextShard",
         },
         "PaceNextShard": _pace("WaitBeforeNextShard", "QueryFirstPage"),
         "WaitBeforeNextShard": {"Type": "Wait", "SecondsPath": "$.input.wait_seconds", "Next": "QueryFirstPage"},
-        "Complete": {"Type": "Pass", "Result": True, "ResultPath": "$.complete", "Next": "Summary"},
-        "Incomplete": {"Type": "Pass", "Result": False, "ResultPath": "$.complete", "Next": "Summary"},
+        "ResumeAtPage": _resume(shard="$.shard", cursor="$.cursor", selected="$.total"),
+        "ResumeAtShard": _resume(shard="$.shard", selected="$.total"),
+        # ------------------------------------------------- continue as a new execution (the history quota)
+        "PaceContinue": _pace("WaitBeforeContinue", "StartSuccessor"),
+        "WaitBeforeContinue": {"Type": "Wait", "SecondsPath": "$.input.wait_seconds", "Next": "StartSuccessor"},
+        "StartSuccessor": {
+            "Type": "Task",
+            "Comment": "The rest of the replay in a new execution of this state machine, from the cursor",
+            "Resource": "arn:aws:states:::states:startExecution",
+            "Parameters": {
+                "StateMachineArn.$": "$$.StateMachine.Id",
+                "Name.$": "States.Format('replay-{}-{}', $.resume.resume.execution, States.UUID())",
+                "Input.$": "States.JsonMerge($.input, $.resume, false)",
+            },
+            "ResultSelector": {"execution_arn.$": "$.ExecutionArn"},
+            "ResultPath": "$.successor",
+            "Retry": [
+                {
+                    "ErrorEquals": START_EXECUTION_RETRYABLE_ERRORS,
+                    "IntervalSeconds": 1,
+                    "BackoffRate": 2.0,
+                    "MaxAttempts": RETRY_MAX_ATTEMPTS,
+                }
+            ],
+            "Next": "Continued",
+        },
+        "Continued": {
+            "Type": "Pass",
+            "Parameters": {"complete": False, "next_execution.$": "$.successor.execution_arn"},
+            "ResultPath": "$.end",
+            "Next": "Summary",
+        },
+        "Complete": _end(complete=True),
+        "Incomplete": _end(complete=False),
         # ------------------------------------------------------------------------------------------- output
         "Summary": {
             "Type": "Pass",
@@ -449,7 +635,9 @@ def replay_definition(
                 "dry_run.$": "$.input.dry_run",
                 "since.$": "$.input.since",
                 "until.$": "$.input.until",
-                "complete.$": "$.complete",
+                "execution.$": "$.input.resume.execution",
+                "complete.$": "$.end.complete",
+                "next_execution.$": "$.end.next_execution",
                 "counts.$": "$.counts",
                 "events.$": "States.StringToJson(States.Format('[{}]', $.events))",
             },

@@ -1,0 +1,222 @@
+"""moto's Step Functions interpreter held to what AWS does, for the replay workflow (local stack and tests).
+
+Two differences matter to the replay workflow, and both are corrected here by patching moto's classes in this
+process (``install()``; the embedded AWS calls it at start-up, the tests' in-process moto fixtures too):
+
+- History quota. A STANDARD execution has at most 25,000 history events; AWS: "When an execution reaches 24,999
+  events, it waits for the next event to happen. If the event number 25,000 is ExecutionSucceeded, the execution
+  finishes successfully. If the event number 25,000 isn't ExecutionSucceeded, the ExecutionFailed event is logged
+  and the state machine execution fails" (https://docs.aws.amazon.com/step-functions/latest/dg/bp-history-limit.html).
+  moto records any number. Here, the event that would be number ``limit`` is replaced by ExecutionFailed
+  (``States.Runtime``, "The execution reached the maximum number of history events (25000).", the words AWS
+  reports), nothing more is recorded, and the running state is unwound so that no further task runs. EXPRESS
+  executions keep an unlimited history in AWS (https://docs.aws.amazon.com/step-functions/latest/dg/express-limits.html)
+  and are left alone.
+- The optimized ``arn:aws:states:::states:startExecution`` integration (how the replay continues itself in a new
+  execution). Its parameters are PascalCase (``StateMachineArn``, ``Input``, ``Name``) and its result is too
+  (``ExecutionArn``, ``StartDate``) (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-nested-workflows.html);
+  moto 5.2.5 hands the PascalCase names to boto3 unchanged (KeyError 'StateMachineArn': its parameter and response
+  normalisation are stubs). Here they are mapped onto the API's own member names through botocore's service model,
+  as AWS maps them.
+
+And two for speed, not behaviour (measured with a sampling profile of a replay): moto's interpreter parses every
+JSONPath again each time it evaluates it (jsonpath_ng builds a yacc parser per call), and builds a new boto3 client
+for every task it runs; ``install()`` makes it reuse parsed paths and one client per service and endpoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import threading
+from typing import Any, Final
+
+import botocore.session
+from moto.core.utils import camelcase_to_underscores
+from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType, StateMachineType
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+    StateTaskServiceSfn,
+)
+from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext, EventManager
+from moto.stepfunctions.parser.asl.utils import boto_client, json_path
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+from infra.replay_definition import EXECUTION_HISTORY_LIMIT
+
+HISTORY_LIMIT_ERROR: Final = "States.Runtime"
+
+
+def history_limit_cause(limit: int) -> str:
+    return f"The execution reached the maximum number of history events ({limit})."
+
+
+class HistoryLimitReached(Exception):
+    """Raised inside the interpreter to unwind the state that tried to record one event too many."""
+
+
+class HistoryLimitedEventManager(EventManager):
+    """moto's event manager, failing its execution when the history would pass ``limit`` events."""
+
+    def __init__(self, env: Environment, limit: int, cloud_watch_logging_session: Any) -> None:
+        super().__init__(cloud_watch_logging_session=cloud_watch_logging_session)
+        self._env = env
+        self._limit = limit
+        self._limit_lock = threading.Lock()
+        self.closed = False
+
+    @property
+    def limit_error(self) -> ExecutionFailedEventDetails:
+        return ExecutionFailedEventDetails(error=HISTORY_LIMIT_ERROR, cause=history_limit_cause(self._limit))
+
+    def add_event(
+        self,
+        context: EventHistoryContext,
+        event_type: HistoryEventType,
+        event_details: EventDetails | None = None,
+        timestamp: Any = None,
+        update_source_event_id: bool = True,
+    ) -> int:
+        with self._limit_lock:
+            recorded = len(self._history_event_list)
+            if self.closed:
+                return recorded  # the history is complete: nothing after its ExecutionFailed
+            if recorded + 1 < self._limit or event_type in (
+                HistoryEventType.ExecutionSucceeded,
+                HistoryEventType.ExecutionFailed,
+            ):
+                return super().add_event(context, event_type, event_details, timestamp, update_source_event_id)
+            # Event number `limit` is not the end of the execution: AWS logs ExecutionFailed in its place.
+            self.closed = True
+            event_id = super().add_event(
+                context,
+                HistoryEventType.ExecutionFailed,
+                EventDetails(executionFailedEventDetails=self.limit_error),
+            )
+        self._env.set_error(self.limit_error)  # stops the program loop (and every Map frame) at once
+        raise HistoryLimitReached(f"{history_limit_cause(self._limit)} (event {event_id})")
+
+
+def _limited_environment(original: Any, limit: int) -> Any:
+    @functools.wraps(original)
+    def build(self: ExecutionWorker) -> Environment:
+        env: Environment = original(self)
+        if self._evaluation_details.state_machine_details.typ != StateMachineType.STANDARD:
+            return env
+        manager = HistoryLimitedEventManager(env, limit, env.cloud_watch_logging_session)
+        env.event_manager = manager  # Map iterations' frames share their parent's manager
+        set_error = env.set_error
+
+        def sticky_set_error(error: ExecutionFailedEventDetails) -> None:
+            # Once the quota failed the execution, the error that unwinding raises must not replace it.
+            set_error(manager.limit_error if manager.closed else error)
+
+        env.set_error = sticky_set_error  # type: ignore[method-assign]
+        return env
+
+    build.history_limit = limit  # type: ignore[attr-defined]
+    build.unlimited = original  # type: ignore[attr-defined]
+    return build
+
+
+def install_history_limit(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
+    """Executions started from now on fail as AWS fails them when their history would pass ``limit`` events."""
+    current = ExecutionWorker._get_evaluation_environment
+    original = getattr(current, "unlimited", current)
+    ExecutionWorker._get_evaluation_environment = _limited_environment(original, limit)  # type: ignore[method-assign]
+
+
+def history_limit() -> int | None:
+    """The limit installed in this process, if any."""
+    limit: int | None = getattr(ExecutionWorker._get_evaluation_environment, "history_limit", None)
+    return limit
+
+
+# --------------------------------------------------------------------------- states:startExecution, as AWS maps it
+@functools.cache
+def _stepfunctions_operation(boto_action: str) -> Any:
+    model = botocore.session.get_session().get_service_model("stepfunctions")
+    for name in model.operation_names:
+        if camelcase_to_underscores(name) == boto_action:
+            return model.operation_model(name)
+    raise KeyError(boto_action)
+
+
+_ORIGINAL_NORMALISE_PARAMETERS: Final = StateTaskServiceSfn._normalise_parameters
+
+
+def _normalise_parameters(
+    self: StateTaskServiceSfn,
+    parameters: dict[str, Any],
+    boto_service_name: str | None = None,
+    service_action_name: str | None = None,
+) -> None:
+    _ORIGINAL_NORMALISE_PARAMETERS(self, parameters, boto_service_name, service_action_name)  # Input as JSON text
+    operation = _stepfunctions_operation(self._get_boto_service_action(service_action_name))
+    self._to_boto_request(parameters, operation.input_shape)
+
+
+def _normalise_response(
+    self: StateTaskServiceSfn,
+    response: Any,
+    boto_service_name: str | None = None,
+    service_action_name: str | None = None,
+) -> None:
+    operation = _stepfunctions_operation(self._get_boto_service_action(service_action_name))
+    self._from_boto_response(response, operation.output_shape)
+
+
+def install_start_execution_integration() -> None:
+    StateTaskServiceSfn._normalise_parameters = _normalise_parameters  # type: ignore[method-assign]
+    StateTaskServiceSfn._normalise_response = _normalise_response  # type: ignore[method-assign]
+
+
+# ------------------------------------------------------------------------------- one boto3 client per service
+_UNCACHED_CLIENT: Final = boto_client.boto_client_for
+
+
+@functools.cache
+def _cached_client(region: str, service: str, intercepting: bool, port: int) -> Any:
+    return _UNCACHED_CLIENT(region=region, service=service)
+
+
+def _boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+    # moto's own client ignores the state's credentials too (it signs with fixed test keys); what selects the
+    # endpoint is whether calls are intercepted in-process or go to the server's port.
+    return _cached_client(region, service, boto_client.botocore_stubber.enabled, boto_client.moto_server_port())
+
+
+def install_client_reuse() -> None:
+    # The task modules hold their own reference (``from ... import boto_client_for``): import them, then replace
+    # it in each module that holds moto's.
+    for module_name in _TASK_MODULES:
+        importlib.import_module(module_name)
+    boto_client.boto_client_for = _boto_client_for  # type: ignore[assignment]
+    for name, module in list(sys.modules.items()):
+        if (
+            name.startswith("moto.stepfunctions.parser")
+            and getattr(module, "boto_client_for", None) is _UNCACHED_CLIENT
+        ):
+            module.boto_client_for = _boto_client_for  # type: ignore[attr-defined]
+
+
+_TASK_MODULES: Final = tuple(
+    f"moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_{name}"
+    for name in ("aws_sdk", "dynamodb", "sfn")
+)
+
+
+def install_json_path_reuse() -> None:
+    # A parsed path is not changed by finding it in a document: one parse per distinct path string.
+    if not hasattr(json_path.parse, "cache_info"):
+        json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
+
+
+def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
+    """The corrections above, in this process (idempotent)."""
+    install_history_limit(limit)
+    install_start_execution_integration()
+    install_client_reuse()
+    install_json_path_reuse()
