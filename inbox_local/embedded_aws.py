@@ -34,6 +34,8 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.sqs.models import Queue
 from werkzeug.serving import make_server
 
+from inbox_local import aws_limits
+
 _SERIALIZED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 
 
@@ -163,6 +165,7 @@ def enable_step_functions_execution(port: int) -> None:
 def serve(host: str, port: int) -> None:
     """Run the embedded AWS in this process until it is terminated."""
     DynamoDBBackend.transact_write_items = transact_write_items_conditions_first  # type: ignore[method-assign]
+    aws_limits.install()  # refuse what AWS refuses (ids, sizes, batch lengths): moto is more lenient
     Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
     enable_step_functions_execution(port)
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))

@@ -14,6 +14,7 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
+from inbox_local.aws_limits import SQS_MAX_BATCH_ENTRIES
 from inbox_local.stream_reader import StreamReader
 from infra import definitions
 
@@ -104,9 +105,10 @@ class StreamPipe:
                     self.filtered_out += 1
                     continue
                 batch.append(self.message_for(record))
-            for start in range(0, len(batch), 10):  # in stream order, ten per SendMessageBatch
-                self._send(batch[start : start + 10])
-                sent += len(batch[start : start + 10])
+            step = SQS_MAX_BATCH_ENTRIES  # in stream order, as many per SendMessageBatch as SQS takes
+            for start in range(0, len(batch), step):
+                self._send(batch[start : start + step])
+                sent += len(batch[start : start + step])
 
         # The reader moves on only once `forward` returned: a failed send re-reads these records (at least once;
         # the processor skips events that are no longer pending, and SQS drops repeats of the same dispatch id).

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from inbox_local.aws_limits import LAMBDA_FIFO_MAX_BATCH_SIZE
 from inbox_local.config import REGION
 from inbox_local.lambda_context import LocalLambdaContext
 
@@ -48,6 +49,11 @@ class QueueMapping:
         self.queue_arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
+        if queue_url.endswith(".fifo") and not 1 <= batch_size <= LAMBDA_FIFO_MAX_BATCH_SIZE:
+            # What CreateEventSourceMapping answers for a FIFO queue: the stack could not deploy this mapping.
+            raise ValueError(
+                f"BatchSize {batch_size} refused: an SQS FIFO event source takes 1 to {LAMBDA_FIFO_MAX_BATCH_SIZE}"
+            )
         self.handler = handler
         self.batch_size = batch_size
         self.concurrency = concurrency

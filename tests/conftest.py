@@ -26,6 +26,15 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _aws_limits() -> None:
+    """In-process moto refuses what AWS refuses, as the local stack's embedded AWS does (inbox_local/aws_limits.py).
+    Imported here, once the environment above is set."""
+    from inbox_local import aws_limits
+
+    aws_limits.install()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_clients() -> Iterator[None]:
     """Cached boto3 clients must not outlive the moto mock they were made under."""

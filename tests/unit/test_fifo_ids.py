@@ -120,7 +120,11 @@ def test_the_sweeper_groups_and_redispatches_with_the_same_derivation() -> None:
     # Given an item stored before ids were derived (its group id is a raw key SQS refuses), a new one of the same
     # payment, and one with no group id at all
     old = {"pk": "generic#e1", "group_id": "generic#pay with space", "received_at": "2026-01-01T00:00:00Z"}
-    new = {"pk": "generic#e2", "group_id": fifo_group_id("generic#pay with space"), "received_at": "2026-01-01T00:00:01Z"}
+    new = {
+        "pk": "generic#e2",
+        "group_id": fifo_group_id("generic#pay with space"),
+        "received_at": "2026-01-01T00:00:01Z",
+    }
     bare = {"pk": "generic#evt é", "received_at": "2026-01-01T00:00:00Z"}
     # When the sweeper decides where they go
     # Then the old and the new item are in one valid group, and the bare item's group is its key, derived
