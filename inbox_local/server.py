@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from inbox_local.lambda_context import LocalLambdaContext
+from infra import definitions
 
 # HTTP API quota "Payload size: 10 MB" (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html);
 # above it API Gateway answers 413 with this plain-text message.
@@ -34,6 +36,10 @@ API_GATEWAY_BODY_TOO_LARGE = f"HTTP content length exceeded {API_GATEWAY_MAX_BOD
 # {"message": "Request Too Long"} and the function is never invoked.
 LAMBDA_MAX_SYNC_REQUEST_BYTES = 6 * 1024 * 1024
 LAMBDA_PAYLOAD_TOO_LARGE = {"message": "Request Too Long"}
+# The stage's throttle, as the stack configures it: API Gateway's token bucket (a token per request, refilled at the
+# rate, holding at most the burst); past it, 429 `Too Many Requests`, and the gateway retries
+# (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html).
+API_GATEWAY_THROTTLED = {"message": "Too Many Requests"}
 # The listen(2) backlog: connections the kernel holds while every handler thread is busy accepting. Linux caps it
 # at net.core.somaxconn (4096 by default since 5.4).
 LISTEN_BACKLOG = 1024
@@ -44,6 +50,28 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # (method, path, body) -> (status, JSON document). They never reach the function.
 LocalRoute = Callable[[str, str, bytes], tuple[int, Any]]
 LOCAL_ROUTE_PREFIX = "/_local/"
+
+
+class TokenBucket:
+    """API Gateway's throttling algorithm: `burst` requests at once, `rate` per second sustained."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._updated = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
+            self._updated = now
+            if self._tokens < 1:
+                return False
+            self._tokens -= 1
+            return True
 
 
 def invoke_payload_bytes(event: dict[str, Any]) -> int:
@@ -126,6 +154,9 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
             status, document = self.server.local_route(self.command, route, body)
             self._send(status, document, started)
             return
+        if not self.server.throttle.take():
+            self._send(429, API_GATEWAY_THROTTLED, started)
+            return
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             key = name.lower()
@@ -162,8 +193,18 @@ class ApiServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], handler: Handler, *, access_log: bool = True) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: Handler,
+        *,
+        access_log: bool = True,
+        throttle: TokenBucket | None = None,
+    ) -> None:
         super().__init__(address, _ApiRequestHandler)
         self.handler = handler
         self.access_log = access_log
         self.local_route: LocalRoute | None = None
+        self.throttle = throttle or TokenBucket(
+            definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT
+        )
