@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CDK entry point: `cdk synth` / `cdk deploy` (cdk.json runs this with the project's venv).
 
-Context values (`-c name=value`): stack_name, retention_days, signature_tolerance_seconds,
-powertools_layer_version; see infra/config.py.
+Context values (`-c name=value`): stack_name, retention_days, signature_tolerance_seconds and the others listed in
+infra/config.py. The first synth builds the functions' dependency layer from uv.lock into build/layers/ (it needs
+the package index once); later synths reuse it and run offline (infra/dependency_layer.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 A function's asset is its own folder's modules at the root (so the handler is ``handler.lambda_handler``)
 plus the ``shared`` package beside them. Third-party code is not bundled: boto3 comes with the Lambda runtime,
-Powertools and pydantic with the official Powertools layer.
+everything else (Powertools, pydantic, cryptography, tzdata) with the stack's dependency layer, built from uv.lock
+(infra/dependency_layer.py).
 
 The staged folder is rebuilt on every synth so a file deleted from the source never lingers in the asset. The
 swap is atomic and skipped when nothing changed, so two synths running at once (parallel test workers) never

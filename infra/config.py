@@ -3,7 +3,7 @@
 Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.json):
 
 - ``stack_name``: CloudFormation stack name (default ``WebhookInbox``). Several stacks can live in one account;
-  every named resource (the signing secrets) is prefixed with it.
+  the secrets carry it as a tag (CloudFormation names them: infra/constructs/secrets.py).
 - ``retention_days``: how long an inbox item lives before DynamoDB TTL removes it (default
   ``definitions.DEFAULT_RETENTION_DAYS``; refused below ``definitions.MINIMUM_RETENTION_DAYS``: a week-long
   gateway outage must stay replayable).
@@ -19,11 +19,9 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
   Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
   ``https://``.
-- ``powertools_layer_version``: version N of the official layer
-  ``arn:aws:lambda:<region>:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:N``. The default is
-  the newest version the Powertools docs listed when this was written; when bumping the Powertools version in
-  uv.lock, bump this to the layer that carries it (the Powertools docs' "Lambda Layer" table, or
-  ``aws lambda get-layer-version-by-arn``), so that the code tested locally is the code that runs.
+
+There is no layer setting: the functions' third-party code (Powertools, pydantic, cryptography, tzdata) is a layer
+the stack builds from uv.lock (infra/dependency_layer.py), so the versions tested are the versions deployed.
 """
 
 from __future__ import annotations
@@ -36,14 +34,12 @@ from constructs import Node
 from infra import definitions
 
 DEFAULT_STACK_NAME = "WebhookInbox"
-DEFAULT_POWERTOOLS_LAYER_VERSION = 27
 MAX_SWEEP_INTERVAL_MINUTES = 60
 # The archive bucket's storage classes: STANDARD_IA after 30 days, GLACIER_IR after 90 (infra/constructs/archive.py).
 ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS = 30
 ARCHIVE_GLACIER_AFTER_DAYS = 90
-
-POWERTOOLS_LAYER_ACCOUNT = "017000801446"
-POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-arm64"
+# The public Powertools layer's version number, a context value until the stack built its own layer.
+REMOVED_LAYER_SETTING = "powertools_layer_version"
 
 
 class SettingsError(ValueError):
@@ -78,14 +74,19 @@ def _optional_integer(node: Node, key: str) -> int | None:
 class StackSettings:
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     signature_tolerance_seconds: int = definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
-    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
     sweep_interval_minutes: int = definitions.SWEEP_SCHEDULE_MINUTES
     archive_expiration_days: int | None = None  # None: archived items are kept
     archive_redact_fields: str = ""
     alarm_email: str | None = None
     forward_url: str | None = None
+    forwarder_reserved_concurrency: int | None = None  # None: no reserved concurrency anywhere in the template
 
     def __post_init__(self) -> None:
+        if self.forwarder_reserved_concurrency is not None and self.forwarder_reserved_concurrency < 1:
+            raise SettingsError(
+                "context value 'forwarder_reserved_concurrency' must be 1 or more (0 would stop the forwarding; "
+                f"leave it unset for none), got {self.forwarder_reserved_concurrency}"
+            )
         if self.forward_url is not None and not (
             self.forward_url.startswith("https://")
             and len(self.forward_url) > len("https://")
@@ -128,24 +129,26 @@ class StackSettings:
                 "context value 'signature_tolerance_seconds' must be a positive number of seconds, "
                 f"got {self.signature_tolerance_seconds}"
             )
-        if self.powertools_layer_version <= 0:
-            raise SettingsError(
-                f"context value 'powertools_layer_version' must be positive, got {self.powertools_layer_version}"
-            )
 
     @classmethod
     def from_context(cls, node: Node) -> StackSettings:
+        if node.try_get_context(REMOVED_LAYER_SETTING) is not None:
+            # Said out loud rather than ignored: a deployer passing it expects it to choose what the functions run.
+            raise SettingsError(
+                f"context value {REMOVED_LAYER_SETTING!r} is gone: the functions' dependencies are a layer built "
+                "from uv.lock (infra/dependency_layer.py); drop the -c option"
+            )
         return cls(
             retention_days=_integer(node, "retention_days", definitions.DEFAULT_RETENTION_DAYS),
             signature_tolerance_seconds=_integer(
                 node, "signature_tolerance_seconds", definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS
             ),
-            powertools_layer_version=_integer(node, "powertools_layer_version", DEFAULT_POWERTOOLS_LAYER_VERSION),
             sweep_interval_minutes=_integer(node, "sweep_interval_minutes", definitions.SWEEP_SCHEDULE_MINUTES),
             archive_expiration_days=_optional_integer(node, "archive_expiration_days"),
             archive_redact_fields=_text(node, "archive_redact_fields") or "",
             alarm_email=_text(node, "alarm_email"),
             forward_url=_text(node, "forward_url"),
+            forwarder_reserved_concurrency=_optional_integer(node, "forwarder_reserved_concurrency"),
         )
 
 

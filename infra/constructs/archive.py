@@ -109,7 +109,6 @@ class Archive(Construct):
             description="Webhook Inbox archiver: inbox items removed by TTL -> gzip JSON lines in the archive bucket",
             memory_size=definitions.ARCHIVER_MEMORY_MB,
             timeout_seconds=definitions.ARCHIVER_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={
                 definitions.ENV_ARCHIVE_BUCKET: self.bucket.bucket_name,
                 definitions.ENV_BODY_BUCKET: inbox.body_bucket.bucket_name,

@@ -40,7 +40,6 @@ class IngestFunction(Construct):
             description="Webhook Inbox ingest: verify the signature, store the event once, answer the gateway",
             memory_size=definitions.INGEST_MEMORY_MB,
             timeout_seconds=definitions.INGEST_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={
                 definitions.ENV_INBOX_TABLE: storage.table.table_name,
                 definitions.ENV_BODY_BUCKET: storage.body_bucket.bucket_name,

@@ -161,7 +161,6 @@ class Outbox(Construct):
             description="Webhook Inbox publisher: outbox records -> events on the stack's EventBridge bus",
             memory_size=definitions.PUBLISHER_MEMORY_MB,
             timeout_seconds=definitions.PUBLISHER_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={definitions.ENV_EVENT_BUS_NAME: self.bus.event_bus_name},
         )
         self.publisher = publisher.function
@@ -212,7 +211,6 @@ class Outbox(Construct):
             description="Webhook Inbox forwarder: outbox records -> signed POSTs to the customer's endpoint",
             memory_size=definitions.FORWARDER_MEMORY_MB,
             timeout_seconds=definitions.FORWARDER_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={
                 definitions.ENV_FORWARD_URL: url,
                 definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_name,

@@ -59,7 +59,6 @@ class ProcessorFunction(Construct):
             description="Webhook Inbox processor: refetch the payment, apply the event once, settle the inbox item",
             memory_size=definitions.PROCESSOR_MEMORY_MB,
             timeout_seconds=definitions.PROCESSOR_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={
                 definitions.ENV_INBOX_TABLE: inbox.table.table_name,
                 definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,

@@ -1,7 +1,8 @@
 """How every function of the inbox is built: one place for runtime, architecture, layer, logs and tracing.
 
-- Python 3.13 on arm64 with the official Powertools v3 layer (Powertools + pydantic); boto3 comes with the
-  runtime, so the asset holds only our code (``functions/<name>/`` + ``shared/``, see infra/assets.py).
+- Python 3.13 on arm64 with one dependency layer per stack, built from uv.lock (Powertools, pydantic,
+  cryptography, tzdata and their dependencies, as wheels for that platform: infra/dependency_layer.py); boto3 comes
+  with the runtime, so the asset holds only our code (``functions/<name>/`` + ``shared/``, see infra/assets.py).
 - An explicit role with no managed policy: ``AWSLambdaBasicExecutionRole`` would allow creating log groups
   and writing to any of them. The role may write to the function's own log group only; everything else is
   granted by the stack, resource by resource.
@@ -12,8 +13,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -21,7 +23,7 @@ from constructs import Construct
 
 from infra import definitions
 from infra.assets import stage_function_asset
-from infra.config import POWERTOOLS_LAYER_ACCOUNT, POWERTOOLS_LAYER_NAME
+from infra.dependency_layer import REQUIREMENTS_FILE, pinned_versions, stage_dependency_layer
 from infra.nag import acknowledge
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -30,8 +32,30 @@ HANDLER = "handler.lambda_handler"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
-def powertools_layer_arn(version: int) -> str:
-    return f"arn:aws:lambda:{Aws.REGION}:{POWERTOOLS_LAYER_ACCOUNT}:layer:{POWERTOOLS_LAYER_NAME}:{version}"
+DEPENDENCY_LAYER_ID = "DependencyLayer"
+
+
+def dependency_layer(scope: Construct) -> lambda_.LayerVersion:
+    """The stack's one dependency layer, created by the first function that asks for it (every function runs the
+    same locked dependencies, so one layer version serves them all)."""
+    stack = Stack.of(scope)
+    existing = stack.node.try_find_child(DEPENDENCY_LAYER_ID)
+    if isinstance(existing, lambda_.LayerVersion):
+        return existing
+    staged = Path(stage_dependency_layer())
+    pins = pinned_versions((staged / REQUIREMENTS_FILE).read_text())
+    return lambda_.LayerVersion(
+        stack,
+        DEPENDENCY_LAYER_ID,
+        code=lambda_.Code.from_asset(str(staged), exclude=[REQUIREMENTS_FILE]),
+        compatible_runtimes=[RUNTIME],
+        compatible_architectures=[ARCHITECTURE],
+        # The versions worth seeing from the console; the full list is the staged requirements.txt.
+        description=(
+            f"Locked runtime dependencies (uv.lock): aws-lambda-powertools {pins.get('aws-lambda-powertools')}, "
+            f"pydantic {pins.get('pydantic')}, cryptography {pins.get('cryptography')}, tzdata {pins.get('tzdata')}"
+        ),
+    )
 
 
 class PythonFunction(Construct):
@@ -46,7 +70,6 @@ class PythonFunction(Construct):
         description: str,
         memory_size: int,
         timeout_seconds: int,
-        powertools_layer_version: int,
         environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -78,11 +101,7 @@ class PythonFunction(Construct):
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=lambda_.Tracing.ACTIVE,
-            layers=[
-                lambda_.LayerVersion.from_layer_version_arn(
-                    self, "PowertoolsLayer", powertools_layer_arn(powertools_layer_version)
-                )
-            ],
+            layers=[dependency_layer(self)],
             environment={
                 "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
@@ -100,7 +119,8 @@ class PythonFunction(Construct):
         acknowledge(
             self.function,
             "AwsSolutions-L1",
-            "Python 3.13 is pinned on purpose: the official Powertools layer used here is the python313 build "
-            "(its compiled pydantic-core must match the runtime), and 3.13 is a supported runtime. Runtime and "
-            "layer are moved together, deliberately, not by a linter.",
+            "Python 3.13 is pinned on purpose: the dependency layer is built from cp313 wheels (its compiled "
+            "pydantic-core, cryptography and cffi must match the runtime's interpreter; "
+            "infra/dependency_layer.py), and 3.13 is a supported runtime. Runtime and layer are moved together, "
+            "deliberately, not by a linter.",
         )

@@ -50,7 +50,6 @@ class SweeperFunction(Construct):
             description="Webhook Inbox sweeper: re-dispatch stale pending events, measure, request reconciliations",
             memory_size=definitions.SWEEPER_MEMORY_MB,
             timeout_seconds=definitions.SWEEPER_TIMEOUT_SECONDS,
-            powertools_layer_version=settings.powertools_layer_version,
             environment={
                 definitions.ENV_INBOX_TABLE: inbox.table.table_name,
                 definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,

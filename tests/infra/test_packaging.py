@@ -1,24 +1,32 @@
-"""The synthesized function assets (ingest, process) run as Lambda would run them: in a clean interpreter whose
-only code is the asset (/var/task), the Powertools layer (/opt/python) and the runtime's boto3 - nothing from the
-dev venv.
+"""The synthesized Lambda code: the dependency layer as deployed, and each function asset run as Lambda would run it.
 
-The "layer" holds aws-lambda-powertools and pydantic, the "runtime" boto3, at the versions the venv resolved
-(uv.lock), installed with uv into build/lambda-layer-cache/<hash of the versions>/ once and reused. A module
-missing from the asset, an import of something the layer does not carry, or a handler that breaks outside the
-test harness fails here, not in AWS.
+The layer (what AWS runs): the staged folder CDK zips for the stack's LayerVersion is checked as it is, for the
+platform it is built for (CPython 3.13, manylinux aarch64, glibc <= 2.34): every distribution at uv.lock's
+version, every wheel tagged for that platform, no boto3/botocore, within Lambda's unzipped size limit.
 
-Not simulated: the interpreter is the venv's CPython (3.11) on x86_64, not Lambda's 3.13 on arm64.
+The run (what the layer's code does): this machine is x86_64 with Python 3.11, so the layer's compiled aarch64
+wheels cannot be imported here. The functions run instead in a clean interpreter whose only code is the asset
+(/var/task), a host copy of the layer (/opt/python) and the runtime's boto3 - nothing from the dev venv. The host
+copy is installed from the very requirement list the layer was built from (uv.lock's versions and hashes), for
+this interpreter, into build/lambda-layer-cache/<hash>/ once and reused; a test checks it holds the same
+distributions at the same versions as the deployed layer. So a module missing from the asset, an import of
+something the layer does not carry, or a handler that breaks outside the test harness fails here, not in AWS.
+
+Not simulated: the interpreter (3.11 on x86_64 here, 3.13 on arm64 in Lambda) and the compiled wheels' builds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import tomllib
+from email.parser import Parser
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -27,6 +35,19 @@ import pytest
 from constructs import IConstruct
 
 from infra import definitions
+from infra.constructs.python_function import ARCHITECTURE, RUNTIME
+from infra.dependency_layer import (
+    GLIBC,
+    LAYER_PYTHON_DIR,
+    MACHINE,
+    PYTHON_TAG,
+    PYTHON_VERSION,
+    RUNTIME_PROVIDED,
+    UV,
+    install,
+    layer_requirements,
+    normalize,
+)
 
 from .conftest import Synthesized
 
@@ -34,11 +55,13 @@ from .conftest import Synthesized
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-UV = REPO_ROOT / ".tools" / "bin" / "uv"
 CACHE_ROOT = REPO_ROOT / "build" / "lambda-layer-cache"
 
-LAYER_PACKAGES = ("aws-lambda-powertools", "pydantic")  # what the official Powertools layer carries for us
 RUNTIME_PACKAGES = ("boto3",)  # what the Lambda Python runtime carries
+# Lambda's limit on a function's code and layers, extracted: 250 MB, which Lambda's own error states in bytes
+# ("Unzipped size must be smaller than 262144000 bytes").
+# https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+UNZIPPED_CODE_LIMIT_BYTES = 262_144_000
 
 RUNTIME_ENVIRONMENT = {
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -59,11 +82,32 @@ LAMBDA_ENVIRONMENT = {
 }
 
 
-def _pins(packages: tuple[str, ...]) -> list[str]:
-    return [f"{name}=={version(name)}" for name in packages]
+def _staged_layer(synthesized: Synthesized) -> Path:
+    """The folder CDK zips for the stack's dependency layer (its python/ is /opt/python), found through the
+    template: the one LayerVersion, its S3 key naming the asset."""
+    (_layer_id, layer) = synthesized.only("AWS::Lambda::LayerVersion")
+    asset_hash = layer["Properties"]["Content"]["S3Key"].removesuffix(".zip")
+    folder = synthesized.assembly_dir / f"asset.{asset_hash}"
+    assert (folder / LAYER_PYTHON_DIR).is_dir(), f"{folder} holds no {LAYER_PYTHON_DIR}/"
+    return folder
 
 
-def _install(target: Path, requirements: list[str]) -> None:
+def _distributions(site: Path) -> dict[str, str]:
+    """{normalized name: version} of the distributions installed in a site folder (their dist-info METADATA)."""
+    found: dict[str, str] = {}
+    for metadata_file in site.glob("*.dist-info/METADATA"):
+        metadata = Parser().parsestr(metadata_file.read_text(encoding="utf-8"), headersonly=True)
+        found[normalize(metadata["Name"])] = metadata["Version"]
+    return found
+
+
+def _locked_versions() -> dict[str, str]:
+    """{normalized name: version} of every package in uv.lock, read from the lock file itself."""
+    lock = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
+    return {normalize(package["name"]): package["version"] for package in lock["package"] if "version" in package}
+
+
+def _install_for_host(target: Path, requirements: list[str]) -> None:
     subprocess.run(
         [str(UV), "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target), *requirements],
         check=True,
@@ -72,10 +116,13 @@ def _install(target: Path, requirements: list[str]) -> None:
     )
 
 
-def _lambda_dependencies() -> tuple[Path, Path]:
-    """(layer dir, runtime dir), installed once per set of versions."""
-    layer_pins, runtime_pins = _pins(LAYER_PACKAGES), _pins(RUNTIME_PACKAGES)
-    key = json.dumps([sys.implementation.cache_tag, layer_pins, runtime_pins])
+def _lambda_dependencies(synthesized: Synthesized) -> tuple[Path, Path]:
+    """(host copy of the layer, runtime dir), installed once per requirement list and interpreter. The list is
+    the one the synth built the layer from (`uv export` of uv.lock, as infra/dependency_layer.py stages it)."""
+    _staged_layer(synthesized)  # the stack has its layer, built from this same list
+    requirements = layer_requirements()
+    runtime_pins = [f"{name}=={version(name)}" for name in RUNTIME_PACKAGES]
+    key = json.dumps([sys.implementation.cache_tag, requirements, runtime_pins])
     cached = CACHE_ROOT / hashlib.sha256(key.encode()).hexdigest()[:16]
     if not (cached / "complete").exists():
         if not UV.exists():
@@ -83,8 +130,9 @@ def _lambda_dependencies() -> tuple[Path, Path]:
         CACHE_ROOT.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=CACHE_ROOT))
         try:
-            _install(staging / "layer", layer_pins)
-            _install(staging / "runtime", runtime_pins)
+            # The layer's own requirement list, for this interpreter: same versions, same hashes, host wheels.
+            install(requirements, staging / "layer", platform=None, python_version=None)
+            _install_for_host(staging / "runtime", runtime_pins)
             (staging / "complete").write_text(key)
             try:
                 staging.rename(cached)
@@ -197,11 +245,15 @@ def _asset(synthesized: Synthesized, function: IConstruct) -> Path:
 
 
 def _run_in_lambda_like_interpreter(
-    asset: Path, environment: dict[str, str], events: list[Any], probes: tuple[str, ...] = ()
+    synthesized: Synthesized,
+    asset: Path,
+    environment: dict[str, str],
+    events: list[Any],
+    probes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run the asset's handler on `events` (then the probes) in the isolated interpreter; check where each
     module came from; return the handler's results and the probes' values."""
-    layer, runtime = _lambda_dependencies()
+    layer, runtime = _lambda_dependencies(synthesized)
     result = subprocess.run(
         [
             sys.executable,
@@ -253,7 +305,7 @@ def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized
             path_parameters={"provider": "stripe"},
         ),
     ]
-    output = _run_in_lambda_like_interpreter(asset, LAMBDA_ENVIRONMENT, events)
+    output = _run_in_lambda_like_interpreter(synthesized, asset, LAMBDA_ENVIRONMENT, events)
 
     health, unknown_provider, bad_signature = output["results"]
     assert health["statusCode"] == 200, health
@@ -327,6 +379,7 @@ def test_process_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesize
         ]
     }
     output = _run_in_lambda_like_interpreter(
+        synthesized,
         asset,
         _processor_environment(synthesized),
         [batch],
@@ -378,6 +431,145 @@ def test_publisher_and_forwarder_assets_run_in_a_lambda_like_interpreter(synthes
     ):
         asset = _asset(synthesized, function)
         output = _run_in_lambda_like_interpreter(
-            asset, _environment_of(synthesized, function, name), [[], [_outbox_stream_record("REMOVE")]]
+            synthesized, asset, _environment_of(synthesized, function, name), [[], [_outbox_stream_record("REMOVE")]]
         )
         assert output["results"] == [{key: 0}, {key: 0}], name
+
+
+def test_every_function_runs_on_the_stack_dependency_layer(synthesized: Synthesized) -> None:
+    # Given the synthesized stack, Then there is one layer, for the functions' runtime and architecture
+    layer_id, layer = synthesized.only("AWS::Lambda::LayerVersion")
+    assert layer["Properties"]["CompatibleRuntimes"] == [RUNTIME.name] == [f"python{PYTHON_VERSION}"]
+    assert layer["Properties"]["CompatibleArchitectures"] == [ARCHITECTURE.name] == ["arm64"]
+    assert MACHINE == "aarch64"  # arm64 in Lambda's words
+    # And every one of our functions uses it, and no other layer (no public layer ARN, no per-partition account)
+    ours = {
+        logical_id: function
+        for logical_id, function in synthesized.resources("AWS::Lambda::Function").items()
+        if function["Properties"].get("Handler") == "handler.lambda_handler"
+    }
+    assert len(ours) >= 6, sorted(ours)
+    for logical_id, function in ours.items():
+        assert function["Properties"]["Layers"] == [{"Ref": layer_id}], logical_id
+    # And what is uploaded is the layer's python/ folder alone (the staging's requirement list stays behind)
+    assert [p.name for p in _staged_layer(synthesized).iterdir()] == [LAYER_PYTHON_DIR]
+
+
+def test_layer_holds_uv_lock_versions_and_no_runtime_sdk(synthesized: Synthesized) -> None:
+    # Given the layer as CDK uploads it
+    site = _staged_layer(synthesized) / LAYER_PYTHON_DIR
+    installed = _distributions(site)
+    locked = _locked_versions()
+    # Then every distribution in it is at uv.lock's version
+    assert {name: locked.get(name) for name in installed} == installed
+    # And it carries what the functions import from it, and nothing the runtime already ships
+    assert {"aws-lambda-powertools", "pydantic", "pydantic-core", "cryptography", "cffi", "tzdata"} <= set(installed)
+    assert not {"boto3", "botocore", "s3transfer", *RUNTIME_PROVIDED} & set(installed)
+    assert not [p.name for p in site.iterdir() if p.name in {"boto3", "botocore", "s3transfer"}]
+
+
+_MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")
+_LEGACY_MANYLINUX = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manylinux1": (2, 5)}
+
+
+def _runs_on_lambda(tag: str) -> bool:
+    """Whether one wheel tag (interpreter-abi-platform) installs on CPython 3.13, manylinux aarch64, glibc 2.34."""
+    interpreters, abis, platforms = tag.split("-")
+
+    def python_ok(interpreter: str, abi: str) -> bool:
+        if abi == "none":
+            return interpreter in {"py3", PYTHON_TAG}
+        if abi == PYTHON_TAG:
+            return interpreter == PYTHON_TAG
+        stable = re.fullmatch(r"cp3(\d+)", interpreter)  # abi3: built for 3.N, runs on every later 3.x
+        return abi == "abi3" and stable is not None and int(stable.group(1)) <= int(PYTHON_TAG[3:])
+
+    def platform_ok(platform: str) -> bool:
+        if platform == "any":
+            return True
+        legacy, _, machine = platform.partition("_")
+        if legacy in _LEGACY_MANYLINUX:
+            return machine == MACHINE and _LEGACY_MANYLINUX[legacy] <= GLIBC
+        match = _MANYLINUX.fullmatch(platform)
+        return match is not None and match[3] == MACHINE and (int(match[1]), int(match[2])) <= GLIBC
+
+    return any(
+        python_ok(interpreter, abi) for interpreter in interpreters.split(".") for abi in abis.split(".")
+    ) and any(platform_ok(platform) for platform in platforms.split("."))
+
+
+def test_layer_wheels_are_built_for_the_lambda_platform(synthesized: Synthesized) -> None:
+    # Given the layer as CDK uploads it
+    site = _staged_layer(synthesized) / LAYER_PYTHON_DIR
+    wheels = sorted(site.glob("*.dist-info/WHEEL"))
+    assert wheels
+    # Then each wheel has a tag that installs on cp313 / abi3, manylinux aarch64 with glibc <= 2.34
+    for wheel in wheels:
+        tags = Parser().parsestr(wheel.read_text()).get_all("Tag") or []
+        assert any(_runs_on_lambda(tag) for tag in tags), f"{wheel.parent.name}: {tags}"
+    # And every compiled library in it is an aarch64 ELF (e_machine 183), not this machine's x86_64
+    libraries = sorted(site.rglob("*.so"))
+    assert libraries  # pydantic-core, cryptography, cffi
+    for library in libraries:
+        header = library.read_bytes()[:20]
+        assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 183, library
+
+
+def test_layer_and_largest_function_fit_lambdas_unzipped_limit(synthesized: Synthesized) -> None:
+    # Given the layer and the function assets as CDK uploads them
+    def size(folder: Path) -> int:
+        return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+    layer_bytes = size(_staged_layer(synthesized) / LAYER_PYTHON_DIR)
+    functions = synthesized.resources("AWS::Lambda::Function").values()
+    largest_function = max(
+        size(synthesized.assembly_dir / f"asset.{f['Properties']['Code']['S3Key'].removesuffix('.zip')}")
+        for f in functions
+        if "S3Key" in f["Properties"]["Code"]
+    )
+    # Then a function with its layer, extracted, stays under Lambda's 250 MB (with room to grow: under a fifth)
+    assert layer_bytes + largest_function < UNZIPPED_CODE_LIMIT_BYTES / 5, (layer_bytes, largest_function)
+
+
+def test_host_copy_of_the_layer_holds_the_same_distributions(synthesized: Synthesized) -> None:
+    # Given the layer as deployed and the host copy the Lambda-like runs import from
+    host_layer, _runtime = _lambda_dependencies(synthesized)
+    # Then they hold the same distributions at the same versions (only the platform of the wheels differs)
+    assert _distributions(host_layer) == _distributions(_staged_layer(synthesized) / LAYER_PYTHON_DIR)
+
+
+# Runs inside the isolated interpreter: argv[1] is a JSON list of sys.path entries. No system tz database: the
+# zone must come from the layer's tzdata.
+TIME_ZONE_RUNNER = textwrap.dedent(
+    """
+    import json, sys, zoneinfo
+    sys.path[:0] = json.loads(sys.argv[1])
+    zoneinfo.reset_tzpath([])
+    from shared.providers.asaas import parse_asaas_time
+    times = [parse_asaas_time(t, "dateCreated").isoformat() for t in ("2018-12-01 12:00:00", "2024-06-12 16:45:03")]
+    import tzdata
+    print(json.dumps({"times": times, "tzdata": tzdata.__file__, "tzpath": list(zoneinfo.TZPATH)}))
+    """
+)
+
+
+def test_sao_paulo_time_resolves_from_the_layer_alone(synthesized: Synthesized) -> None:
+    # Given the ingest asset and the layer, and an interpreter with no system tz database on its search path
+    asset = _asset(synthesized, synthesized.stack.ingest.function)
+    layer, _runtime = _lambda_dependencies(synthesized)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", TIME_ZONE_RUNNER, json.dumps([str(asset), str(layer)])],
+        env=RUNTIME_ENVIRONMENT,
+        cwd=asset,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = json.loads(result.stdout.strip().splitlines()[-1])
+    # When Asaas times from before and after Brazil dropped DST are parsed, Then the layer's tzdata gives the
+    # zone's history: UTC-2 in the 2018 summer, UTC-3 in 2024
+    assert output["tzpath"] == []
+    assert output["tzdata"].startswith(str(layer))
+    assert output["times"] == ["2018-12-01T14:00:00+00:00", "2024-06-12T19:45:03+00:00"]

@@ -11,7 +11,6 @@ import pytest
 from aws_cdk.assertions import Match
 
 from infra import definitions
-from infra.config import DEFAULT_POWERTOOLS_LAYER_VERSION
 
 from .conftest import Synthesized
 
@@ -143,16 +142,6 @@ def test_ingest_function_runtime_architecture_and_observability(synthesized: Syn
     assert properties["LoggingConfig"]["LogFormat"] == "JSON"
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert synthesized.template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
-
-
-def test_ingest_function_uses_the_official_powertools_layer(synthesized: Synthesized) -> None:
-    _function_id, function = _ingest_function(synthesized)
-    (layer,) = function["Properties"]["Layers"]
-    joined = "".join(part if isinstance(part, str) else json.dumps(part) for part in layer["Fn::Join"][1])
-    assert joined == (
-        'arn:aws:lambda:{"Ref": "AWS::Region"}:017000801446:layer:'
-        f"AWSLambdaPowertoolsPythonV3-python313-arm64:{DEFAULT_POWERTOOLS_LAYER_VERSION}"
-    )
 
 
 def test_ingest_function_environment(synthesized: Synthesized) -> None:
