@@ -20,7 +20,7 @@ from shared import aws
 from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
-from shared.providers import get_driver, provider_names
+from shared.providers import PayloadInvalid, get_driver, provider_names
 
 
 def _echo_json(value: Any) -> None:
@@ -71,6 +71,33 @@ def post_webhook(url: str, request_body: bytes, headers: dict[str, str], timeout
         return int(error.code), error.read().decode()
 
 
+def register_with_simulator(
+    gateway_url: str, provider: str, *, status: str, amount: int, resource_id: str | None
+) -> str:
+    """Have the local gateway simulator know the payment, in `status`, before its webhook arrives (the processor
+    refetches it from there); returns its id, in the provider's own format unless `resource_id` names one."""
+    document: dict[str, Any] = {"provider": provider, "amount": amount, "status": status}
+    if resource_id:
+        document["resource_id"] = resource_id
+    request = urllib.request.Request(  # noqa: S310 - the local simulator
+        f"{gateway_url}/_sim/payments",
+        data=json.dumps(document).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            created: dict[str, Any] = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        reason = json.loads(error.read() or b"{}").get("error", error.reason)
+        raise click.ClickException(f"the gateway simulator refused the {provider} payment: {reason}") from None
+    except OSError as error:
+        raise click.ClickException(
+            f"the gateway simulator at {gateway_url} is not answering ({type(error).__name__}): is `make run` up?"
+        ) from None
+    return str(created["id"])
+
+
 @cli.command()
 @click.argument("provider", type=click.Choice(provider_names()))
 @click.option("--event-id", default=None, help="Event id (default: a new one).")
@@ -88,19 +115,36 @@ def send(
     amount: int,
     url: str | None,
 ) -> None:
-    """Post a correctly signed sample webhook of PROVIDER."""
+    """Post a correctly signed sample webhook of PROVIDER.
+
+    Locally, for a provider the processor refetches from, the payment is first registered with the gateway
+    simulator in that status, so the event is processed like a real one. A deployed stack refetches from the
+    real gateway, which knows no sample payment: pass --resource-id of a real one there."""
+    from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
+
     target = _target(ctx)
     driver = get_driver(provider)
+    refetched = provider in supported_providers()
+    if target.local and refetched:
+        from inbox_local.config import LocalEndpoints  # noqa: PLC0415
+
+        gateway = LocalEndpoints.from_environ().gateway_url
+        resource_id = register_with_simulator(gateway, provider, status=status, amount=amount, resource_id=resource_id)
+        click.echo(f"registered {provider} payment {resource_id} ({status}) with the gateway simulator at {gateway}")
     now = int(time.time())
     event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
-    body = driver.sample_body(
-        event_id=event_id,
-        resource_id=resource_id or f"pay_{uuid.uuid4().hex[:20]}",
-        status=status,
-        amount=amount,
-        occurred_at=now,
-    )
+    resource_id = resource_id or f"pay_{uuid.uuid4().hex[:20]}"
+    try:
+        body = driver.sample_body(
+            event_id=event_id, resource_id=resource_id, status=status, amount=amount, occurred_at=now
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
     signed = driver.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
+    try:  # the id the inbox stores it under: some providers derive it from the body (docs/providers*.md)
+        stored_id = driver.parse(signed).event_id
+    except PayloadInvalid:
+        stored_id = driver.fallback_event_id(signed)
     query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""
     endpoint = (url or f"{target.api_url}/webhooks/{provider}") + query
     headers = {"content-type": "application/json", **signed.headers}
@@ -108,6 +152,11 @@ def send(
     click.echo(f"POST {endpoint} -> {code} {answer}")
     if code >= 300:
         raise SystemExit(1)
+    stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
+    click.echo(f"sent {provider} event {stored_id} about payment {resource_id}; look at it with:")
+    click.echo(f"  inbox{stack} events show {provider} {stored_id}")
+    if not target.local and refetched and not ctx.params.get("resource_id"):
+        click.echo(f"  (the stack refetches from {provider}'s real API, which does not know this sample payment)")
 
 
 # ---------------------------------------------------------------------------------------------------- events
@@ -212,7 +261,7 @@ def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: b
 @click.option("--dry-run", is_flag=True, help="Show the plan (counts by provider, type, status); change nothing.")
 @click.option("--page-size", default=DEFAULT_PAGE_SIZE, show_default=True, help="Events read per page.")
 @click.option("--wait-seconds", default=DEFAULT_WAIT_SECONDS, show_default=True, help="Pause after a page that wrote.")
-@click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, help="Per execution; run again for more.")
+@click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, help="Per replay; run again for more.")
 @click.option("--timeout", default=900.0, show_default=True, help="Seconds to wait for the execution's result.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME replay ...`.")
@@ -282,7 +331,8 @@ def replay(
         return
     click.echo(report.headline())
     _table(report.plan(), ["provider", "event_type", "status", "outcome", "count"])
-    click.echo(f"execution: {report.execution_arn}")
+    for execution_arn in report.executions:  # one replay may continue in new executions (history quota)
+        click.echo(f"execution: {execution_arn}")
 
 
 # -------------------------------------------------------------------------------------------------- simulate
