@@ -12,7 +12,7 @@ from shared import aws
 from shared.inbox.model import fifo_group_id, is_valid_fifo_id, resource_key
 from shared.inbox.store import InboxStore
 from tests.integration.operations_support import drain, mapping_for, pipe_for, real_processor
-from tests.integration.processing_support import FakeGateway
+from tests.integration.processing_support import FakeGateway, store_event
 from tests.integration.test_ingest_handler import deliver, signed_delivery
 
 ODD_IDS = {"space": "pay with space", "non-ascii": "pagamento-ção-✓", "200 characters": "p" * 200}
@@ -46,3 +46,14 @@ def test_an_event_with_an_odd_resource_and_event_id_ends_processed(aws_world: An
     for actions in transactions:
         aws_limits.check_transaction(actions)
         assert len(actions) <= aws_limits.DYNAMODB_MAX_TRANSACTION_ACTIONS
+
+
+def test_an_event_with_no_resource_is_a_group_of_its_own_derived_from_its_key(aws_world: Any) -> None:
+    # Given an event with no resource and an event id SQS would refuse as a group id
+    odd_id = "evt with space " + "é" * 100
+    pk = store_event(aws_world.names, provider="generic", event_id=odd_id, resource_id="")  # "": no resource
+    # When its item is stored, Then its group is its own key, derived into a valid group id
+    (item,) = InboxStore(aws_world.names.inbox_table).scan()
+    assert item["pk"] == pk
+    assert item["group_id"] == fifo_group_id(pk)
+    assert is_valid_fifo_id(item["group_id"])

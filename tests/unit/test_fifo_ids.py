@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import string
-from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -11,15 +10,11 @@ from hypothesis import strategies as st
 
 from shared.inbox.model import (
     FIFO_ID_MAX_LENGTH,
-    StoredBody,
-    build_item,
     fifo_group_id,
     is_valid_fifo_id,
-    resource_key,
 )
 from shared.process.app import SqsRetryQueue
 from shared.process.service import Delivery, ReconcileMessage
-from shared.providers import NormalizedEvent, WebhookRequest
 from shared.sweeper import Sweeper, SweeperSettings, SweepStore, SweepSummary, dispatch_group, stale_events
 
 ODD_KEYS = [
@@ -81,39 +76,6 @@ def test_keys_that_differ_only_where_characters_are_replaced_still_differ() -> N
     # When derived, Then the digest keeps them apart, and a key already spelled with "_" is kept as it is
     assert len({fifo_group_id("p#a b"), fifo_group_id("p#a\u00e7b"), fifo_group_id("p#a_b")}) == 3
     assert fifo_group_id("p#a_b") == "p#a_b"
-
-
-def _item(provider: str, event_id: str, resource_id: str | None) -> dict[str, object]:
-    moment = datetime(2026, 1, 1, tzinfo=UTC)
-    event = NormalizedEvent(event_id, "payment.paid", resource_id, moment, "paid", 100, "BRL")
-    return build_item(
-        provider=provider,
-        event_id=event_id,
-        event=event,
-        request=WebhookRequest(body=b"{}", headers={}),
-        replay_headers=(),
-        body=StoredBody(sha256="0", size=2, inline=b"{}"),
-        received_at=moment,
-        retention_days=30,
-    )
-
-
-@pytest.mark.parametrize("resource_id", ["pay with space", "pagamento-ção", "r" * 200])
-def test_the_inbox_item_carries_the_derived_group_of_its_payment(resource_id: str) -> None:
-    # Given an event whose resource id SQS would refuse as a group id
-    # When its inbox item is built
-    item = _item("generic", "evt 1", resource_id)
-    # Then the item's group id is the payment key's derived one (the Pipe copies it as it is)
-    assert item["group_id"] == fifo_group_id(resource_key("generic", resource_id))
-    assert is_valid_fifo_id(str(item["group_id"]))
-    assert item["resource_key"] == resource_key("generic", resource_id)
-
-
-def test_an_event_with_no_resource_is_a_group_of_its_own_derived_from_its_key() -> None:
-    # Given an event with no resource and an odd event id, When its item is built, Then its group is its key, derived
-    item = _item("generic", "evt with space " + "é" * 100, None)
-    assert item["group_id"] == fifo_group_id(str(item["pk"]))
-    assert is_valid_fifo_id(str(item["group_id"]))
 
 
 def test_the_sweeper_groups_and_redispatches_with_the_same_derivation() -> None:
