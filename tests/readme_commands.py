@@ -1,0 +1,94 @@
+"""The commands README.md shows, extracted as written.
+
+- Each line of a ```bash block: a `#` comment (outside quotes) removed, a trailing `\\` joined with the next line,
+  blank lines skipped. `export NAME=value` lines are commands of kind "env": the environment of the commands after
+  them in the block.
+- Outside fenced blocks, each inline code span that starts like a command: `inbox ...`, `.venv/bin/...`,
+  `make ...`, `curl ...`, `cdk ...`, `--stack ...`.
+
+Whitespace runs are collapsed to one space, so `evt_...   --json` reads `evt_... --json`. Everything else is kept:
+placeholders (`PROVIDER`, `EVENT_ID`, `evt_...`), optional parts (`[--json]`) and literal values stay as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+INLINE_PREFIXES = ("inbox ", ".venv/bin/", "make ", "curl ", "cdk ", "--stack")
+_FENCE = re.compile(r"^\s*```(\w*)")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@dataclass(frozen=True)
+class Command:
+    text: str  # as written, whitespace collapsed
+    line: int  # README line it starts on (1-based)
+    section: str  # the nearest heading above it
+    kind: str  # "bash" (a line of a bash block), "env" (an export line of one), "inline" (a code span)
+
+
+def strip_comment(line: str) -> str:
+    """`line` without a shell comment: a `#` at the start of a word, outside single and double quotes."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index]
+    return line
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def extract(text: str) -> list[Command]:
+    commands: list[Command] = []
+    section = ""
+    fence: str | None = None  # the language of the open fenced block, "" for a plain one
+    pending = ""  # a bash line continued with a backslash
+    pending_line = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        opened = _FENCE.match(raw)
+        if opened:
+            fence = None if fence is not None else opened.group(1)
+            pending = ""
+            continue
+        if fence is None:
+            if raw.startswith("#"):
+                section = raw.lstrip("#").strip()
+            for span in _CODE_SPAN.findall(raw):
+                if span.startswith(INLINE_PREFIXES):
+                    commands.append(Command(_collapse(span), number, section, "inline"))
+            continue
+        if fence != "bash":
+            continue
+        line = strip_comment(raw).rstrip()
+        if not pending:
+            pending_line = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        joined = _collapse(pending + line)
+        pending = ""
+        if joined:
+            kind = "env" if joined.startswith("export ") else "bash"
+            commands.append(Command(joined, pending_line, section, kind))
+    return commands
+
+
+def readme_commands() -> list[Command]:
+    return extract(README.read_text())
+
+
+def section_commands(section: str) -> list[Command]:
+    """The bash-block commands under one heading, in order."""
+    return [command for command in readme_commands() if command.section == section and command.kind != "inline"]
