@@ -156,23 +156,28 @@ PROVIDERS: Final = (
 REFETCH_PROVIDERS: Final = ("stripe", "asaas", "pagarme", "pagbank", "iugu", "paddle", "mercadopago")
 
 
-def secret_name(stack_name: str, provider: str) -> str:
-    """Name of the Secrets Manager secret holding a provider's current and previous signing secrets."""
-    return f"{secret_prefix(stack_name)}{provider}"
-
-
 def secret_prefix(stack_name: str) -> str:
+    """Name prefix of the local stack's signing secrets (``{prefix}{provider}``, inbox_local/config.py). The
+    deployed stack names none of its secrets: CloudFormation generates the names (infra/constructs/secrets.py)."""
     return f"{stack_name}/webhook-signing/"
 
 
-def api_key_secret_prefix(stack_name: str) -> str:
-    """Secrets Manager name prefix of the gateways' API keys used by the processor's refetch."""
-    return f"{stack_name}/gateway-api/"
+# Tags on every secret of the deployed stack: which stack, which provider (or source), which kind. The names are
+# CloudFormation's, so these tags and the stack's outputs are how an operator finds a secret (console filter,
+# `aws secretsmanager list-secrets --filters Key=tag-key,...`), also one retained by a deleted stack.
+SECRET_TAG_STACK: Final = "webhook-inbox:stack"
+SECRET_TAG_PROVIDER: Final = "webhook-inbox:provider"
+SECRET_TAG_KIND: Final = "webhook-inbox:kind"
+SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
+SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
+SECRET_KIND_FORWARD_SIGNING: Final = "forward-signing"  # the forwarded events' Standard Webhooks secret pair
 
-
-def api_key_secret_name(stack_name: str, provider: str) -> str:
-    """Name of the Secrets Manager secret holding a provider's API key (a plain string, not JSON)."""
-    return f"{api_key_secret_prefix(stack_name)}{provider}"
+# Lambda: "the total size of all environment variables doesn't exceed 4 KB"
+# (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
+# variables that grow with the number of providers (or, later, sources); infra/constructs/secrets.py checks at
+# synth that a map, at its longest possible ARNs, leaves this much of the 4 KB to every other variable.
+LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
+LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 
 # ------------------------------------------------------------------------------------------- control table
@@ -186,8 +191,11 @@ ENV_INBOX_TABLE: Final = "INBOX_TABLE"
 ENV_PAYMENTS_TABLE: Final = "PAYMENTS_TABLE"
 ENV_CONTROL_TABLE: Final = "CONTROL_TABLE"
 ENV_BODY_BUCKET: Final = "INBOX_BODY_BUCKET"
-ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"
-ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"
+ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{provider})
+ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, for the API keys
+# The deployed stack's secrets, as JSON objects {provider: secret ARN} (shared/secrets.py reads them).
+ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
+ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
 ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
 ENV_RETENTION_DAYS: Final = "INBOX_RETENTION_DAYS"
 ENV_QUEUE_URL: Final = "INBOX_QUEUE_URL"
@@ -199,14 +207,14 @@ OUTPUT_API_URL: Final = "ApiUrl"
 OUTPUT_INBOX_TABLE: Final = "InboxTableName"
 OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
 OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
-OUTPUT_SECRET_PREFIX: Final = "SigningSecretPrefix"
+OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {provider: secret ARN}
 OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
 OUTPUT_CONTROL_TABLE: Final = "ControlTableName"
 OUTPUT_QUEUE_URL: Final = "DispatchQueueUrl"
 OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
 OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
 OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
-OUTPUT_API_KEY_SECRET_PREFIX: Final = "GatewayApiKeySecretPrefix"
+OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {provider: secret ARN}
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
@@ -310,7 +318,8 @@ OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185  # the stream keeps a record 24 
 ENV_FORWARD_URL: Final = "INBOX_FORWARD_URL"
 ENV_FORWARD_SECRET: Final = "INBOX_FORWARD_SECRET"  # whsec_<base64>
 ENV_FORWARD_SECRET_PREVIOUS: Final = "INBOX_FORWARD_SECRET_PREVIOUS"  # set during a rotation: both sign
-ENV_FORWARD_SECRET_NAME: Final = "INBOX_FORWARD_SECRET_NAME"  # AWS: the Secrets Manager secret of the pair
+# AWS: the Secrets Manager secret of the pair, by its ARN (CloudFormation names it; any secret id works).
+ENV_FORWARD_SECRET_NAME: Final = "INBOX_FORWARD_SECRET_NAME"
 ENV_EVENT_BUS_NAME: Final = "INBOX_EVENT_BUS_NAME"
 # The publisher Lambda (outbox Pipe -> bus) and the forwarder Lambda (forwarding Pipe -> the customer's endpoint).
 # Both Pipes read the outbox stream: DynamoDB Streams serves at most two readers per shard without throttling.
@@ -320,21 +329,19 @@ FORWARDER_MEMORY_MB: Final = 256
 # Ten deliveries of at most 3 x 5 s POSTs + backoffs each would take 165 s; the forwarder starts a delivery only
 # with its worst case left (shared/forwarding.py) and leaves the rest of the batch to the Pipe's retry.
 FORWARDER_TIMEOUT_SECONDS: Final = 120
-# The forwarding rate limit: at most this many concurrent forwarder invocations (each sends one event at a time),
-# whatever the number of stream shards; a throttled invocation is retried by the Pipe like a failed one.
-FORWARDER_RESERVED_CONCURRENCY: Final = 2
+# The forwarding rate needs no reserved concurrency: the forwarding Pipe reads each outbox stream shard with one
+# batch in flight (ParallelizationFactor 1, the default) and the forwarder POSTs a batch's events one at a time, so
+# at most one POST per open shard is in flight (infra/constructs/outbox.py and docs/deploy.md explain). Reserved
+# concurrency is opt-in (context `forwarder_reserved_concurrency`): on a new account whose concurrency quota is
+# small, reserving any of it fails the deploy (Lambda keeps at least 100 unreserved).
+FORWARD_PIPE_PARALLELIZATION_FACTOR: Final = 1
 FORWARD_PIPE_BATCH_SIZE: Final = 10
 # Retries of a batch the endpoint keeps refusing: the Pipe backs off exponentially between attempts; after them
 # (or when the record is older than the maximum age) the batch's metadata goes to the forwarding dead-letter queue
 # and the shard moves on. The events stay on the bus and in the outbox table (7 days) for a manual re-send.
 FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185
 FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS: Final = 86_400
-OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretName"
+OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretArn"
 OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
 OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
 EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
-
-
-def forward_secret_name(stack_name: str) -> str:
-    """The Secrets Manager secret with the forwarding signing pair {"current": "whsec_...", "previous": ...}."""
-    return f"{stack_name}/forward-signing"

@@ -84,6 +84,12 @@ class WebhookInboxStack(Stack):
                 "publisher": self.outbox.publisher,
                 **({"forwarder": self.outbox.forwarder} if self.outbox.forwarder else {}),
             },
+            api_stage=self.api.stage,
+            pipe_names={
+                "dispatch": self.pipe.pipe_name,
+                "publish": self.outbox.publish_pipe.pipe_name,
+                **({"forward": self.outbox.forward_pipe.pipe_name} if self.outbox.forward_pipe else {}),
+            },
             queue=self.queues.queue,
             dead_letter_queue=self.queues.dead_letter_queue,
             pipe_dead_letter_queue=self.pipe.dead_letter_queue,
@@ -114,9 +120,9 @@ class WebhookInboxStack(Stack):
             definitions.OUTPUT_API_URL: (self.api.url, "Base URL; gateways POST to <url>webhooks/<provider>"),
             definitions.OUTPUT_INBOX_TABLE: (self.storage.table.table_name, "Inbox DynamoDB table"),
             definitions.OUTPUT_BODY_BUCKET: (self.storage.body_bucket.bucket_name, "Bucket of large bodies"),
-            definitions.OUTPUT_SECRET_PREFIX: (
-                self.signing_secrets.prefix,
-                "Secrets Manager name prefix of the signing secrets (<prefix><provider>)",
+            definitions.OUTPUT_SIGNING_SECRETS: (
+                self.signing_secrets.arn_map,
+                "The signing secrets, JSON {provider: Secrets Manager ARN} (put the gateway's secret in each)",
             ),
             definitions.OUTPUT_INGEST_FUNCTION: (self.ingest.function.function_name, "Ingest Lambda"),
             definitions.OUTPUT_PAYMENTS_TABLE: (self.payments.payments_table.table_name, "Payments DynamoDB table"),
@@ -134,9 +140,9 @@ class WebhookInboxStack(Stack):
                 "Dead-letter queue of stream records the Pipe could not deliver",
             ),
             definitions.OUTPUT_PROCESSOR_FUNCTION: (self.processor.function.function_name, "Processor Lambda"),
-            definitions.OUTPUT_API_KEY_SECRET_PREFIX: (
-                self.api_keys.prefix,
-                "Secrets Manager name prefix of the gateways' API keys (<prefix><provider>)",
+            definitions.OUTPUT_API_KEY_SECRETS: (
+                self.api_keys.arn_map,
+                "The gateways' API keys, JSON {provider: Secrets Manager ARN} (put the key in each)",
             ),
         }
         outputs[definitions.OUTPUT_REPLAY_STATE_MACHINE] = (
@@ -164,8 +170,8 @@ class WebhookInboxStack(Stack):
         )
         if self.outbox.forward_secret and self.outbox.forward_pipe:
             outputs[definitions.OUTPUT_FORWARD_SECRET] = (
-                self.outbox.forward_secret.secret_name,
-                "Secrets Manager secret signing the forwarded events (give 'current' to your receiver)",
+                self.outbox.forward_secret.secret_arn,
+                "Secrets Manager secret (ARN) signing the forwarded events (give 'current' to your receiver)",
             )
             outputs[definitions.OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL] = (
                 self.outbox.forward_pipe.dead_letter_queue.queue_url,

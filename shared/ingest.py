@@ -235,5 +235,5 @@ def default_ingest_service() -> IngestService:
     return IngestService(
         settings,
         InboxStore(settings.inbox_table, settings.body_bucket),
-        SigningSecretSource(settings.secret_prefix),
+        SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids),
     )

@@ -1,9 +1,17 @@
 """Where signing secrets come from: the environment locally, Secrets Manager in AWS.
 
 `INBOX_SECRET_<PROVIDER>` (and `INBOX_SECRET_<PROVIDER>_PREVIOUS`) win when set, so the local stack and tests
-need no AWS. Otherwise the secret `{prefix}{provider}` holds `{"current": "...", "previous": "..."}`; it is
+need no AWS. Otherwise the provider's Secrets Manager secret holds `{"current": "...", "previous": "..."}`; it is
 cached for five minutes, so a rotation reaches every instance within that time while the previous secret
 keeps verifying.
+
+Which secret is the provider's (`secret_id`):
+- Deployed, CloudFormation names the secrets (a fixed name would collide with the copy a deleted stack retained,
+  or with one scheduled for deletion, on the next deploy), so the stack hands the functions a map instead:
+  `INBOX_SIGNING_SECRETS` (and `INBOX_API_KEY_SECRETS` for the gateways' API keys) is a JSON object
+  `{"stripe": "<secret ARN>", ...}`.
+- The local stack and the tests have no CloudFormation and name their secrets themselves: when the map does not
+  list a provider, the secret is `{prefix}{provider}` (`INBOX_SECRET_PREFIX`, `INBOX_API_KEY_SECRET_PREFIX`).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.providers.base import SigningSecrets
+from shared.settings import ENV_SIGNING_SECRETS
 
 SECRET_CACHE_SECONDS = 300
 
@@ -21,10 +30,21 @@ class SecretUnavailable(Exception):
     """The secret could not be read or is not set: the delivery must be retried later, not rejected."""
 
 
+def secret_id(ids: Mapping[str, str], prefix: str, name: str) -> str | None:
+    """The Secrets Manager id (ARN or name) of `name`'s secret: the map's entry, else `{prefix}{name}` when a
+    prefix is configured, else None (nothing says where the secret is)."""
+    if name in ids:
+        return ids[name]
+    return f"{prefix}{name}" if prefix else None
+
+
 class SigningSecretSource:
-    def __init__(self, prefix: str, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, prefix: str, environ: Mapping[str, str] | None = None, *, ids: Mapping[str, str] | None = None
+    ) -> None:
         self._prefix = prefix
         self._environ = os.environ if environ is None else environ
+        self._ids = dict(ids or {})
 
     def signing_secrets(self, provider: str) -> SigningSecrets:
         variable = f"INBOX_SECRET_{provider.upper()}"
@@ -33,13 +53,17 @@ class SigningSecretSource:
         return self._from_secrets_manager(provider)
 
     def _from_secrets_manager(self, provider: str) -> SigningSecrets:
-        return read_secret_pair(f"{self._prefix}{provider}", what=f"signing secret for {provider!r}")
+        what = f"signing secret for {provider!r}"
+        identifier = secret_id(self._ids, self._prefix, provider)
+        if identifier is None:
+            raise SecretUnavailable(f"{what} is not configured: no {ENV_SIGNING_SECRETS} entry and no prefix")
+        return read_secret_pair(identifier, what=what)
 
 
 def read_secret_pair(secret_name: str, *, what: str) -> SigningSecrets:
-    """A Secrets Manager secret holding `{"current": ..., "previous": ...}`, cached for SECRET_CACHE_SECONDS.
-    SecretUnavailable when it cannot be read or has no current value (`what` names it in the message; the
-    value never appears in one)."""
+    """A Secrets Manager secret (`secret_name`: its name or ARN) holding `{"current": ..., "previous": ...}`,
+    cached for SECRET_CACHE_SECONDS. SecretUnavailable when it cannot be read or has no current value (`what`
+    names it in the message; the value never appears in one)."""
     # Imported here: Powertools' parameters module is only needed on the first fetch of each secret.
     from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
 

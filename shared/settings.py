@@ -7,9 +7,10 @@ model until `make bench` showed it was ~200 ms of the processor's cold start.)
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300
 DEFAULT_RETENTION_DAYS = 30
@@ -20,6 +21,10 @@ INLINE_BODY_LIMIT_BYTES = 256 * 1024
 
 # The control table (circuit breakers, forwarding checkpoints): read by the processor and the forwarder.
 ENV_CONTROL_TABLE = "CONTROL_TABLE"  # equals infra.definitions.ENV_CONTROL_TABLE (a test compares)
+# The deployed stack's {provider: secret ARN} maps of the signing secrets and of the gateways' API keys (equal to
+# infra.definitions.ENV_SIGNING_SECRETS and ENV_API_KEY_SECRETS; a test compares). shared/secrets.py explains.
+ENV_SIGNING_SECRETS = "INBOX_SIGNING_SECRETS"
+ENV_API_KEY_SECRETS = "INBOX_API_KEY_SECRETS"
 
 
 class ConfigurationError(ValueError):
@@ -64,11 +69,30 @@ def positive_number(environ: Mapping[str, str], name: str, default: float, *, hi
     return value
 
 
+def text_map(environ: Mapping[str, str], name: str) -> dict[str, str]:
+    """A JSON object of non-blank strings (e.g. the stack's `{provider: secret ARN}` maps); empty when unset or
+    blank. Refused when set to anything else: a broken deployment fails at cold start, not at the first event."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a JSON object, got something else") from None
+    if not isinstance(value, dict) or not all(
+        isinstance(key, str) and isinstance(item, str) and item.strip() for key, item in value.items()
+    ):
+        raise ConfigurationError(f"{name} must be a JSON object of non-blank strings")
+    return {key: item.strip() for key, item in value.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
     inbox_table: str
     body_bucket: str
     secret_prefix: str
+    # {provider: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
+    signing_secret_ids: Mapping[str, str] = field(default_factory=dict)
     signature_tolerance_seconds: int = DEFAULT_SIGNATURE_TOLERANCE_SECONDS
     retention_days: int = DEFAULT_RETENTION_DAYS
     inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES
@@ -89,6 +113,7 @@ class IngestSettings:
             inbox_table=required_text(env, "INBOX_TABLE"),
             body_bucket=required_text(env, "INBOX_BODY_BUCKET"),
             secret_prefix=env.get("INBOX_SECRET_PREFIX", ""),
+            signing_secret_ids=text_map(env, ENV_SIGNING_SECRETS),
             signature_tolerance_seconds=integer(
                 env, "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS
             ),

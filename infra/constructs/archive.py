@@ -14,8 +14,9 @@ retried until it succeeds or its records leave the stream (the default: no retry
 the item is already deleted and the stream record is the last copy); what could not be archived is then reported
 (its shard and sequence numbers) to an SQS on-failure queue, where an operator sees it (and an alarm counts it).
 
-Permissions, resource by resource (no ``table.grantStreamRead``: it adds ``dynamodb:ListStreams`` on ``*``):
-- the inbox stream: DescribeStream, GetRecords, GetShardIterator, ListStreams on the stream ARN;
+Permissions, resource by resource (``dispatch_pipe.grant_stream_read``, as the Pipes have them):
+- the inbox stream: DescribeStream, GetRecords, GetShardIterator on the stream ARN; ListStreams on ``*``, the only
+  resource that action takes (it has no resource type), acknowledged as such;
 - the archive bucket: PutObject under ``definitions.ARCHIVE_KEY_PREFIX`` only (no read, no delete);
 - the body bucket: GetObject (bodies too large for an item are inlined into the archive);
 - the on-failure queue: send (granted by the mapping's destination).
@@ -35,7 +36,7 @@ from constructs import Construct
 
 from infra import definitions
 from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS, StackSettings
-from infra.constructs.dispatch_pipe import STREAM_READ_ACTIONS
+from infra.constructs.dispatch_pipe import LIST_STREAMS_REASON, grant_stream_read
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
 from infra.nag import acknowledge
@@ -118,7 +119,15 @@ class Archive(Construct):
         self.function = built.function
         self.role = built.role
 
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        grant_stream_read(self.role, stream_arn, acknowledge_wildcard=False)
+        # One acknowledgement of Resource::* per role: PythonFunction's (X-Ray) is replaced by one covering both.
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Two kinds of actions without resource-level permissions, so '*' is the only resource they take: "
+            "xray:PutTraceSegments and xray:PutTelemetryRecords for active tracing (infra/constructs/"
+            f"python_function.py), and the stream listing: {LIST_STREAMS_REASON}",
+        )
         iam.Grant.add_to_principal(
             grantee=self.function,
             actions=["s3:PutObject"],

@@ -4,8 +4,8 @@ Filter, message group id, deduplication id and input template are the values of 
 values the local runtime's Pipe emulation (inbox_local/pipe.py) interprets: local and cloud dispatch the same.
 
 Choices:
-- The L1 ``CfnPipe`` (stable in aws-cdk-lib) with a role written here: the alpha ``Pipe`` construct would add a
-  dependency and, for a DynamoDB source, grant ``dynamodb:ListStreams`` on ``*``; this role needs no wildcard.
+- The L1 ``CfnPipe`` (stable in aws-cdk-lib) with a role written here (``grant_stream_read``): the alpha ``Pipe``
+  construct would add a dependency for what a few statements say.
 - Starting position, retries, bisection: definitions.PIPE_STARTING_POSITION and PIPE_MAXIMUM_RETRY_ATTEMPTS
   explain. After its retries a record's batch metadata (shard, sequence numbers; not the record) goes to the
   Pipe's dead-letter queue, a standard queue: stream sources cannot dead-letter to FIFO. The event is not lost:
@@ -36,14 +36,37 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 LOG_LEVEL = "ERROR"
 ON_PARTIAL_BATCH_ITEM_FAILURE = "AUTOMATIC_BISECT"
 
-# What Pipes needs to poll a DynamoDB stream (EventBridge user guide, "DynamoDB execution role permissions").
-# All four on the stream ARN, as the role the Pipes console generates has them; no action on "*".
+# What Pipes needs to poll a DynamoDB stream ("DynamoDB execution role permissions": DescribeStream, GetRecords,
+# GetShardIterator, ListStreams, https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-permissions.html)
+# and what a Lambda event source mapping needs for one (the same four, in AWSLambdaDynamoDBExecutionRole,
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSLambdaDynamoDBExecutionRole.html). Both
+# documents list ListStreams although the Pipe and the mapping are given the stream's ARN, so it is granted.
+# The three read actions are granted on the one stream ARN.
 STREAM_READ_ACTIONS = (
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
 )
+# ListStreams has no resource type in the Service Authorization Reference for DynamoDB
+# (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html): a statement that
+# scopes it to a stream ARN grants nothing. It is granted on "*", and only to the roles that read a stream.
+STREAM_LIST_ACTION = "dynamodb:ListStreams"
+LIST_STREAMS_REASON = (
+    "dynamodb:ListStreams has no resource type (Service Authorization Reference), so '*' is the only resource it "
+    "can be granted on. It lists stream ARNs and labels, no data; the EventBridge Pipes and Lambda stream "
+    "documentation list it among the permissions a stream poller needs. Reading records stays limited to the "
+    "one stream's ARN."
+)
+
+
+def grant_stream_read(role: iam.Role, stream_arn: str, *, acknowledge_wildcard: bool = True) -> None:
+    """What reading one DynamoDB stream takes: the read actions on its ARN and ListStreams on "*", with the
+    cdk-nag acknowledgement that says why (``acknowledge_wildcard=False`` for a role whose own acknowledgement of
+    ``Resource::*`` must also cover other actions: one reason per rule and construct, the last one wins)."""
+    role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+    role.add_to_policy(iam.PolicyStatement(actions=[STREAM_LIST_ACTION], resources=["*"]))
+    if acknowledge_wildcard:
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]", LIST_STREAMS_REASON)
 
 
 class DispatchPipe(Construct):
@@ -98,6 +121,8 @@ class DispatchPipe(Construct):
         # The role and its policy exist before the Pipe: creating a Pipe checks that its role can read the source
         # and send to the target and the dead-letter queue.
         self.pipe.node.add_dependency(self.role)
+        # Ref of an AWS::Pipes::Pipe is its name: the PipeName dimension of the Pipe's own metrics (monitoring).
+        self.pipe_name: str = self.pipe.ref
 
 
 class StreamPipeEssentials:
@@ -130,7 +155,7 @@ class StreamPipeEssentials:
             ),
             description=role_description,
         )
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        grant_stream_read(self.role, stream_arn)
         self.role.add_to_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.dead_letter_queue.queue_arn])
         )

@@ -43,7 +43,7 @@ class IngestFunction(Construct):
             environment={
                 definitions.ENV_INBOX_TABLE: storage.table.table_name,
                 definitions.ENV_BODY_BUCKET: storage.body_bucket.bucket_name,
-                definitions.ENV_SECRET_PREFIX: secrets.prefix,
+                definitions.ENV_SIGNING_SECRETS: secrets.arn_map,
                 definitions.ENV_SIGNATURE_TOLERANCE: str(settings.signature_tolerance_seconds),
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
             },

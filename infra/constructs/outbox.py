@@ -21,10 +21,22 @@ Choices:
   carry, and API destinations' own retries would resend a stale timestamp that receivers refuse after five
   minutes. The issue's three properties map to: retry policy = the Pipe's retries with exponential backoff
   (``FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS``, ``FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS``) plus three POSTs per
-  event inside an invocation; dead-letter queue = the Pipe's; rate limit = the forwarder's reserved concurrency
-  (``FORWARDER_RESERVED_CONCURRENCY``, one event at a time each). Order per payment holds because a Pipe works a
-  shard one batch at a time and the forwarder delivers a batch in order, checkpointing each event in the control
-  table (exactly once in effect; shared/forwarding.py).
+  event inside an invocation; dead-letter queue = the Pipe's; rate limit = the Pipe's shape, not reserved
+  concurrency (below).
+- Order and rate without reserved concurrency. A Pipe keeps the order of a stream's records ("EventBridge Pipes
+  maintains the order of records from the data stream when sending that data to the destination",
+  https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-dynamodb.html) and works each shard one
+  batch at a time: ``ParallelizationFactor``, "the number of batches to process concurrently from each shard",
+  defaults to 1 and is pinned to 1 here (``FORWARD_PIPE_PARALLELIZATION_FACTOR``). The invocation is synchronous
+  (``REQUEST_RESPONSE``), so the next batch of a shard waits for the previous one, and the forwarder POSTs a
+  batch's events one after the other, checkpointing each in the control table. One payment's records share a
+  partition, hence a shard, hence this order. The rate is thus at most one POST in flight per open shard of the
+  outbox stream (a handful for a table of this size), at most ``FORWARD_PIPE_BATCH_SIZE`` events per
+  invocation. Reserved concurrency would cap that further, but it is opt-in (context
+  ``forwarder_reserved_concurrency``): Lambda keeps at least 100 of the account's concurrency unreserved
+  (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html), and a new account's quota can
+  be as low as 10, so reserving any of it there fails the deploy. A throttled invocation is retried by the Pipe
+  like a failed one either way.
 - The forwarding secret: Secrets Manager, ``{"current": ..., "previous": ...}`` like the gateways' signing
   secrets, generated at deploy (48 base64-alphabet characters: a valid Standard Webhooks key, with or without the
   ``whsec_`` prefix). Rotation: put the new value in ``current`` and the old in ``previous``; both sign until
@@ -53,6 +65,7 @@ from infra.constructs.dispatch_pipe import ON_PARTIAL_BATCH_ITEM_FAILURE, Stream
 from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
+from infra.constructs.secrets import retained_secret
 from infra.nag import acknowledge
 
 INVOCATION_TYPE = "REQUEST_RESPONSE"  # synchronous: the Pipe learns of a failure and retries the batch
@@ -72,6 +85,7 @@ class StreamToFunctionPipe(Construct):
         batch_size: int,
         maximum_retry_attempts: int,
         maximum_record_age_seconds: int | None = None,
+        parallelization_factor: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         essentials = StreamPipeEssentials(
@@ -101,6 +115,7 @@ class StreamToFunctionPipe(Construct):
                     batch_size=batch_size,
                     maximum_retry_attempts=maximum_retry_attempts,
                     maximum_record_age_in_seconds=maximum_record_age_seconds,
+                    parallelization_factor=parallelization_factor,
                     on_partial_batch_item_failure=ON_PARTIAL_BATCH_ITEM_FAILURE,
                     dead_letter_config=essentials.dead_letter_config(),
                 ),
@@ -118,6 +133,8 @@ class StreamToFunctionPipe(Construct):
         )
         # Creating a Pipe checks that its role can read the source and invoke the target.
         self.pipe.node.add_dependency(self.role)
+        # Ref of an AWS::Pipes::Pipe is its name: the PipeName dimension of the Pipe's own metrics (monitoring).
+        self.pipe_name: str = self.pipe.ref
 
 
 class Outbox(Construct):
@@ -182,10 +199,13 @@ class Outbox(Construct):
             self._forwarding(stream_arn, payments, settings, settings.forward_url)
 
     def _forwarding(self, stream_arn: str, payments: PaymentsStorage, settings: StackSettings, url: str) -> None:
-        self.forward_secret = secretsmanager.Secret(
+        # Named by CloudFormation and retained, like every secret (infra/constructs/secrets.py): the receiver holds
+        # this value, so a stack deleted and deployed again must find it, and must not collide with it.
+        self.forward_secret = retained_secret(
             self,
             "ForwardSigningSecret",
-            secret_name=definitions.forward_secret_name(Aws.STACK_NAME),
+            kind=definitions.SECRET_KIND_FORWARD_SIGNING,
+            provider=None,
             description=(
                 'Standard Webhooks signing secret of the forwarded events: {"current": ..., "previous": ...}. '
                 "Give `current` (prefixed whsec_ or not) to the receiving application."
@@ -213,13 +233,15 @@ class Outbox(Construct):
             timeout_seconds=definitions.FORWARDER_TIMEOUT_SECONDS,
             environment={
                 definitions.ENV_FORWARD_URL: url,
-                definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_name,
+                definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_arn,
                 definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
             },
         )
-        cfn_function = forwarder.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.reserved_concurrent_executions = definitions.FORWARDER_RESERVED_CONCURRENCY
+        if settings.forwarder_reserved_concurrency is not None:
+            # Only when asked for: a cap on the forwarding rate below what the Pipe's shape already bounds it to.
+            cfn_function = forwarder.function.node.default_child
+            assert isinstance(cfn_function, lambda_.CfnFunction)
+            cfn_function.reserved_concurrent_executions = settings.forwarder_reserved_concurrency
         self.forwarder = forwarder.function
         self.forward_secret.grant_read(self.forwarder)
         # The checkpoints: one item per payment in the control table, read and written by key.
@@ -237,4 +259,5 @@ class Outbox(Construct):
             batch_size=definitions.FORWARD_PIPE_BATCH_SIZE,
             maximum_retry_attempts=definitions.FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS,
             maximum_record_age_seconds=definitions.FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS,
+            parallelization_factor=definitions.FORWARD_PIPE_PARALLELIZATION_FACTOR,
         )

@@ -68,7 +68,7 @@ class ProcessorFunction(Construct):
                 definitions.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
                 definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
                 definitions.ENV_RETRY_BASE_SECONDS: str(definitions.RETRY_BASE_SECONDS),
-                definitions.ENV_API_KEY_SECRET_PREFIX: api_keys.prefix,
+                definitions.ENV_API_KEY_SECRETS: api_keys.arn_map,
             },
         )
         self.function = built.function

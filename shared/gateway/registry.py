@@ -3,9 +3,11 @@
 Configuration (environment):
 - `INBOX_API_BASE_<PROVIDER>`: the API base URL (defaults: the real Stripe and Asaas APIs). Any server speaking
   the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
-- `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret
-  `{INBOX_API_KEY_SECRET_PREFIX}{provider}`, read on first use and cached for five minutes (a rotated key
-  reaches every instance within that time). Resolved on every call, never at import or construction.
+- `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
+  deployed stack lists for the provider in `INBOX_API_KEY_SECRETS` (a JSON object `{provider: secret ARN}`:
+  CloudFormation names the secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{provider}` (the
+  local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
+  every instance within that time). Resolved on every call, never at import or construction.
 - `CONTROL_TABLE`: the table holding the shared circuit breakers. Unset: no breaker (plain calls).
 
 Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
@@ -23,7 +25,8 @@ from typing import Any
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
-from shared.settings import ENV_CONTROL_TABLE
+from shared.secrets import secret_id
+from shared.settings import ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, ConfigurationError, text_map
 
 ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
 API_KEY_CACHE_SECONDS = 300
@@ -73,16 +76,21 @@ class ApiKeySource:
         key = self._environ.get(api_key_variable(self.provider), "").strip()
         if key:
             return key
-        prefix = self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip()
-        if not prefix:
+        try:
+            ids = text_map(self._environ, ENV_API_KEY_SECRETS)
+        except ConfigurationError as error:  # a broken deployment: an operator must act, retrying will not help
+            raise GatewayRejected(f"API key secret for {self.provider} not configured: {error}") from None
+        identifier = secret_id(ids, self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip(), self.provider)
+        if identifier is None:
             raise GatewayRejected(
-                f"no API key for {self.provider}: set {api_key_variable(self.provider)} or {ENV_API_KEY_SECRET_PREFIX}"
+                f"no API key for {self.provider}: set {api_key_variable(self.provider)}, {ENV_API_KEY_SECRETS} "
+                f"or {ENV_API_KEY_SECRET_PREFIX}"
             )
         # Imported here: only the first refetch of each provider pays for Powertools' parameters module.
         from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
 
         try:
-            value: Any = parameters.get_secret(f"{prefix}{self.provider}", max_age=API_KEY_CACHE_SECONDS)
+            value: Any = parameters.get_secret(identifier, max_age=API_KEY_CACHE_SECONDS)
         except Exception as error:
             reason = type(error).__name__
             if _error_code(error) in _CONFIGURATION_ERRORS:

@@ -215,7 +215,8 @@ def test_the_archiver_role_is_least_privilege(synthesized: Synthesized) -> None:
     failure_queue = _get_att(ids["failure_queue"], "Arn")
     assert grants == {
         **{action: _rendered(stream) for action in ("dynamodb:DescribeStream", "dynamodb:GetRecords")},
-        **{action: _rendered(stream) for action in ("dynamodb:GetShardIterator", "dynamodb:ListStreams")},
+        "dynamodb:GetShardIterator": _rendered(stream),
+        "dynamodb:ListStreams": _rendered("*"),  # no resource type: "*" is the only resource it takes
         "s3:PutObject": _rendered(
             {"Fn::Join": ["", [_get_att(ids["archive_bucket"], "Arn"), f"/{definitions.ARCHIVE_KEY_PREFIX}*"]]}
         ),

@@ -118,11 +118,8 @@ def test_every_bucket_refuses_plain_http(synthesized: Synthesized) -> None:
 
 # ----------------------------------------------------------------------------------------------- secrets
 def test_one_signing_secret_per_provider(synthesized: Synthesized) -> None:
+    assert sorted(synthesized.stack.signing_secrets.secrets) == sorted(definitions.PROVIDERS)
     secrets = [synthesized.template_json["Resources"][secret_id] for secret_id in _signing_secret_ids(synthesized)]
-    stack_name = synthesized.stack.stack_name
-    assert sorted(s["Properties"]["Name"] for s in secrets) == sorted(
-        definitions.secret_name(stack_name, provider) for provider in definitions.PROVIDERS
-    )
     for secret in secrets:
         generated = secret["Properties"]["GenerateSecretString"]
         assert generated["GenerateStringKey"] == "current"
@@ -153,7 +150,7 @@ def test_ingest_function_environment(synthesized: Synthesized) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
         definitions.ENV_INBOX_TABLE: {"Ref": table_id},
         definitions.ENV_BODY_BUCKET: variables[definitions.ENV_BODY_BUCKET],
-        definitions.ENV_SECRET_PREFIX: definitions.secret_prefix(synthesized.stack.stack_name),
+        definitions.ENV_SIGNING_SECRETS: variables[definitions.ENV_SIGNING_SECRETS],  # test_deploy_again.py
         definitions.ENV_SIGNATURE_TOLERANCE: str(definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
         definitions.ENV_RETENTION_DAYS: str(definitions.DEFAULT_RETENTION_DAYS),
     }
@@ -276,7 +273,6 @@ def test_outputs(synthesized: Synthesized) -> None:
         definitions.OUTPUT_API_URL,
         definitions.OUTPUT_INBOX_TABLE,
         definitions.OUTPUT_BODY_BUCKET,
-        definitions.OUTPUT_SECRET_PREFIX,
+        definitions.OUTPUT_SIGNING_SECRETS,
         definitions.OUTPUT_INGEST_FUNCTION,
     } <= set(outputs)
-    assert outputs[definitions.OUTPUT_SECRET_PREFIX]["Value"] == definitions.secret_prefix(synthesized.stack.stack_name)

@@ -1,0 +1,112 @@
+"""What every Secrets Manager secret of the stack has in common, and how the functions find them.
+
+A deploy must succeed again after ``cdk destroy`` and after a provider (later: a named source) is removed and
+added back. Both remove a secret from the stack, and CloudFormation's DeletionPolicy applies to both ("this
+capability also applies to stack update operations that lead to resources being deleted from stacks",
+https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html). So:
+
+- Every secret is retained like the tables, because the operator put the gateway's real secret in it and a
+  mistaken deletion must not lose it: DeletionPolicy ``RetainExceptOnCreate`` with UpdateReplacePolicy
+  ``Retain`` (CDK's ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``). "Except on create": a secret created by a
+  stack operation that then rolls back holds nothing but its generated placeholder, so it is deleted rather
+  than left behind by every failed first deploy.
+- No secret has a fixed name. A fixed name collides on the next deploy with the secret retained under it, or
+  with one an operator deleted and that is still inside Secrets Manager's recovery window (7 to 30 days,
+  default 30: https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DeleteSecret.html), and
+  the deploy fails. Without ``Name``, CloudFormation generates a fresh name for each new secret.
+- Since the names are CloudFormation's, each secret is tagged (stack, provider, kind) so an operator can find
+  it, also a retained one, and the functions get a JSON map ``{provider: secret ARN}`` in one environment
+  variable instead of a name prefix (shared/secrets.py reads it). The map is also a stack output, for the CLI.
+
+Alternatives weighed: unique names derived from the stack plus a deploy counter or a random suffix either
+change on every synth (a new secret per deploy) or need state outside the template; looking secrets up by tag
+at run time needs ``secretsmanager:ListSecrets`` on ``*`` and a call on every cold start. The ARN map has
+neither cost; its one limit is Lambda's 4 KB environment, checked at synth (``secret_arn_map``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import RemovalPolicy, Stack, Tags
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from infra import definitions
+from infra.config import SettingsError
+
+SECRET_REMOVAL_POLICY = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+
+# The longest ARN a secret of this stack can have, for the environment size check. An ARN is
+# "arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 random characters>" (Secrets Manager adds
+# the hyphen and six characters: https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_CreateSecret.html).
+# The name is CloudFormation's, built from the stack name and/or the logical id and a random part; the bound below
+# allows all three in full, so it holds whichever CloudFormation uses.
+ARN_PREFIX_MAX_LENGTH = len("arn:aws-us-gov:secretsmanager:ap-southeast-5:123456789012:secret:")
+GENERATED_NAME_SUFFIX_MAX_LENGTH = 1 + 13  # a separator and CloudFormation's random part (12 or 13 characters)
+ARN_SUFFIX_LENGTH = 1 + 6
+
+
+class SecretMapTooLarge(SettingsError):
+    """A secret ARN map could outgrow what Lambda's 4 KB environment leaves it: synth stops."""
+
+
+def retained_secret(
+    scope: Construct,
+    construct_id: str,
+    *,
+    kind: str,
+    provider: str | None,
+    description: str,
+    generate_secret_string: secretsmanager.SecretStringGenerator,
+) -> secretsmanager.Secret:
+    """A secret named by CloudFormation, retained on stack deletion and on removal from the template, tagged with
+    the stack, its provider (if any) and its kind (definitions.SECRET_KIND_*)."""
+    secret = secretsmanager.Secret(
+        scope,
+        construct_id,
+        description=description,
+        generate_secret_string=generate_secret_string,
+        removal_policy=SECRET_REMOVAL_POLICY,
+    )
+    tags = Tags.of(secret)
+    tags.add(definitions.SECRET_TAG_STACK, Stack.of(scope).stack_name)
+    tags.add(definitions.SECRET_TAG_KIND, kind)
+    if provider is not None:
+        tags.add(definitions.SECRET_TAG_PROVIDER, provider)
+    return secret
+
+
+def longest_arn_length(secret: secretsmanager.Secret) -> int:
+    """An upper bound of the ARN CloudFormation will give `secret` (its name is generated at deploy)."""
+    stack = Stack.of(secret)
+    logical_id = str(stack.resolve(stack.get_logical_id(secret.node.default_child)))  # type: ignore[arg-type]
+    name_length = len(stack.stack_name) + 1 + len(logical_id) + GENERATED_NAME_SUFFIX_MAX_LENGTH
+    return ARN_PREFIX_MAX_LENGTH + name_length + ARN_SUFFIX_LENGTH
+
+
+def longest_map_length(variable: str, arn_lengths: Mapping[str, int]) -> int:
+    """Bytes the variable takes in a function's environment (name and value) when every ARN is at its longest:
+    the compact JSON object ``{"key":"<arn>",...}`` that ``Stack.to_json_string`` writes."""
+    entries = [len(key) + length + len('"":""') for key, length in arn_lengths.items()]
+    separators = len(",") * max(len(entries) - 1, 0)
+    return len(variable) + len("{}") + sum(entries) + separators
+
+
+def secret_arn_map(variable: str, secrets: Mapping[str, secretsmanager.Secret]) -> str:
+    """The value of `variable`, the JSON object ``{provider: secret ARN}`` (resolved at deploy). Refused at synth
+    when, at its longest, it would leave less than definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES of Lambda's 4 KB
+    environment to the function's other variables."""
+    budget = definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES - definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES
+    longest = longest_map_length(variable, {key: longest_arn_length(secret) for key, secret in secrets.items()})
+    if longest > budget:
+        raise SecretMapTooLarge(
+            f"{variable} lists {len(secrets)} secrets and could take {longest} bytes of a function's environment, "
+            f"more than the {budget} that Lambda's {definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte limit leaves "
+            "it: fewer secrets per function are needed (or a lookup that does not go through the environment)"
+        )
+    if not secrets:
+        return "{}"
+    return Stack.of(next(iter(secrets.values()))).to_json_string(
+        {key: secret.secret_arn for key, secret in secrets.items()}
+    )
