@@ -15,6 +15,17 @@ Alarms (each notifies the topic when it fires and when it recovers):
   events, so that two events do not make a ratio): a provider that suddenly sends stale or repeated events, or a
   mapping that stopped recognizing its statuses.
 
+The alarms above are built on metrics our functions emit; a function that cannot run (an init crash, a timeout,
+a throttle, a request too large to invoke it with) emits none of them while the gateways keep retrying. So the
+services' own metrics are alarmed as well, each on any occurrence in five minutes (no data = nothing went wrong):
+- ``api-5xx``: the HTTP API answered a 5xx (``AWS/ApiGateway`` ``5xx`` by ApiId and Stage): the ingest crashed,
+  timed out, was throttled or could not store, and a gateway will have to retry the delivery.
+- ``lambda-<function>``: ``AWS/Lambda`` ``Errors`` + ``Throttles`` of each function of the stack (FunctionName):
+  one alarm per function, two metrics each (errors and throttles are told apart on the dashboard).
+- ``pipe-<pipe>``: each EventBridge Pipe's own failures (``AWS/EventBridge/Pipes``, PipeName), summed:
+  ``PIPE_FAILURE_METRICS``. A failing Pipe retries while the stream keeps its records (24 h); a Pipe that Pipes
+  disabled emits nothing, which ``oldest-pending`` still catches for dispatch.
+
 Sums over providers are CloudWatch Metrics Insights queries (``SELECT SUM(...) FROM SCHEMA(...)``): an alarm
 cannot use a SEARCH expression, and naming each provider's metric would exceed the 10 metrics an alarm's math may
 use (definitions.PROVIDERS has more). A metric is counted once per period, whichever provider emitted it. The
@@ -27,9 +38,10 @@ let only CloudWatch of this account use them for that (aws:SourceAccount), and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -50,6 +62,17 @@ SIGNATURE_REJECTIONS_THRESHOLD = 20
 IGNORED_RATIO_THRESHOLD = 0.5
 IGNORED_RATIO_MIN_EVENTS = 20
 IGNORED_RATIO_PERIOD = Duration.minutes(15)
+PIPES_NAMESPACE = "AWS/EventBridge/Pipes"
+# The failure metrics of a Pipe (EventBridge user guide, "Monitoring Amazon EventBridge Pipes"), all counts by
+# PipeName. An execution fails as a whole, partially (some records of the batch), by timing out, by being
+# throttled, or in its target stage (the queue or function refused): each is worth a look, any is enough.
+PIPE_FAILURE_METRICS = (
+    "ExecutionFailed",
+    "ExecutionPartiallyFailed",
+    "ExecutionTimeout",
+    "ExecutionThrottled",
+    "TargetStageFailed",
+)
 
 
 def provider_metric(name: str, provider: str, *, period: Duration = FIVE_MINUTES) -> cw.Metric:
@@ -103,6 +126,40 @@ def every_provider(name: str, *, statistic: str = "Sum") -> cw.MathExpression:
     )
 
 
+def pipe_failures(label: str, pipe_name: str) -> cw.MathExpression:
+    """Every failure a Pipe reports, summed (a missing count is 0: Pipes reports 0 only while it runs). The ids
+    start with `label` (a lower-case word) so that one graph can draw several Pipes."""
+    metrics = {
+        f"{label}{name}": cw.Metric(
+            namespace=PIPES_NAMESPACE,
+            metric_name=name,
+            dimensions_map={"PipeName": pipe_name},
+            statistic="Sum",
+            period=FIVE_MINUTES,
+        )
+        for name in PIPE_FAILURE_METRICS
+    }
+    return cw.MathExpression(
+        expression=" + ".join(f"FILL({key}, 0)" for key in metrics),
+        using_metrics=dict(metrics),
+        label=f"{label} Pipe failures",
+        period=FIVE_MINUTES,
+    )
+
+
+def function_errors_and_throttles(name: str, function: lambda_.IFunction) -> cw.MathExpression:
+    """A function's errors (its code, its init, its timeout) plus its throttled invocations."""
+    return cw.MathExpression(
+        expression="FILL(errors, 0) + FILL(throttles, 0)",
+        using_metrics={
+            "errors": function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+            "throttles": function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+        },
+        label=f"{name} errors + throttles",
+        period=FIVE_MINUTES,
+    )
+
+
 def ignored_ratio(provider: str) -> cw.MathExpression:
     ignored = "FILL(ignored, 0)"
     settled = f"({ignored} + FILL(processed, 0))"
@@ -125,6 +182,8 @@ class Monitoring(Construct):
         *,
         settings: StackSettings,
         functions: dict[str, lambda_.IFunction],
+        api_stage: apigwv2.IHttpStage,
+        pipe_names: Mapping[str, str],
         queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
         pipe_dead_letter_queue: sqs.IQueue,
@@ -132,7 +191,9 @@ class Monitoring(Construct):
         replay_state_machine: sfn.IStateMachine,
         downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]] = (),
     ) -> None:
-        """`downstream_dead_letter_queues`: (alarm name, queue, what lands there) of the outbox's Pipes."""
+        """`functions`: every Lambda function of the stack by short name; `api_stage`: the stage gateways call;
+        `pipe_names`: every Pipe's name by short name; `downstream_dead_letter_queues`: (alarm name, queue, what
+        lands there) of the outbox's Pipes."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
 
@@ -267,9 +328,44 @@ class Monitoring(Construct):
                 ),
             )
 
+        # The front door and the plumbing, from the services' own metrics (see the module's docstring).
+        alarm(
+            "api-5xx",
+            api_stage.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
+            threshold=1,
+            description=(
+                "The webhook API answered 5xx: the ingest crashed, timed out, was throttled or could not store the "
+                "delivery, and the gateway will retry it. See lambda-ingest, the API's access log "
+                "(integrationError) and the ingest's log."
+            ),
+        )
+        for name, function in functions.items():
+            alarm(
+                f"lambda-{name}",
+                function_errors_and_throttles(name, function),
+                threshold=1,
+                description=(
+                    f"The {name} Lambda failed (an exception, an init crash, a timeout, out of memory) or was "
+                    "throttled (concurrency exhausted). The dashboard tells errors from throttles; its log says why."
+                ),
+            )
+        for name, pipe_name in pipe_names.items():
+            alarm(
+                f"pipe-{name}",
+                pipe_failures(name, pipe_name),
+                threshold=1,
+                description=(
+                    f"The {name} EventBridge Pipe reported failed, partially failed, timed-out or throttled "
+                    "executions: it retries while the stream keeps its records (24 h), then dead-letters them. "
+                    "Its log group (ERROR level) says why."
+                ),
+            )
+
         self.dashboard = self._dashboard(
             stack_name,
             functions,
+            api_stage,
+            pipe_names,
             queue,
             dead_letter_queue,
             pipe_dead_letter_queue,
@@ -282,6 +378,8 @@ class Monitoring(Construct):
         self,
         stack_name: str,
         functions: dict[str, lambda_.IFunction],
+        api_stage: apigwv2.IHttpStage,
+        pipe_names: Mapping[str, str],
         queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
         pipe_dead_letter_queue: sqs.IQueue,
@@ -367,6 +465,21 @@ class Monitoring(Construct):
                 ],
                 width=12,
             ),
+        )
+        dashboard.add_widgets(
+            graph(
+                "Webhook API: requests, 4xx, 5xx",
+                [api_stage.metric_count(label="requests", period=FIVE_MINUTES, statistic="Sum")],
+                [
+                    api_stage.metric_client_error(label="4xx", period=FIVE_MINUTES, statistic="Sum"),
+                    api_stage.metric_server_error(label="5xx", period=FIVE_MINUTES, statistic="Sum"),
+                ],
+            ),
+            graph(
+                "Lambda throttles",
+                [fn.metric_throttles(label=f"{name} throttles", period=FIVE_MINUTES) for name, fn in functions.items()],
+            ),
+            graph("Pipe failures", [pipe_failures(name, pipe_name) for name, pipe_name in pipe_names.items()]),
         )
         dashboard.add_widgets(
             graph(

@@ -1,5 +1,10 @@
 """Monitoring as synthesized: every alarm watches the metric it is meant to, with its threshold, and notifies the
-encrypted, TLS-only SNS topic; the dashboard shows the flow end to end."""
+encrypted, TLS-only SNS topic; the dashboard shows the flow end to end.
+
+The AWS metric names and dimensions asserted here are the documented ones (the URLs are in docs/aws-limits.md and
+docs/replay-and-monitoring.md): an HTTP API's ``5xx`` by ApiId and Stage, Lambda's ``Errors``/``Throttles`` by
+FunctionName, and the Pipes' failure counts by PipeName. They are spelled out as literals, not read back from the
+construct, so that a renamed metric fails here."""
 
 from __future__ import annotations
 
@@ -79,6 +84,9 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         "forward-dead-letter-queue",
         "signature-rejections",
         *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
+        "api-5xx",
+        *(f"lambda-{name}" for name in FUNCTIONS),
+        *(f"pipe-{name}" for name in PIPES),
     }
     assert set(alarms) == expected
     assert len(synthesized.resources("AWS::CloudWatch::Alarm")) == len(expected)
@@ -87,6 +95,45 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         assert properties["AlarmName"] == f"{synthesized.stack.stack_name}-{name}"
         assert len(properties["AlarmDescription"]) > 40
         _assert_notifies_the_topic(synthesized, properties)
+
+
+# Short name -> where the stack keeps the resource (the synthesized fixture has forwarding configured).
+FUNCTIONS = {
+    "ingest": "ingest.function",
+    "processor": "processor.function",
+    "sweeper": "sweeper.function",
+    "archiver": "archive.function",
+    "publisher": "outbox.publisher",
+    "forwarder": "outbox.forwarder",
+}
+PIPES = {
+    "dispatch": "pipe.pipe",
+    "publish": "outbox.publish_pipe.pipe",
+    "forward": "outbox.forward_pipe.pipe",
+}
+# EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes": counts by PipeName.
+PIPE_FAILURE_METRICS = {
+    "ExecutionFailed",
+    "ExecutionPartiallyFailed",
+    "ExecutionTimeout",
+    "ExecutionThrottled",
+    "TargetStageFailed",
+}
+
+
+def _construct(synthesized: Synthesized, path: str) -> Any:
+    construct: Any = synthesized.stack
+    for attribute in path.split("."):
+        construct = getattr(construct, attribute)
+    return construct
+
+
+def _assert_any_occurrence_in_five_minutes_alarms(properties: dict[str, Any]) -> None:
+    assert properties["Threshold"] == 1
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
+    # No data means nothing failed (Lambda and Pipes report counts only while they run)
+    assert properties["TreatMissingData"] == "notBreaching"
 
 
 def _insights_sum(metric: str) -> str:
@@ -189,6 +236,96 @@ def test_a_jump_in_a_providers_ignored_ratio_alarms(synthesized: Synthesized, pr
     assert properties["ComparisonOperator"] == "GreaterThanThreshold"
 
 
+def test_a_5xx_answered_by_the_webhook_api_alarms(synthesized: Synthesized) -> None:
+    # Given the HTTP API and its stage, as synthesized
+    api_id = synthesized.logical_id(synthesized.stack.api.http_api)
+    _stage_id, stage = synthesized.resource(synthesized.stack.api.stage)
+    # When the front-door alarm is read
+    properties = _alarm(synthesized, "api-5xx")
+    # Then it counts the API's own 5xx answers (the ingest need not run for them to be counted) on that stage
+    assert _single_metric(properties) == {
+        "Namespace": "AWS/ApiGateway",
+        "MetricName": "5xx",
+        "Dimensions": [
+            {"Name": "ApiId", "Value": {"Ref": api_id}},
+            {"Name": "Stage", "Value": stage["Properties"]["StageName"]},
+        ],
+        "Statistic": "Sum",
+        "Period": 300,
+    }
+    assert stage["Properties"]["ApiId"] == {"Ref": api_id}
+    _assert_any_occurrence_in_five_minutes_alarms(properties)
+    _assert_notifies_the_topic(synthesized, properties)
+
+
+@pytest.mark.parametrize(("name", "function"), FUNCTIONS.items())
+def test_a_function_error_or_throttle_alarms(synthesized: Synthesized, name: str, function: str) -> None:
+    # Given a function of the stack
+    function_id = synthesized.logical_id(_construct(synthesized, function))
+    # When its alarm is read
+    properties = _alarm(synthesized, f"lambda-{name}")
+    # Then it adds Lambda's own Errors and Throttles of that function (reported even when the code never ran)
+    stats = _metric_stats(properties)
+    assert {key: stat["Metric"]["MetricName"] for key, stat in stats.items()} == {
+        "errors": "Errors",
+        "throttles": "Throttles",
+    }
+    for stat in stats.values():
+        assert stat["Metric"]["Namespace"] == "AWS/Lambda"
+        assert stat["Metric"]["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+    assert _expression(properties) == "FILL(errors, 0) + FILL(throttles, 0)"
+    _assert_any_occurrence_in_five_minutes_alarms(properties)
+    _assert_notifies_the_topic(synthesized, properties)
+
+
+def test_every_function_of_the_template_has_its_alarm(synthesized: Synthesized) -> None:
+    # Given every Lambda function the template deploys (none is left out, custom-resource handlers included)
+    functions = set(synthesized.resources("AWS::Lambda::Function"))
+    # When the functions the Lambda alarms watch are collected
+    watched = [
+        stat["Metric"]["Dimensions"][0]["Value"]["Ref"]
+        for name in FUNCTIONS
+        for stat in _metric_stats(_alarm(synthesized, f"lambda-{name}")).values()
+        if stat["Metric"]["MetricName"] == "Errors"
+    ]
+    # Then each function is watched exactly once
+    assert sorted(watched) == sorted(functions)
+
+
+@pytest.mark.parametrize(("name", "pipe"), PIPES.items())
+def test_a_pipe_failure_alarms(synthesized: Synthesized, name: str, pipe: str) -> None:
+    # Given a Pipe of the stack (Ref of an AWS::Pipes::Pipe is its name, the PipeName dimension)
+    pipe_id = synthesized.logical_id(_construct(synthesized, pipe))
+    # When its alarm is read
+    properties = _alarm(synthesized, f"pipe-{name}")
+    # Then it sums the Pipe's own failure counts, each read from AWS/EventBridge/Pipes for that Pipe
+    stats = _metric_stats(properties)
+    assert {stat["Metric"]["MetricName"] for stat in stats.values()} == PIPE_FAILURE_METRICS
+    assert len(stats) == len(PIPE_FAILURE_METRICS)
+    for stat in stats.values():
+        assert stat["Metric"]["Namespace"] == "AWS/EventBridge/Pipes"
+        assert stat["Metric"]["Dimensions"] == [{"Name": "PipeName", "Value": {"Ref": pipe_id}}]
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+    assert sorted(_expression(properties).split(" + ")) == sorted(f"FILL({key}, 0)" for key in stats)
+    _assert_any_occurrence_in_five_minutes_alarms(properties)
+    _assert_notifies_the_topic(synthesized, properties)
+
+
+def test_every_pipe_of_the_template_has_its_alarm(synthesized: Synthesized) -> None:
+    # Given every Pipe the template deploys
+    pipes = set(synthesized.resources("AWS::Pipes::Pipe"))
+    # When the Pipes the Pipe alarms watch are collected
+    watched = [
+        stat["Metric"]["Dimensions"][0]["Value"]["Ref"]
+        for name in PIPES
+        for stat in _metric_stats(_alarm(synthesized, f"pipe-{name}")).values()
+        if stat["Metric"]["MetricName"] == "ExecutionFailed"
+    ]
+    # Then each Pipe is watched exactly once
+    assert sorted(watched) == sorted(pipes)
+
+
 def test_the_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(synthesized: Synthesized) -> None:
     key_id = synthesized.logical_id(synthesized.stack.monitoring.key)
     _id, topic = synthesized.resource(synthesized.stack.monitoring.topic)
@@ -240,6 +377,9 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
         "Dead-letter queues",
         "Lambda errors",
         "Lambda duration p99 (ms)",
+        "Webhook API: requests, 4xx, 5xx",
+        "Lambda throttles",
+        "Pipe failures",
         "Alarms",
     } <= set(widgets)
 
@@ -279,4 +419,19 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
     # ingest, processor, sweeper, archiver, publisher, forwarder
     assert len(widgets["Lambda errors"]["properties"]["metrics"]) == 6
     assert namespaces_and_names("Lambda duration p99 (ms)") == {("AWS/Lambda", "Duration")}
+    # The front door and the plumbing, from the services' own metrics
+    assert namespaces_and_names("Webhook API: requests, 4xx, 5xx") == {
+        ("AWS/ApiGateway", "Count"),
+        ("AWS/ApiGateway", "4xx"),
+        ("AWS/ApiGateway", "5xx"),
+    }
+    assert namespaces_and_names("Lambda throttles") == {("AWS/Lambda", "Throttles")}
+    assert len(widgets["Lambda throttles"]["properties"]["metrics"]) == len(FUNCTIONS)
+    pipe_lines = widgets["Pipe failures"]["properties"]["metrics"]
+    assert [line[0]["label"] for line in pipe_lines if isinstance(line[0], dict)] == [
+        f"{name} Pipe failures" for name in PIPES
+    ]
+    assert {(line[0], line[1]) for line in pipe_lines if isinstance(line[0], str)} == {
+        ("AWS/EventBridge/Pipes", metric) for metric in PIPE_FAILURE_METRICS
+    }
     assert len(widgets["Alarms"]["properties"]["alarms"]) == len(synthesized.stack.monitoring.alarms)
