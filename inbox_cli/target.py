@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, signing_secret
 from infra import definitions
@@ -21,17 +22,22 @@ class Target:
     replay_state_machine_arn: str | None = None
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
     control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
-    forward_secret_name: str | None = None  # the forwarding signing secret (output ForwardSigningSecretName)
+    forward_secret_name: str | None = None  # the forwarding signing secret's ARN (output ForwardSigningSecretArn)
+    # {provider: secret ARN} of a deployed stack's signing secrets (output SigningSecretArns): CloudFormation names
+    # them, so the outputs are how the CLI finds them.
+    signing_secret_arns: dict[str, str] = field(default_factory=dict)
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
             return signing_secret(provider)
-        secret = os.environ.get(f"INBOX_SECRET_{provider.upper()}")
-        if not secret:
-            raise SystemExit(
-                f"set INBOX_SECRET_{provider.upper()} to the signing secret configured in the deployed stack"
-            )
-        return secret
+        variable = f"INBOX_SECRET_{provider.upper()}"
+        secret = os.environ.get(variable)
+        if secret:
+            return secret
+        arn = self.signing_secret_arns.get(provider)
+        if arn is None:
+            raise SystemExit(f"the stack lists no signing secret for {provider}: set {variable} to sign with")
+        return _current_signing_secret(arn, provider, variable)
 
 
 def resolve(stack: str | None) -> Target:
@@ -66,4 +72,30 @@ def resolve(stack: str | None) -> Target:
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
         control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
         forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
+        signing_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS)),
     )
+
+
+def _arn_map(raw: str | None) -> dict[str, str]:
+    """An output holding a JSON {provider: ARN} map (an older stack without it: empty)."""
+    if not raw:
+        return {}
+    value = json.loads(raw)
+    return {str(key): str(arn) for key, arn in value.items()} if isinstance(value, dict) else {}
+
+
+def _current_signing_secret(arn: str, provider: str, variable: str) -> str:
+    """The `current` value of a deployed signing secret, read with the caller's credentials."""
+    import boto3  # noqa: PLC0415
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
+    try:
+        value = json.loads(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+    except (BotoCoreError, ClientError, ValueError, KeyError) as error:
+        raise SystemExit(
+            f"cannot read {provider}'s signing secret from the stack ({type(error).__name__}): set {variable}"
+        ) from None
+    current = value.get("current") if isinstance(value, dict) else None
+    if not current:
+        raise SystemExit(f"{provider}'s signing secret in the stack has no 'current' value: set {variable}")
+    return str(current)
