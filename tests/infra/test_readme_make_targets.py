@@ -1,0 +1,91 @@
+"""README's make targets that cannot run in full inside the suite, run in the form that can:
+
+- `make test` is the whole suite (this test among it) and `make bench`/`make chaos` take minutes: `make -n` proves
+  each target exists and shows what it runs; the modules they run are exercised on small inputs elsewhere (the
+  registry, tests/readme_registry.py, names those tests).
+- `make deploy` (and `cdk deploy`) is AWS-only: `make -n deploy` shows the pinned CDK CLI call with CDK_ARGS passed
+  through, and `make synth` is run for real (into a temporary directory) to produce the template the deploy would
+  use: the outputs the CLI's `--stack` reads are in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import definitions
+
+pytestmark = [pytest.mark.infra]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> str:
+    result = subprocess.run(
+        ["make", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, f"make {' '.join(args)}: {result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def recipe(target: str, *assignments: str) -> list[str]:
+    """What `make -n TARGET` would run, without the virtualenv set-up lines (`uv sync`, `touch .venv/.synced`)."""
+    lines = make("-n", target, *assignments).splitlines()
+    return [line for line in lines if "uv sync" not in line and ".synced" not in line and "pip install" not in line]
+
+
+def test_make_test_is_lint_then_every_tier():
+    # When `make test` is dry-run
+    lines = recipe("test")
+    # Then it lints (ruff check, format check, mypy), then runs pytest on every tier: no path, no marker filter
+    assert lines[:3] == [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy ."], lines
+    [pytest_line] = [line for line in lines if "/pytest" in line]
+    assert pytest_line.startswith(".venv/bin/pytest -n 2 --dist loadgroup"), pytest_line
+    assert " -m " not in pytest_line and " tests/" not in pytest_line, pytest_line
+
+
+def test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args():
+    # When `make deploy` is dry-run, with a context value as the README shows (CDK_ARGS="-c retention_days=60")
+    lines = recipe("deploy", "CDK_ARGS=-c retention_days=60")
+    # Then it is `cdk deploy` of the npm-installed CLI (no download: --no-install) on app.py, the context passed on
+    assert lines[-1] == 'npx --no-install cdk deploy --app ".venv/bin/python app.py" -c retention_days=60', lines
+    # And that CLI is pinned: an exact version in package.json, the same one in the lockfile
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
+    assert pinned[0].isdigit(), f"aws-cdk {pinned!r} is a range, not a pin"
+    locked = json.loads((ROOT / "package-lock.json").read_text())["packages"]["node_modules/aws-cdk"]["version"]
+    assert locked == pinned
+
+
+def test_make_bench_runs_every_section():
+    # When `make bench` is dry-run, Then it runs the bench package with no section: all of them
+    assert recipe("bench")[-1] == ".venv/bin/python -m bench"
+
+
+def test_make_chaos_runs_a_seeded_300_payment_chaos_run_then_the_ingest_fuzzing():
+    # When `make chaos` is dry-run
+    lines = recipe("chaos")
+    # Then it runs `inbox chaos`'s module with its seed and size, then the fuzzing tests with more examples
+    assert lines[-2] == ".venv/bin/python -m inbox_cli.chaos --seed 1 --payments 300", lines
+    assert lines[-1] == "INBOX_FUZZ_EXAMPLES=50 .venv/bin/pytest -q -n 2 tests/integration/test_ingest_fuzz.py", lines
+
+
+def test_make_synth_writes_the_template_a_deploy_would_deploy(tmp_path):
+    # When `make synth` runs (its assembly into a temporary directory: CDK_OUTDIR, as the CDK CLI sets it)
+    make("synth", env={**os.environ, "CDK_OUTDIR": str(tmp_path)}, timeout=300)
+    # Then the stack's template is there, with the outputs `inbox --stack NAME` reads
+    template: dict[str, Any] = json.loads((tmp_path / "WebhookInbox.template.json").read_text())
+    outputs = set(template["Outputs"])
+    assert {
+        definitions.OUTPUT_API_URL,
+        definitions.OUTPUT_INBOX_TABLE,
+        definitions.OUTPUT_PAYMENTS_TABLE,
+        definitions.OUTPUT_BODY_BUCKET,
+    } <= outputs, outputs
+    # And it is the product's stack (synth itself fails on an unacknowledged cdk-nag finding)
+    types = {resource["Type"] for resource in template["Resources"].values()}
+    assert {"AWS::DynamoDB::Table", "AWS::Pipes::Pipe", "AWS::SQS::Queue", "AWS::Lambda::Function"} <= types
