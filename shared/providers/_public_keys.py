@@ -1,8 +1,8 @@
 """Public-key signatures for the providers that sign with a private key (Pagar.me v5 RS256, Kiwify Banking Ed25519).
 
 What lives here, and why it is separate from `_signing.py`:
-- the verification primitives need `cryptography`, which the Lambda runtime does not ship. The Powertools v3
-  layer carries it (as a dependency of `aws-encryption-sdk`, in the per-Python-version layers), and it is
+- the verification primitives need `cryptography`, which the Lambda runtime does not ship. It is a runtime
+  dependency (pyproject.toml) that the stack's dependency layer carries (infra/dependency_layer.py), and it is
   imported lazily, on the first delivery that needs it: the HMAC and token drivers never pay for it. When it is
   missing, `CryptoUnavailable` (a ValueError) is raised: the ingest answers 5xx ("not configured"), the gateway
   retries, nothing is lost once the package is there. A signature is never "assumed valid" without it.
