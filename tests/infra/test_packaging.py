@@ -498,6 +498,25 @@ def _runs_on_lambda(tag: str) -> bool:
     ) and any(platform_ok(platform) for platform in platforms.split("."))
 
 
+@pytest.mark.parametrize(
+    ("tag", "runs"),
+    [
+        ("py3-none-any", True),
+        ("cp313-cp313-manylinux_2_17_aarch64", True),
+        ("cp311-abi3-manylinux_2_34_aarch64", True),  # stable ABI built for 3.11 runs on 3.13
+        ("cp313-cp313-manylinux2014_aarch64", True),
+        ("cp313-cp313-manylinux_2_35_aarch64", False),  # needs a newer glibc than Amazon Linux 2023's
+        ("cp313-cp313-manylinux_2_17_x86_64", False),
+        ("cp311-cp311-manylinux_2_17_aarch64", False),  # another interpreter's ABI
+        ("cp314-abi3-manylinux_2_17_aarch64", False),
+        ("cp313-cp313-musllinux_1_2_aarch64", False),
+    ],
+)
+def test_wheel_tag_check_tells_lambda_wheels_apart(tag: str, runs: bool) -> None:
+    # Given a wheel tag, Then the check accepts it exactly when it installs on python3.13 arm64 (AL2023)
+    assert _runs_on_lambda(tag) is runs
+
+
 def test_layer_wheels_are_built_for_the_lambda_platform(synthesized: Synthesized) -> None:
     # Given the layer as CDK uploads it
     site = _staged_layer(synthesized) / LAYER_PYTHON_DIR
