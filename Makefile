@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 # the whole .venv on every sync ("does not satisfy the request").
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
-.PHONY: setup run test check lint format synth deploy bench chaos clean
+.PHONY: setup run test check lint format synth bootstrap deploy bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -52,6 +52,9 @@ synth: setup ## offline CDK synth into cdk.out (cdk-nag runs as part of it)
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
+
+bootstrap: setup node_modules/.installed ## cdk bootstrap (once per account and region) for the account of your AWS credentials
+	npx --no-install cdk bootstrap --app "$(BIN)/python app.py" $(CDK_ARGS)
 
 deploy: setup node_modules/.installed ## cdk deploy to the account of your AWS credentials
 	npx --no-install cdk deploy --app "$(BIN)/python app.py" $(CDK_ARGS)

@@ -32,6 +32,7 @@ from infra.constructs.secrets import (
 from shared import settings as shared_settings
 
 from .conftest import FORWARD_URL, Synthesized
+from .test_readme_make_targets import recipe
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
@@ -198,6 +199,13 @@ def test_a_map_that_could_outgrow_the_environment_stops_the_synth() -> None:
     assert "Fn::Join" in json.dumps(
         stack.resolve(secret_arn_map(definitions.ENV_SIGNING_SECRETS, dict(list(secrets.items())[:5])))
     )
+
+
+# ------------------------------------------------------------------------------------------------ bootstrap
+def test_make_bootstrap_is_the_pinned_cdk_cli_on_this_app() -> None:
+    # When `make bootstrap` is dry-run, then it is the npm-installed (pinned) CLI's bootstrap, on app.py
+    lines = recipe("bootstrap", "CDK_ARGS=--profile staging")
+    assert lines[-1] == 'npx --no-install cdk bootstrap --app ".venv/bin/python app.py" --profile staging', lines
 
 
 # --------------------------------------------------------------------------------------------- concurrency
