@@ -3,8 +3,8 @@
 - Each line of a ```bash block: a `#` comment (outside quotes) removed, a trailing `\\` joined with the next line,
   blank lines skipped. `export NAME=value` lines are commands of kind "env": the environment of the commands after
   them in the block.
-- Outside fenced blocks, each inline code span that starts like a command: `inbox ...`, `.venv/bin/...`,
-  `make ...`, `curl ...`, `cdk ...`, `--stack ...`.
+- Outside fenced blocks, each inline code span (it may wrap onto the next line) that starts like a command:
+  `inbox ...`, `.venv/bin/...`, `make ...`, `curl ...`, `cdk ...`, `--stack ...`.
 
 Whitespace runs are collapsed to one space, so `evt_...   --json` reads `evt_... --json`. Everything else is kept:
 placeholders (`PROVIDER`, `EVENT_ID`, `evt_...`), optional parts (`[--json]`) and literal values stay as written.
@@ -21,7 +21,7 @@ README = ROOT / "README.md"
 
 INLINE_PREFIXES = ("inbox ", ".venv/bin/", "make ", "curl ", "cdk ", "--stack")
 _FENCE = re.compile(r"^\s*```(\w*)")
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
 
 
 @dataclass(frozen=True)
@@ -50,24 +50,44 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def _spans(prose: list[tuple[int, str, str]]) -> list[Command]:
+    """The command-like code spans of consecutive prose lines (a span may wrap onto the next line)."""
+    text = "\n".join(line for _, line, _ in prose)
+    starts = [0]
+    for _, line, _ in prose:
+        starts.append(starts[-1] + len(line) + 1)
+    found = []
+    for match in _CODE_SPAN.finditer(text):
+        span = _collapse(match.group(1))
+        if span.startswith(INLINE_PREFIXES):
+            index = max(i for i, start in enumerate(starts[:-1]) if start <= match.start())
+            number, _, section = prose[index]
+            found.append(Command(span, number, section, "inline"))
+    return found
+
+
 def extract(text: str) -> list[Command]:
     commands: list[Command] = []
     section = ""
     fence: str | None = None  # the language of the open fenced block, "" for a plain one
     pending = ""  # a bash line continued with a backslash
     pending_line = 0
+    prose: list[tuple[int, str, str]] = []  # (line number, text, section) since the last fence
     for number, raw in enumerate(text.splitlines(), start=1):
         opened = _FENCE.match(raw)
         if opened:
+            if fence is None:
+                commands += _spans(prose)
+                prose = []
             fence = None if fence is not None else opened.group(1)
             pending = ""
             continue
         if fence is None:
             if raw.startswith("#"):
+                commands += _spans(prose)
                 section = raw.lstrip("#").strip()
-            for span in _CODE_SPAN.findall(raw):
-                if span.startswith(INLINE_PREFIXES):
-                    commands.append(Command(_collapse(span), number, section, "inline"))
+                prose = []
+            prose.append((number, raw, section))
             continue
         if fence != "bash":
             continue
@@ -82,6 +102,7 @@ def extract(text: str) -> list[Command]:
         if joined:
             kind = "env" if joined.startswith("export ") else "bash"
             commands.append(Command(joined, pending_line, section, kind))
+    commands += _spans(prose)
     return commands
 
 

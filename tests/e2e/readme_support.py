@@ -85,7 +85,7 @@ def start_make_run(command: str, env: dict[str, str], *, ready_timeout: float = 
     assignments, argv = split_assignments(command)
     env = env | assignments
     log = tempfile.NamedTemporaryFile(prefix="readme-make-run-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(  # noqa: S603 - a README command
+    process = subprocess.Popen(
         argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     log.close()
@@ -95,7 +95,7 @@ def start_make_run(command: str, env: dict[str, str], *, ready_timeout: float = 
         if process.poll() is not None:
             raise AssertionError(f"`{command}` exited early ({process.returncode}):\n{stack.output()}")
         try:
-            with urllib.request.urlopen(f"{stack.url}/health", timeout=1) as response:  # noqa: S310 - local
+            with urllib.request.urlopen(f"{stack.url}/health", timeout=1) as response:
                 if response.status == 200:
                     return stack
         except OSError:
@@ -127,7 +127,7 @@ class Shell:
         assignments, argv = split_assignments(filled)
         if "/" in argv[0] and not argv[0].startswith("/"):
             argv[0] = str(ROOT / argv[0])  # `.venv/bin/inbox`: relative to the repository root, where we stand
-        result = subprocess.run(  # noqa: S603 - a README command
+        result = subprocess.run(
             argv,
             env=self.env | assignments,
             cwd=ROOT,

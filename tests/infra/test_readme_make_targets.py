@@ -61,6 +61,13 @@ def test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args():
     assert locked == pinned
 
 
+def test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app():
+    # When `make bootstrap` is dry-run (AWS-only: it creates the CDK's staging resources in the account)
+    lines = recipe("bootstrap")
+    # Then it is `cdk bootstrap` of the npm-installed, pinned CLI (see the deploy test) on app.py
+    assert lines[-1] == 'npx --no-install cdk bootstrap --app ".venv/bin/python app.py"', lines
+
+
 def test_make_bench_runs_every_section():
     # When `make bench` is dry-run, Then it runs the bench package with no section: all of them
     assert recipe("bench")[-1] == ".venv/bin/python -m bench"

@@ -1,0 +1,264 @@
+"""Every command README.md shows (tests/readme_commands.py extracts them), as written, -> the tests that run it.
+
+tests/unit/test_readme_commands.py fails when README shows a command missing here, when an entry here is no longer
+in README, or when a named test does not exist. Each entry says how the test runs the command: as written, with
+which placeholders filled, or — for what needs AWS or takes minutes — in which form instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+AS_WRITTEN = "as written"
+AWS_ONLY_MOTO = "AWS-only: run against moto"
+AWS_ONLY_TEMPLATE = "AWS-only: against the synthesized template"
+NOT_IN_FULL = "not re-run in full inside the suite"
+
+WALK = "tests/e2e/test_readme_walkthrough.py::"
+OPERATE = "tests/e2e/test_readme_operate.py::"
+MAKE = "tests/infra/test_readme_make_targets.py::"
+STACK = "tests/integration/test_cli_stack.py::"
+
+
+@dataclass(frozen=True)
+class Run:
+    test: str  # pytest node id (file::function)
+    how: str = AS_WRITTEN
+
+
+REGISTRY: dict[str, tuple[Run, ...]] = {
+    # --- top of README and "Try it locally": the walkthrough, the real `make run` on free ports
+    "make run": (
+        Run(
+            WALK + "test_make_run_prints_the_url_the_development_signing_secrets_and_examples",
+            "as written, INBOX_PORT/INBOX_AWS_PORT/INBOX_GATEWAY_PORT set to free ports",
+        ),
+        Run(WALK + "test_ctrl_c_stops_make_run", "as written, stopped with Ctrl-C (SIGINT to its process group)"),
+    ),
+    "make test": (
+        Run(
+            MAKE + "test_make_test_is_lint_then_every_tier",
+            f"{NOT_IN_FULL} (it is the suite itself): `make -n test` shows lint, then pytest on every tier",
+        ),
+    ),
+    ".venv/bin/inbox send stripe": (Run(WALK + "test_inbox_send_stripe_posts_a_correctly_signed_sample_webhook"),),
+    ".venv/bin/inbox events list": (
+        Run(WALK + "test_inbox_events_list_shows_it_in_the_inbox_and_it_is_processed_a_moment_later"),
+    ),
+    ".venv/bin/inbox events show stripe evt_... --json": (
+        Run(
+            WALK + "test_inbox_events_show_prints_the_event_with_its_raw_body",
+            "evt_... = the event id `inbox events list` printed",
+        ),
+    ),
+    ".venv/bin/inbox simulate --payments 20": (
+        Run(WALK + "test_inbox_simulate_drives_lifecycles_with_duplicates_and_prints_a_verdict_table"),
+    ),
+    ".venv/bin/inbox payments show stripe pi_... --json": (
+        Run(
+            WALK + "test_inbox_payments_show_prints_the_payment_the_send_made",
+            "pi_... = the payment id `inbox send stripe` printed",
+        ),
+    ),
+    # --- Deploy: AWS-only
+    "cdk deploy": (
+        Run(
+            MAKE + "test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args",
+            f"{AWS_ONLY_TEMPLATE}: `make -n deploy` shows the pinned `npx --no-install cdk deploy` on app.py",
+        ),
+        Run(MAKE + "test_make_synth_writes_the_template_a_deploy_would_deploy", AWS_ONLY_TEMPLATE),
+    ),
+    "make deploy": (
+        Run(
+            MAKE + "test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args",
+            f'{AWS_ONLY_TEMPLATE}: `make -n deploy CDK_ARGS="-c retention_days=60"` shows the pinned cdk CLI call',
+        ),
+        Run(MAKE + "test_make_synth_writes_the_template_a_deploy_would_deploy", AWS_ONLY_TEMPLATE),
+    ),
+    "make bootstrap": (
+        Run(
+            MAKE + "test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app",
+            f"{AWS_ONLY_TEMPLATE}: `make -n bootstrap` shows the pinned `cdk bootstrap` on app.py",
+        ),
+    ),
+    "make synth": (
+        Run(
+            MAKE + "test_make_synth_writes_the_template_a_deploy_would_deploy",
+            "as written, CDK_OUTDIR set to a temporary directory (not the shared cdk.out/)",
+        ),
+    ),
+    # --- Operate table
+    "inbox events list [--json]": (
+        Run(WALK + "test_inbox_events_list_shows_it_in_the_inbox_and_it_is_processed_a_moment_later", "without --json"),
+        Run(OPERATE + "test_stats_counts_what_the_inbox_holds", "with --json"),
+        Run("tests/e2e/test_operations.py::test_retention_run_archives_what_it_expires", "with --json"),
+    ),
+    "inbox events show PROVIDER EVENT_ID [--json]": (
+        Run(
+            OPERATE + "test_events_show_and_payments_show_print_readable_tables_without_json",
+            "PROVIDER=stripe, EVENT_ID of a simulated event; without --json",
+        ),
+        Run(
+            "tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed",
+            "PROVIDER=each of stripe/asaas/standard, EVENT_ID of the send; with --json",
+        ),
+    ),
+    "inbox payments show PROVIDER RESOURCE_ID [--json]": (
+        Run(
+            OPERATE + "test_events_show_and_payments_show_print_readable_tables_without_json",
+            "PROVIDER=stripe, RESOURCE_ID of a simulated payment; with and without --json",
+        ),
+    ),
+    "inbox stats [--json]": (
+        Run(OPERATE + "test_stats_counts_what_the_inbox_holds", "with and without --json"),
+        Run(
+            "tests/e2e/test_operations.py::test_stats_json_counts_events_by_provider_and_status",
+            "with and without --json",
+        ),
+    ),
+    "inbox replay --provider P [--status failed] [--since T] [--until T] [--id ID ...] [--dry-run]": (
+        Run(
+            OPERATE + "test_replay_with_every_option_plans_without_changing_anything",
+            "P=stripe, --status failed --since/--until T=ISO times --dry-run",
+        ),
+        Run(
+            "tests/e2e/test_replay.py::test_a_failed_event_is_planned_then_replayed_and_processed",
+            "P=stripe, --dry-run then the replay",
+        ),
+        Run("tests/e2e/test_replay.py::test_replay_by_id_reports_ids_it_did_not_select", "P=stripe, --id ID --id ID"),
+        Run("tests/e2e/test_replay.py::test_the_human_readable_report", "P=asaas, --dry-run --since T"),
+    ),
+    "inbox retention run [--now ISO]": (
+        Run(
+            OPERATE + "test_retention_last_run_now_keeps_everything_then_2099_archives_everything",
+            "without --now, then --now 2099-01-01T00:00:00Z",
+        ),
+        Run("tests/e2e/test_operations.py::test_retention_run_archives_what_it_expires", "--now ISO=a future moment"),
+    ),
+    "inbox outbox list [--json]": (
+        Run(OPERATE + "test_outbox_list_shows_the_published_events_in_both_forms", "with and without --json"),
+    ),
+    "inbox outbox resend --url URL [--provider P]": (
+        Run(
+            OPERATE + "test_outbox_resend_with_a_provider_sends_nothing_already_delivered",
+            "URL=the README receiver's, P=stripe",
+        ),
+        Run(
+            "tests/integration/test_outbox_resend.py::test_the_command_resends_against_the_local_stack",
+            "URL=a receiver on a free port (the CLI command in-process, against moto)",
+        ),
+    ),
+    "inbox receiver --port P [--secret whsec_...] [--json]": (
+        Run(
+            OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition",
+            "P=a free port, secret from env",
+        ),
+        Run(
+            OPERATE + "test_a_receiver_with_secret_and_json_prints_a_json_summary_on_ctrl_c",
+            "P=a free port, --secret whsec_<the block's secret> --json",
+        ),
+    ),
+    "inbox send PROVIDER [--status paid] [--resource-id ...]": (
+        Run(OPERATE + "test_send_with_status_and_resource_id", "PROVIDER=asaas --status paid --resource-id pay_..."),
+        Run("tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed", "PROVIDER=stripe/asaas/standard"),
+        Run(
+            "tests/e2e/test_replay.py::test_a_failed_event_is_planned_then_replayed_and_processed",
+            "PROVIDER=stripe --status pending --resource-id ...",
+        ),
+    ),
+    "inbox cost --events-per-month N [--region us-east-1]": (
+        Run(
+            "tests/unit/test_cost_model.py::test_the_command_prints_the_lines", "N=1000000 (the CLI command in-process)"
+        ),
+        Run("tests/unit/test_cost_model.py::test_an_unknown_region_is_a_clear_error", "--region of no price list"),
+    ),
+    "--stack NAME": (
+        Run(
+            STACK + "test_stats_with_stack_counts_the_deployed_stacks_events",
+            f"{AWS_ONLY_MOTO}: `inbox --stack NAME stats [--json]`, NAME a CloudFormation stack in moto",
+        ),
+        Run(
+            STACK + "test_events_list_with_stack_lists_the_deployed_stacks_events",
+            f"{AWS_ONLY_MOTO}: `inbox --stack NAME events list [--json]`",
+        ),
+    ),
+    "inbox --stack NAME stats": (
+        Run(
+            STACK + "test_stats_with_stack_counts_the_deployed_stacks_events",
+            f"{AWS_ONLY_MOTO}: NAME a CloudFormation stack in moto with the outputs the CLI reads",
+        ),
+    ),
+    # --- Operate: scenarios to try by hand
+    "inbox chaos": (
+        Run(
+            "tests/e2e/test_chaos.py::test_a_seeded_chaos_run_loses_nothing_and_applies_nothing_twice",
+            "with --seed and a smaller --payments",
+        ),
+    ),
+    "inbox stats": (Run(OPERATE + "test_stats_counts_what_the_inbox_holds"),),
+    "curl -X POST $GATEWAY/_sim/faults -d '{\"error_rate\": 1}'": (
+        Run(
+            OPERATE + "test_scenario_a_provider_api_fails_for_a_while",
+            "$GATEWAY = the simulator URL make run printed; then with '{\"error_rate\": 0}'",
+        ),
+    ),
+    "inbox simulate --payments 5": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
+    "inbox events list --status failed": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
+    "inbox replay --provider stripe": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
+    "inbox retention run --now 2099-01-01T00:00:00Z": (
+        Run(OPERATE + "test_retention_last_run_now_keeps_everything_then_2099_archives_everything"),
+    ),
+    # --- Downstream events and the receiver block
+    "inbox outbox list": (Run(OPERATE + "test_outbox_list_shows_the_published_events_in_both_forms"),),
+    "inbox receiver": (Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition"),),
+    "export INBOX_FORWARD_SECRET=\"whsec_$(python3 -c 'import base64, os; "
+    "print(base64.b64encode(os.urandom(32)).decode())')\"": (
+        Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition", "as written, by bash"),
+    ),
+    ".venv/bin/inbox receiver --port 8790": (
+        Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition", "8790 -> a free port"),
+    ),
+    "INBOX_FORWARD_URL=http://127.0.0.1:8790/ make run": (
+        Run(
+            OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition",
+            "8790 -> the receiver's free port; INBOX_MAX_ATTEMPTS=1 for the failure scenario on the same stack",
+        ),
+    ),
+    ".venv/bin/inbox simulate --payments 20 --settle-rounds": (
+        Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition"),
+    ),
+    # --- Measured
+    "make bench": (
+        Run(
+            MAKE + "test_make_bench_runs_every_section",
+            f"{NOT_IN_FULL} (~2 min): `make -n bench` shows `python -m bench`",
+        ),
+        Run(
+            "tests/unit/test_bench_figures.py::test_a_run_measures_latency_from_the_first_post_to_processed_and_rate_over_the_whole_run",
+            "bench/end_to_end.py's figures on small inputs",
+        ),
+    ),
+    "make chaos": (
+        Run(
+            MAKE + "test_make_chaos_runs_a_seeded_300_payment_chaos_run_then_the_ingest_fuzzing",
+            f"{NOT_IN_FULL} (minutes): `make -n chaos` shows the chaos run and the fuzzing",
+        ),
+        Run(
+            "tests/e2e/test_chaos.py::test_a_seeded_chaos_run_loses_nothing_and_applies_nothing_twice",
+            "the same chaos module, fewer payments",
+        ),
+        Run(
+            "tests/integration/test_ingest_fuzz.py::test_a_validly_signed_delivery_is_stored_exactly_once",
+            "the same fuzzing, default example count",
+        ),
+    ),
+    "inbox simulate --payments 100": (Run(OPERATE + "test_simulate_100_payments_as_the_measured_figure"),),
+    ".venv/bin/inbox simulate --payments 100": (Run(OPERATE + "test_simulate_100_payments_as_the_measured_figure"),),
+    ".venv/bin/python -m bench end_to_end": (
+        Run(
+            "tests/e2e/test_readme_bench.py::test_bench_end_to_end_measures_and_keeps_the_other_sections",
+            f"{NOT_IN_FULL}: bench's main(['end_to_end']) on a few events, results into a temporary file",
+        ),
+    ),
+    "inbox cost --events-per-month 1000000": (Run("tests/unit/test_cost_model.py::test_the_command_prints_the_lines"),),
+}
