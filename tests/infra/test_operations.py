@@ -267,6 +267,7 @@ def _environment(synthesized: Synthesized, function: Any, name: str) -> dict[str
 def test_sweeper_asset_loads_its_settings_from_the_stacks_environment(synthesized: Synthesized) -> None:
     asset = _asset(synthesized, synthesized.stack.sweeper.function)
     output = _run_in_lambda_like_interpreter(
+        synthesized,
         asset,
         _environment(synthesized, synthesized.stack.sweeper.function, "sweeper"),
         [],
@@ -278,6 +279,7 @@ def test_sweeper_asset_loads_its_settings_from_the_stacks_environment(synthesize
 def test_archiver_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
     asset = _asset(synthesized, synthesized.stack.archive.function)
     output = _run_in_lambda_like_interpreter(
+        synthesized,
         asset,
         _environment(synthesized, synthesized.stack.archive.function, "archiver"),
         [{"Records": []}],
