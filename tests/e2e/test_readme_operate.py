@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -198,8 +197,6 @@ def test_a_receiver_with_secret_and_json_prints_a_json_summary_on_ctrl_c(operate
         while "Ctrl-C prints the summary" not in err_path.read_text() and time.monotonic() < deadline:
             assert process.poll() is None, err_path.read_text()
             time.sleep(0.2)
-        with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass  # it listens where it says
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
     finally:
