@@ -41,6 +41,13 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             f"{NOT_IN_FULL} (it is the suite itself): `make -n test` shows lint, then pytest on every tier",
         ),
     ),
+    "make check": (
+        Run(
+            MAKE + "test_make_check_is_lint_then_unit_and_integration_without_slow_tests",
+            f"{NOT_IN_FULL} (its tests are the suite's own): `make -n check` shows lint, then pytest on unit and "
+            "integration without e2e, infra or slow",
+        ),
+    ),
     ".venv/bin/inbox send stripe": (Run(WALK + "test_inbox_send_stripe_posts_a_correctly_signed_sample_webhook"),),
     ".venv/bin/inbox events list": (
         Run(WALK + "test_inbox_events_list_shows_it_in_the_inbox_and_it_is_processed_a_moment_later"),

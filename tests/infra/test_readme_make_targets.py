@@ -49,6 +49,16 @@ def test_make_test_is_lint_then_every_tier():
     assert " -m " not in pytest_line and " tests/" not in pytest_line, pytest_line
 
 
+def test_make_check_is_lint_then_unit_and_integration_without_slow_tests():
+    # When `make check` is dry-run
+    lines = recipe("check")
+    # Then it lints like `make test`, then runs only the unit and integration tiers, leaving slow tests out
+    assert lines[:3] == [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy ."], lines
+    [pytest_line] = [line for line in lines if "/pytest" in line]
+    assert '-m "not e2e and not infra and not slow"' in pytest_line, pytest_line
+    assert pytest_line.endswith("tests/unit tests/integration"), pytest_line
+
+
 def test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args():
     # When `make deploy` is dry-run, with a context value as the README shows (CDK_ARGS="-c retention_days=60")
     lines = recipe("deploy", "CDK_ARGS=-c retention_days=60")
@@ -65,7 +75,7 @@ def test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app():
     # When `make bootstrap` is dry-run (AWS-only: it creates the CDK's staging resources in the account)
     lines = recipe("bootstrap")
     # Then it is `cdk bootstrap` of the npm-installed, pinned CLI (see the deploy test) on app.py
-    assert lines[-1] == 'npx --no-install cdk bootstrap --app ".venv/bin/python app.py"', lines
+    assert lines[-1].rstrip() == 'npx --no-install cdk bootstrap --app ".venv/bin/python app.py"', lines
 
 
 def test_make_bench_runs_every_section():
