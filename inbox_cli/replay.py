@@ -4,6 +4,10 @@ The same state machine runs locally (moto's interpreter, created on first use) a
 from the stack output ``ReplayStateMachineArn``). The workflow returns the selected events as a compact list;
 the counts by provider, event type and status (the plan) are computed here, because the workflow's JSONPath
 intrinsic functions cannot group (infra/replay_definition.py explains).
+
+One replay may span several executions: an execution that did what its history budget allows starts its
+successor and names it in its output (``next_execution``). This follows the chain to its end and reports the
+executions as one replay: counts added up, events and plan over all of them, the last execution's ``complete``.
 """
 
 from __future__ import annotations
@@ -82,11 +86,29 @@ class ReplayReport:
     execution_arn: str
     output: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
+    executions: list[str] = field(default_factory=list)
+    counts_by_execution: list[dict[str, int]] = field(default_factory=list)
 
     @classmethod
     def from_output(cls, execution_arn: str, output: dict[str, Any]) -> ReplayReport:
-        events = [event for page in output.get("events", []) for event in page]
-        return cls(execution_arn, output, events)
+        return cls.from_chain([(execution_arn, output)])
+
+    @classmethod
+    def from_chain(cls, chain: list[tuple[str, dict[str, Any]]]) -> ReplayReport:
+        """One report of a chain of executions (first to last): what the replay did across all of them."""
+        first_arn, first = chain[0]
+        _last_arn, last = chain[-1]
+        counts: Counter[str] = Counter()
+        per_execution: list[dict[str, int]] = []
+        events: list[dict[str, Any]] = []
+        for _arn, output in chain:
+            these = {name: int(value) for name, value in output.get("counts", {}).items()}
+            per_execution.append(these)
+            counts.update(these)
+            events.extend(event for page in output.get("events", []) for event in page)
+        merged = {**first, "complete": last.get("complete"), "counts": dict(counts)}
+        merged.pop("next_execution", None)
+        return cls(first_arn, merged, events, [arn for arn, _ in chain], per_execution)
 
     @property
     def dry_run(self) -> bool:
@@ -122,6 +144,8 @@ class ReplayReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "execution_arn": self.execution_arn,
+            "executions": self.executions,
+            "counts_by_execution": self.counts_by_execution,
             "provider": self.output.get("provider"),
             "status": self.output.get("status"),
             "dry_run": self.dry_run,
@@ -148,6 +172,8 @@ class ReplayReport:
                 f" {counts.get('not_found', 0)} id(s) not found, {counts.get('not_selected', 0)} not in status "
                 f"{self.output.get('status')}."
             )
+        if len(self.executions) > 1:
+            line += f" It ran as {len(self.executions)} executions (each continues the previous one)."
         if not self.complete:
             line += " Stopped at --max-events: more events may match; run it again to continue."
         return line
@@ -162,14 +188,30 @@ def run_replay(
     poll_seconds: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayReport:
-    """Start an execution and wait for its result (DescribeExecution polling)."""
+    """Start an execution, then wait for it and for each successor it started (DescribeExecution polling)."""
     started = sfn.start_execution(
         stateMachineArn=state_machine_arn,
         name=request.execution_name(),
         input=json.dumps(request.execution_input()),
     )
-    execution_arn = started["executionArn"]
     deadline = time.monotonic() + timeout_seconds
+    chain: list[tuple[str, dict[str, Any]]] = []
+    execution_arn: str | None = started["executionArn"]
+    while execution_arn is not None:
+        output = _wait_for(sfn, execution_arn, deadline, timeout_seconds, poll_seconds, sleep)
+        chain.append((execution_arn, output))
+        execution_arn = output.get("next_execution")
+    return ReplayReport.from_chain(chain)
+
+
+def _wait_for(
+    sfn: SFNClient,
+    execution_arn: str,
+    deadline: float,
+    timeout_seconds: float,
+    poll_seconds: float,
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
     while True:
         described = sfn.describe_execution(executionArn=execution_arn)
         status = described["status"]
@@ -185,4 +227,5 @@ def run_replay(
         error = described.get("error", status)
         cause = described.get("cause", "")
         raise ReplayFailed(f"execution {execution_arn} {status}: {error}: {cause}".rstrip(": "))
-    return ReplayReport.from_output(execution_arn, json.loads(described.get("output") or "{}"))
+    output: dict[str, Any] = json.loads(described.get("output") or "{}")
+    return output

@@ -35,6 +35,7 @@ from moto.sqs.models import Queue
 from werkzeug.serving import make_server
 
 from inbox_local import aws_limits
+from inbox_local.step_functions import install as install_step_functions_limits
 
 _SERIALIZED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 
@@ -168,6 +169,7 @@ def serve(host: str, port: int) -> None:
     aws_limits.install()  # refuse what AWS refuses (ids, sizes, batch lengths): moto is more lenient
     Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
     enable_step_functions_execution(port)
+    install_step_functions_limits()  # the 25,000-event history quota and startExecution as AWS runs them
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     # Served from a daemon thread: the main thread only waits for SIGTERM, then leaves at once (a SystemExit

@@ -93,7 +93,7 @@ class HistoryLimitedEventManager(EventManager):
             event_id = super().add_event(
                 context,
                 HistoryEventType.ExecutionFailed,
-                EventDetails(executionFailedEventDetails=self.limit_error),
+                EventDetails(executionFailedEventDetails=self.limit_error),  # type: ignore[typeddict-item]
             )
         self._env.set_error(self.limit_error)  # stops the program loop (and every Map frame) at once
         raise HistoryLimitReached(f"{history_limit_cause(self._limit)} (event {event_id})")
@@ -170,7 +170,7 @@ def _normalise_response(
 
 def install_start_execution_integration() -> None:
     StateTaskServiceSfn._normalise_parameters = _normalise_parameters  # type: ignore[method-assign]
-    StateTaskServiceSfn._normalise_response = _normalise_response  # type: ignore[method-assign]
+    StateTaskServiceSfn._normalise_response = _normalise_response  # type: ignore[method-assign,assignment]
 
 
 # ------------------------------------------------------------------------------- one boto3 client per service
@@ -178,14 +178,16 @@ _UNCACHED_CLIENT: Final = boto_client.boto_client_for
 
 
 @functools.cache
-def _cached_client(region: str, service: str, intercepting: bool, port: int) -> Any:
+def _cached_client(region: str, service: str, intercepting: bool, port: str) -> Any:
     return _UNCACHED_CLIENT(region=region, service=service)
 
 
 def _boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
     # moto's own client ignores the state's credentials too (it signs with fixed test keys); what selects the
     # endpoint is whether calls are intercepted in-process or go to the server's port.
-    return _cached_client(region, service, boto_client.botocore_stubber.enabled, boto_client.moto_server_port())
+    intercepting: bool = boto_client.botocore_stubber.enabled  # type: ignore[attr-defined]
+    port: str = boto_client.moto_server_port()  # type: ignore[attr-defined]
+    return _cached_client(region, service, intercepting, port)
 
 
 def install_client_reuse() -> None:
@@ -193,7 +195,7 @@ def install_client_reuse() -> None:
     # it in each module that holds moto's.
     for module_name in _TASK_MODULES:
         importlib.import_module(module_name)
-    boto_client.boto_client_for = _boto_client_for  # type: ignore[assignment]
+    boto_client.boto_client_for = _boto_client_for
     for name, module in list(sys.modules.items()):
         if (
             name.startswith("moto.stepfunctions.parser")
@@ -210,8 +212,8 @@ _TASK_MODULES: Final = tuple(
 
 def install_json_path_reuse() -> None:
     # A parsed path is not changed by finding it in a document: one parse per distinct path string.
-    if not hasattr(json_path.parse, "cache_info"):
-        json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
+    if not hasattr(json_path.parse, "cache_info"):  # type: ignore[attr-defined]
+        json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)  # type: ignore[attr-defined]
 
 
 def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:

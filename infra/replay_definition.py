@@ -296,11 +296,11 @@ def _pace(wait_state: str, then: str) -> dict[str, Any]:
 
 def _resume(**fields: str) -> dict[str, Any]:
     """``$.resume``: the successor's input over this execution's (a shallow merge replaces ``resume`` whole)."""
-    resume = {f"{name}.$": path for name, path in fields.items()}
+    resume: dict[str, Any] = {f"{name}.$": path for name, path in fields.items()}
     resume["execution.$"] = "States.MathAdd($.input.resume.execution, 1)"
-    resume.setdefault("shard", 0)
-    resume.setdefault("selected", 0)
-    resume.setdefault("id_chunk", 0)
+    for name in ("shard", "selected", "id_chunk"):
+        if f"{name}.$" not in resume:  # a field and its ".$" twin would conflict
+            resume[name] = 0
     return {
         "Type": "Pass",
         "Parameters": {
@@ -322,11 +322,11 @@ def _end(*, complete: bool) -> dict[str, Any]:
     }
 
 
-def _budget_spent(then: str) -> list[dict[str, Any]]:
+def _budget_spent(then: str, pages: int, items: int) -> list[dict[str, Any]]:
     """Choices: this execution did what one execution may (its history budget), so it continues in a new one."""
     return [
-        {"Variable": "$.counts.pages", "NumericGreaterThanEquals": MAX_PAGES_PER_EXECUTION, "Next": then},
-        {"Variable": "$.counts.selected", "NumericGreaterThanEquals": MAX_ITEMS_PER_EXECUTION, "Next": then},
+        {"Variable": "$.counts.pages", "NumericGreaterThanEquals": pages, "Next": then},
+        {"Variable": "$.counts.selected", "NumericGreaterThanEquals": items, "Next": then},
     ]
 
 
@@ -335,8 +335,13 @@ def replay_definition(
     *,
     index_name: str = definitions.OPEN_EVENTS_INDEX,
     shards: int = definitions.OPEN_EVENTS_SHARDS,
+    pages_per_execution: int = MAX_PAGES_PER_EXECUTION,
+    items_per_execution: int = MAX_ITEMS_PER_EXECUTION,
+    ids_per_execution: int = IDS_PER_EXECUTION,
 ) -> dict[str, Any]:
-    """The replay state machine (Amazon States Language, JSONPath) for the inbox table ``table_name``."""
+    """The replay state machine (Amazon States Language, JSONPath) for the inbox table ``table_name``.
+
+    The per-execution bounds are parameters so that tests can make a chain of executions out of a few events."""
     zero_counts = dict.fromkeys((*OUTCOMES, "selected", "pages"), 0)
     valid_input = {
         "And": [
@@ -357,7 +362,7 @@ def replay_definition(
                     "shard": (0, shards - 1),
                     "selected": (0, MAX_EVENTS_LIMIT - 1),
                     "execution": (1, MAX_CHAIN_LENGTH),
-                    "id_chunk": (0, MAX_EVENTS_LIMIT // IDS_PER_EXECUTION),
+                    "id_chunk": (0, MAX_EVENTS_LIMIT // ids_per_execution),
                 }.items()
                 for condition in (
                     {"Variable": f"$.input.resume.{name}", "IsPresent": True},
@@ -464,7 +469,7 @@ def replay_definition(
             "Type": "Pass",
             "Parameters": {
                 "input.$": "$.input",
-                "chunks.$": f"States.ArrayLength(States.ArrayPartition($.input.event_ids, {IDS_PER_EXECUTION}))",
+                "chunks.$": f"States.ArrayLength(States.ArrayPartition($.input.event_ids, {ids_per_execution}))",
             },
             "Next": "IdChunkExists",
         },
@@ -479,7 +484,7 @@ def replay_definition(
                 "input.$": "$.input",
                 "chunks.$": "$.chunks",
                 "ids.$": (
-                    f"States.ArrayGetItem(States.ArrayPartition($.input.event_ids, {IDS_PER_EXECUTION}), "
+                    f"States.ArrayGetItem(States.ArrayPartition($.input.event_ids, {ids_per_execution}), "
                     "$.input.resume.id_chunk)"
                 ),
             },
@@ -574,7 +579,7 @@ def replay_definition(
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
-                *_budget_spent("ResumeAtPage"),
+                *_budget_spent("ResumeAtPage", pages_per_execution, items_per_execution),
             ],
             "Default": "PaceNextPage",
         },
@@ -586,7 +591,7 @@ def replay_definition(
             "Choices": [
                 {"Variable": "$.shard", "NumericGreaterThanEquals": shards, "Next": "Complete"},
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
-                *_budget_spent("ResumeAtShard"),
+                *_budget_spent("ResumeAtShard", pages_per_execution, items_per_execution),
             ],
             "Default": "PaceNextShard",
         },

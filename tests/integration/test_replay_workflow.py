@@ -2,7 +2,9 @@
 
 The definition is the one the stack deploys: the builder's JSON with the table name substituted the way
 CloudFormation substitutes it (tests/infra/test_replay.py checks the template holds exactly that JSON, and runs
-the synthesized one too). Executions go through `inbox_cli.replay.run_replay`, the CLI's own path.
+the synthesized one too). Executions go through `inbox_cli.replay.run_replay`, the CLI's own path. moto runs
+with the local stack's corrections (inbox_local/step_functions.py): the 25,000-event history quota and the
+startExecution integration as AWS runs them.
 """
 
 from __future__ import annotations
@@ -21,12 +23,25 @@ from moto import mock_aws
 from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
 from inbox_local.config import LocalNames
 from inbox_local.pipe import StreamPipe
-from inbox_local.replay import ensure_replay_state_machine
+from inbox_local.replay import REPLAY_ROLE_ARN, ensure_replay_state_machine
 from inbox_local.resources import provision
+from inbox_local.step_functions import install as install_step_functions_limits
 from infra import definitions
-from infra.replay_definition import MAX_EVENTS_LIMIT, replay_definition, table_placeholder
+from infra.replay_definition import (
+    EXECUTION_HISTORY_EVENTS,
+    EXECUTION_HISTORY_LIMIT,
+    ITEM_HISTORY_EVENTS,
+    MAX_EVENTS_LIMIT,
+    MAX_PAGES_PER_EXECUTION,
+    PAGE_HISTORY_EVENTS,
+    history_bound,
+    replay_definition,
+    table_placeholder,
+)
 from shared.inbox.model import EventStatus, open_status_value
 from shared.inbox.store import from_attributes, to_attributes
+
+SMALL_BUDGET = 4
 
 
 @dataclass
@@ -43,6 +58,10 @@ class ReplayWorld:
     @property
     def sfn(self) -> Any:
         return self.session.client("stepfunctions")
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+        return [event for page in pages for event in page["events"]]
 
     def put(self, provider: str, status: str, *, day: int = 1, event_type: str = "payment_intent.succeeded") -> str:
         pk = f"{provider}#evt_{uuid.uuid4().hex[:12]}"
@@ -69,9 +88,24 @@ class ReplayWorld:
         pages = self.dynamodb.get_paginator("scan").paginate(TableName=self.names.inbox_table)
         return {item["pk"]: item for page in pages for item in map(from_attributes, page["Items"])}
 
-    def replay(self, **fields: Any) -> ReplayReport:
+    def replay(self, *, state_machine_arn: str | None = None, **fields: Any) -> ReplayReport:
         fields.setdefault("wait_seconds", 0)
-        return run_replay(self.sfn, self.state_machine_arn, ReplayRequest(**fields), poll_seconds=0.05)
+        arn = state_machine_arn or self.state_machine_arn
+        return run_replay(self.sfn, arn, ReplayRequest(**fields), poll_seconds=0.05)
+
+    def small_budget_state_machine(self) -> str:
+        """The replay definition with per-execution bounds of a few events: a chain out of a handful."""
+        definition = replay_definition(
+            self.names.inbox_table,
+            pages_per_execution=SMALL_BUDGET,
+            items_per_execution=SMALL_BUDGET,
+            ids_per_execution=SMALL_BUDGET,
+        )
+        created = self.sfn.create_state_machine(
+            name="replay-small-budget", definition=json.dumps(definition), roleArn=REPLAY_ROLE_ARN
+        )
+        arn: str = created["stateMachineArn"]
+        return arn
 
     def execute_raw(self, execution_input: dict[str, Any]) -> dict[str, Any]:
         arn = self.sfn.start_execution(
@@ -87,6 +121,7 @@ class ReplayWorld:
 def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayWorld]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     names = LocalNames()
+    install_step_functions_limits()
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         session = boto3.session.Session(region_name="us-east-1")
         resources = provision(session, names)
@@ -123,6 +158,7 @@ def test_a_dry_run_plans_and_changes_nothing(world: ReplayWorld) -> None:
         {**planned, "event_type": "charge.refunded", "count": 1},
     ]
     assert report.counts["pages"] == definitions.OPEN_EVENTS_SHARDS  # one (small) page per index shard
+    assert len(report.executions) == 1  # far from any per-execution bound
 
 
 def test_a_replay_sets_only_the_selected_failed_events_back_to_pending(world: ReplayWorld) -> None:
@@ -303,3 +339,71 @@ def test_times_are_normalized_to_the_items_format() -> None:
     assert normalize_time("2026-01-05T10:00:00-03:00") == "2026-01-05T13:00:00.000000Z"
     with pytest.raises(ValueError, match="ISO-8601"):
         normalize_time("yesterday")
+
+
+def test_a_replay_beyond_one_executions_budget_continues_in_new_executions_and_is_reported_as_one(
+    world: ReplayWorld,
+) -> None:
+    # Given a replay workflow whose executions may each handle only a few events, and more events than that
+    machine = world.small_budget_state_machine()
+    pks = {world.put("stripe", "failed") for _ in range(5 * SMALL_BUDGET)}
+    # When a dry run, then a replay, select them
+    plan = world.replay(state_machine_arn=machine, provider="stripe", dry_run=True, page_size=2)
+    report = world.replay(state_machine_arn=machine, provider="stripe", page_size=2)
+    # Then the dry run followed a chain of executions and planned each event once
+    assert len(plan.executions) >= 3 and plan.counts["planned"] == len(pks) and plan.complete
+    # And the replay ran as a chain: each execution started the next, which resumed where it stopped
+    assert len(report.executions) >= 3 and report.complete
+    assert report.counts["replayed"] == len(pks)
+    assert sorted(event["pk"] for event in report.events) == sorted(pks)  # each exactly once
+    assert sum(counts["replayed"] for counts in report.counts_by_execution) == len(pks)
+    assert all(counts["pages"] <= SMALL_BUDGET for counts in report.counts_by_execution)
+    items = world.items()
+    for pk in pks:
+        assert items[pk]["status"] == "pending"
+        assert items[pk]["replayed_by"] in report.executions
+    # And each successor knows who started it (the console links them) and which link of the chain it is
+    for index, (predecessor, successor) in enumerate(zip(report.executions, report.executions[1:], strict=False)):
+        started = json.loads(world.sfn.describe_execution(executionArn=successor)["input"])
+        assert started["AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"] == predecessor
+        assert started["resume"]["execution"] == index + 2
+    assert report.to_json()["executions"] == report.executions
+
+
+def test_the_per_replay_limit_holds_across_executions(world: ReplayWorld) -> None:
+    machine = world.small_budget_state_machine()
+    for _ in range(4 * SMALL_BUDGET):
+        world.put("stripe", "failed")
+    report = world.replay(state_machine_arn=machine, provider="stripe", page_size=1, max_events=2 * SMALL_BUDGET + 1)
+    assert not report.complete and len(report.executions) >= 2
+    assert report.counts["replayed"] == 2 * SMALL_BUDGET + 1  # page size 1: stops exactly at the limit
+
+
+def test_replay_by_id_beyond_one_execution_continues_with_the_next_chunk(world: ReplayWorld) -> None:
+    machine = world.small_budget_state_machine()
+    failed = [world.put("stripe", "failed") for _ in range(3)]
+    ids = tuple(pk.partition("#")[2] for pk in failed) + tuple(f"evt_missing_{n}" for n in range(SMALL_BUDGET + 2))
+    report = world.replay(state_machine_arn=machine, provider="stripe", event_ids=ids)
+    assert len(report.executions) == 3  # chunks of SMALL_BUDGET ids
+    assert report.counts["replayed"] == 3 and report.counts["not_found"] == SMALL_BUDGET + 2
+    assert [event["pk"].partition("#")[2] for event in report.events] == list(ids)  # in order, each once
+
+
+@pytest.mark.slow
+def test_a_replay_of_1000_events_page_size_1_runs_to_the_end_within_the_history_quota(world: ReplayWorld) -> None:
+    # Given 1,000 failed events (the per-replay maximum), read one per page: ~30 history events per event
+    pks = {world.put("stripe", "failed") for _ in range(MAX_EVENTS_LIMIT)}
+    assert MAX_EVENTS_LIMIT * (PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS) > EXECUTION_HISTORY_LIMIT  # one would fail
+    # When they are replayed with page size 1
+    report = world.replay(provider="stripe", page_size=1, max_events=MAX_EVENTS_LIMIT)
+    # Then the replay finished, as several executions, and replayed every event once
+    assert report.complete
+    assert report.counts["replayed"] == MAX_EVENTS_LIMIT and len(report.events) == MAX_EVENTS_LIMIT
+    assert {event["pk"] for event in report.events} == pks
+    assert len(report.executions) >= MAX_EVENTS_LIMIT // MAX_PAGES_PER_EXECUTION
+    # And no execution's history came near the quota the local stack enforces
+    lengths = [len(world.history(arn)) for arn in report.executions]
+    assert max(lengths) <= EXECUTION_HISTORY_EVENTS + MAX_PAGES_PER_EXECUTION * (
+        PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS
+    )
+    assert max(lengths) < history_bound() < EXECUTION_HISTORY_LIMIT
