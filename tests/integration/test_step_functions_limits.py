@@ -1,0 +1,93 @@
+"""The local Step Functions is held to AWS's execution-history quota (inbox_local/step_functions.py): the event that
+would be number `limit` is ExecutionSucceeded or the execution fails with it replaced by ExecutionFailed
+(https://docs.aws.amazon.com/step-functions/latest/dg/bp-history-limit.html). The limit is lowered here through
+the installer's parameter so that a few Pass states reach it."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from inbox_local.step_functions import HISTORY_LIMIT_ERROR, history_limit, history_limit_cause, install
+from infra.replay_definition import EXECUTION_HISTORY_LIMIT
+
+LIMIT = 50  # ExecutionStarted + 2 per Pass state + ExecutionSucceeded: 24 Pass states make exactly 50 events
+
+
+@pytest.fixture
+def sfn(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    install(limit=LIMIT)
+    try:
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            yield boto3.client("stepfunctions", region_name="us-east-1")
+    finally:
+        install()  # back to AWS's figure for the tests that follow in this process
+
+
+def _passes(count: int) -> dict[str, Any]:
+    states: dict[str, Any] = {f"P{n}": {"Type": "Pass", "Next": f"P{n + 1}"} for n in range(count)}
+    states[f"P{count - 1}"] = {"Type": "Pass", "End": True}
+    return {"StartAt": "P0", "States": states}
+
+
+def _run(sfn: Any, definition: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    arn = sfn.create_state_machine(
+        name=f"m{time.time_ns()}", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r"
+    )["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=arn, name="run", input="{}")["executionArn"]
+    deadline = time.monotonic() + 30
+    while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    events = sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
+    return described, events
+
+
+def test_the_installed_limit_is_awss_figure_by_default() -> None:
+    install()
+    assert history_limit() == EXECUTION_HISTORY_LIMIT == 25_000
+
+
+def test_an_execution_whose_last_event_is_number_limit_succeeds(sfn: Any) -> None:
+    described, events = _run(sfn, _passes((LIMIT - 2) // 2))
+    assert described["status"] == "SUCCEEDED"
+    assert len(events) == LIMIT and events[-1]["type"] == "ExecutionSucceeded"
+
+
+def test_an_execution_that_needs_more_events_fails_as_aws_fails_it(sfn: Any) -> None:
+    # Given a workflow one state longer than the history allows
+    described, events = _run(sfn, _passes((LIMIT - 2) // 2 + 1))
+    # Then it failed with AWS's error, and event number LIMIT is its ExecutionFailed: nothing after it
+    assert described["status"] == "FAILED"
+    assert (described["error"], described["cause"]) == (HISTORY_LIMIT_ERROR, history_limit_cause(LIMIT))
+    assert len(events) == LIMIT
+    assert events[-1]["type"] == "ExecutionFailed"
+    assert events[-1]["executionFailedEventDetails"]["cause"] == history_limit_cause(LIMIT)
+    assert [event["id"] for event in events] == list(range(1, LIMIT + 1))
+
+
+def test_no_state_runs_after_the_limit_failed_the_execution(sfn: Any) -> None:
+    # Given a loop that would go on for ever (a Pass counting up, a Choice going back to it)
+    definition = {
+        "StartAt": "Count",
+        "States": {
+            "Count": {"Type": "Pass", "Parameters": {"n.$": "States.MathAdd($.n, 1)"}, "Next": "Again"},
+            "Again": {"Type": "Choice", "Choices": [{"Variable": "$.n", "NumericGreaterThan": -1, "Next": "Count"}]},
+        },
+    }
+    arn = sfn.create_state_machine(
+        name="loop", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r"
+    )["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=arn, name="run", input='{"n": 0}')["executionArn"]
+    while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
+        time.sleep(0.02)
+    # Then the quota ended it (where moto alone would loop until the execution's timeout)
+    assert (described["status"], described["error"]) == ("FAILED", HISTORY_LIMIT_ERROR)
+    assert len(sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]) == LIMIT
