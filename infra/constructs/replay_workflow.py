@@ -11,6 +11,12 @@ Choices:
   which is the audit trail of who replayed what (each replayed item carries ``replayed_by`` = the execution ARN).
 - The role may Query the open-events index and GetItem/UpdateItem the inbox table: nothing else, no Scan, no
   PutItem or DeleteItem, no other index or table. Only Step Functions of this account may assume it.
+- It may also start executions of this state machine, and of no other: an execution that reached its history
+  budget continues in a new one (``arn:aws:states:::states:startExecution``, request-response, which needs only
+  ``states:StartExecution`` on the state machine; the .sync variants would add DescribeExecution/StopExecution and
+  an EventBridge rule: https://docs.aws.amazon.com/step-functions/latest/dg/stepfunctions-iam.html). That grant is
+  a policy of its own, attached to the role: inside the role's default policy it would make the state machine
+  depend on a policy that names the state machine (a cycle).
 - Logs: ALL events without execution data (inputs and outputs stay out of the logs; they hold event ids only, but
   there is no reason to copy them), to a log group with a retention period. X-Ray tracing on.
 """
@@ -67,6 +73,15 @@ class ReplayWorkflow(Construct):
             role=self.role,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
+        )
+
+        self.continue_policy = iam.Policy(
+            self,
+            "ContinueAsNewPolicy",
+            statements=[
+                iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.state_machine.state_machine_arn])
+            ],
+            roles=[self.role],
         )
 
         acknowledge(

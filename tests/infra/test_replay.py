@@ -13,6 +13,7 @@ import pytest
 from moto import mock_aws
 
 from inbox_local.resources import inbox_table_spec
+from inbox_local.step_functions import install as install_step_functions_limits
 from infra import definitions
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
 from shared.inbox.model import EventStatus, open_status_value
@@ -62,6 +63,9 @@ def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_
         for action in statement["Action"]:
             grants.setdefault(action, []).extend(statement["Resource"])
     dynamodb = {action: resources for action, resources in grants.items() if action.startswith("dynamodb:")}
+    states = {action: resources for action, resources in grants.items() if action.startswith("states:")}
+    state_machine_id = synthesized.logical_id(synthesized.stack.replay.state_machine)
+    assert states == {"states:StartExecution": [{"Ref": state_machine_id}]}  # continue as new: itself only
     index_arn = {"Fn::Join": ["", [_get_att(table_id, "Arn"), f"/index/{definitions.OPEN_EVENTS_INDEX}"]]}
     assert dynamodb == {
         "dynamodb:Query": [index_arn],
@@ -73,6 +77,25 @@ def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_
     assert wildcard
     assert all(action.startswith(("xray:", "logs:")) for action in wildcard)
     assert "logs:PutLogEvents" not in grants  # vended logs: Step Functions writes them, not the role
+
+
+def test_the_role_may_start_executions_of_this_state_machine_only(synthesized: Synthesized) -> None:
+    # Continue as new: the request-response startExecution integration needs states:StartExecution alone.
+    state_machine_id = synthesized.logical_id(synthesized.stack.replay.state_machine)
+    policy_id, policy = synthesized.resource(synthesized.stack.replay.continue_policy)
+    assert policy["Properties"]["Roles"] == [{"Ref": synthesized.logical_id(synthesized.stack.replay.role)}]
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {"Action": "states:StartExecution", "Effect": "Allow", "Resource": {"Ref": state_machine_id}}
+    ]
+    assert policy_id
+    definition = json.loads(_state_machine(synthesized)["DefinitionString"])
+    (start,) = [
+        state
+        for state in definition["States"].values()
+        if state.get("Resource", "").startswith("arn:aws:states:::states:")
+    ]
+    assert start["Resource"] == "arn:aws:states:::states:startExecution"  # not .sync: no describe/stop/rule
+    assert start["Parameters"]["StateMachineArn.$"] == "$$.StateMachine.Id"  # itself, the only one allowed
 
 
 def test_only_step_functions_of_this_account_may_assume_the_role(synthesized: Synthesized) -> None:
@@ -106,6 +129,7 @@ def test_the_synthesized_definition_plans_then_replays_in_moto(synthesized: Synt
     synthesized_definition = _state_machine(synthesized)["DefinitionString"]
     # What CloudFormation does with DefinitionSubstitutions:
     deployed_definition = synthesized_definition.replace(table_placeholder(), "inbox")
+    install_step_functions_limits()
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         dynamodb.create_table(**inbox_table_spec("inbox"))
