@@ -22,7 +22,7 @@ BURST_CONNECTIONS = 200
 
 def _post(url: str, body: bytes, headers: dict[str, str], timeout: float = 60) -> tuple[int, str]:
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    connection = http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=timeout)
     try:
         connection.request("POST", parts.path, body=body, headers=headers)
         response = connection.getresponse()
@@ -51,7 +51,7 @@ def test_a_burst_of_200_concurrent_deliveries_is_accepted_with_no_connection_res
 
     def deliver(body: bytes, headers: dict[str, str]) -> None:
         parts = urlsplit(local_stack.url)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+        connection = http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=120)
         try:
             barrier.wait(timeout=60)
             connection.connect()  # every connection opened at the same moment: what the backlog must hold
@@ -84,7 +84,7 @@ def test_a_burst_of_200_concurrent_deliveries_is_accepted_with_no_connection_res
 def test_a_body_over_the_http_api_payload_quota_is_refused_unread(local_stack):
     # Given a request announcing a body one byte over the HTTP API's 10 MB payload quota
     parts = urlsplit(local_stack.url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection = http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=30)
     try:
         connection.putrequest("POST", "/webhooks/stripe")
         connection.putheader("content-type", "application/json")
