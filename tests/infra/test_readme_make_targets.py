@@ -26,8 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> str:
+    # Run as a user would from a shell, not as a sub-make of the `make test` that runs this suite: without the
+    # parent's MAKEFLAGS/MAKELEVEL, and without make's "Entering directory" lines.
+    base = {key: value for key, value in (env or os.environ).items() if key not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
     result = subprocess.run(
-        ["make", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        ["make", "--no-print-directory", *args],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     assert result.returncode == 0, f"make {' '.join(args)}: {result.stdout}\n{result.stderr}"
     return result.stdout
