@@ -6,6 +6,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from typing import Any
@@ -71,31 +72,63 @@ def post_webhook(url: str, request_body: bytes, headers: dict[str, str], timeout
         return int(error.code), error.read().decode()
 
 
-def register_with_simulator(
-    gateway_url: str, provider: str, *, status: str, amount: int, resource_id: str | None
-) -> str:
-    """Have the local gateway simulator know the payment, in `status`, before its webhook arrives (the processor
-    refetches it from there); returns its id, in the provider's own format unless `resource_id` names one."""
-    document: dict[str, Any] = {"provider": provider, "amount": amount, "status": status}
-    if resource_id:
-        document["resource_id"] = resource_id
+def _simulator_post(gateway_url: str, path: str, document: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(  # noqa: S310 - the local simulator
-        f"{gateway_url}/_sim/payments",
+        f"{gateway_url}{path}",
         data=json.dumps(document).encode(),
         headers={"content-type": "application/json"},
         method="POST",
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-            created: dict[str, Any] = json.loads(response.read())
+            return int(response.status), json.loads(response.read())
     except urllib.error.HTTPError as error:
-        reason = json.loads(error.read() or b"{}").get("error", error.reason)
-        raise click.ClickException(f"the gateway simulator refused the {provider} payment: {reason}") from None
+        return int(error.code), json.loads(error.read() or b"{}")
     except OSError as error:
         raise click.ClickException(
             f"the gateway simulator at {gateway_url} is not answering ({type(error).__name__}): is `make run` up?"
         ) from None
-    return str(created["id"])
+
+
+def register_with_simulator(
+    gateway_url: str, provider: str, *, status: str, amount: int, resource_id: str | None
+) -> tuple[str | None, str]:
+    """Have the local gateway simulator know the payment, in `status`, before its webhook arrives (the processor
+    refetches it from there). Returns the payment's id (None: let the sample choose one) and a line for the user.
+
+    A payment the simulator already knows (`--resource-id` of an earlier send) is moved to `status`, as the
+    gateway would move it; a step the gateway cannot take (back to pending after paid) leaves it as it is, and the
+    event is then ignored by the state machine: what the user is testing. A payment the simulator cannot hold (an
+    id not in the provider's format, a status the provider has no word for) is reported, and the webhook is sent
+    anyway: its refetch will not find the payment, and the event ends failed after its attempts."""
+    quote = urllib.parse.quote
+    if resource_id:
+        code, answer = _simulator_post(
+            gateway_url,
+            f"/_sim/payments/{quote(provider)}/{quote(resource_id, safe='')}/transition",
+            {"status": status},
+        )
+        if code == 200:
+            return resource_id, f"moved {provider} payment {resource_id} to {status} on the gateway simulator"
+        if code == 409:
+            return resource_id, (
+                f"the gateway simulator keeps {provider} payment {resource_id} as it is ({answer.get('error')}): "
+                "its refetch decides, so this event may be ignored"
+            )
+    document: dict[str, Any] = {"provider": provider, "amount": amount, "status": status}
+    if resource_id:
+        document["resource_id"] = resource_id
+    code, answer = _simulator_post(gateway_url, "/_sim/payments", document)
+    if code == 200:
+        created = str(answer["id"])
+        return (
+            created,
+            f"registered {provider} payment {created} ({status}) with the gateway simulator at {gateway_url}",
+        )
+    return resource_id, (
+        f"warning: the gateway simulator cannot hold this {provider} payment ({answer.get('error')}); the webhook "
+        "is sent anyway, but its refetch will not find the payment and the event will end failed"
+    )
 
 
 @cli.command()
@@ -129,8 +162,10 @@ def send(
         from inbox_local.config import LocalEndpoints  # noqa: PLC0415
 
         gateway = LocalEndpoints.from_environ().gateway_url
-        resource_id = register_with_simulator(gateway, provider, status=status, amount=amount, resource_id=resource_id)
-        click.echo(f"registered {provider} payment {resource_id} ({status}) with the gateway simulator at {gateway}")
+        resource_id, note = register_with_simulator(
+            gateway, provider, status=status, amount=amount, resource_id=resource_id
+        )
+        click.echo(note)
     now = int(time.time())
     event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
     resource_id = resource_id or f"pay_{uuid.uuid4().hex[:20]}"
