@@ -32,7 +32,7 @@ run: setup ## the local stack on http://127.0.0.1:$${INBOX_PORT:-8787}, until Ct
 # The slowest tests are reported at the end of every run (--durations), so a test that grows shows up at once.
 PYTEST_REPORT := --durations=15 --durations-min=2
 test: setup lint ## lint, then every test tier (what CI runs)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_REPORT)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not soak" $(PYTEST_REPORT)
 
 check: setup lint ## the inner loop: lint, unit and integration tiers, no slow tests (a few minutes)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) -m "not e2e and not infra and not slow" $(PYTEST_REPORT) tests/unit tests/integration
@@ -65,9 +65,10 @@ bench: setup ## benchmarks, each a ratio against a baseline measured in the same
 CHAOS_SEED ?= 1
 CHAOS_PAYMENTS ?= 300
 CHAOS_FUZZ_EXAMPLES ?= 50
-chaos: setup ## a bigger chaos run on a local stack of its own (free ports), then the ingest fuzzing with more examples
+chaos: setup ## a bigger chaos run on a local stack of its own (free ports), the ingest fuzzing with more examples, the soak runs
 	$(BIN)/python -m inbox_cli.chaos --seed $(CHAOS_SEED) --payments $(CHAOS_PAYMENTS)
 	INBOX_FUZZ_EXAMPLES=$(CHAOS_FUZZ_EXAMPLES) $(BIN)/pytest -q -n $(PYTEST_WORKERS) tests/integration/test_ingest_fuzz.py
+	$(BIN)/pytest -q -m soak tests/e2e
 
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache

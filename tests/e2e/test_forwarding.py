@@ -19,7 +19,7 @@ from shared.inbox.store import from_attributes
 from shared.payments.outbox import transition_id
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 SECRET = "whsec_" + base64.b64encode(b"e2e-forwarding-secret-of-32-byte").decode()
 # A few payments per provider (this seed draws both), lifecycles of several steps, webhooks duplicated and up to

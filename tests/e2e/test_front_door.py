@@ -15,7 +15,7 @@ from inbox_local.config import DEV_SECRETS
 from inbox_local.server import API_GATEWAY_MAX_BODY_BYTES
 from shared.providers import get_driver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 BURST_CONNECTIONS = 200
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import start_stack, stop_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:

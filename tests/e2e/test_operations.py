@@ -17,7 +17,7 @@ from inbox_local.config import DEV_SECRETS, LocalNames
 from shared.providers import get_driver
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from inbox_local.config import DEV_SECRETS
 from shared.providers import get_driver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 # Hotmart's samples carry their own event id; the others have none on the wire and get a derived one.
 PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu"]

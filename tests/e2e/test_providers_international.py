@@ -13,7 +13,7 @@ from inbox_cli.main import post_webhook
 from shared.providers import get_driver
 from shared.providers.base import derive_event_id
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 # provider -> (keeps the sent event id as its event id, names the sent resource)
 PROVIDERS = {

@@ -15,7 +15,7 @@ import pytest
 import bench.__main__ as bench_main
 from bench import end_to_end
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,7 @@ from tests.e2e.conftest import free_port
 from tests.e2e.readme_support import ROOT, MakeRun, Shell, clean_environment, split_assignments, start_make_run
 from tests.readme_commands import section_commands
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 RECEIVER_SECTION = "Receiving them locally: `inbox receiver`"
 EXPORT = (

@@ -16,7 +16,7 @@ import pytest
 from tests.e2e.readme_support import MakeRun, Shell, clean_environment, start_make_run
 from tests.readme_commands import section_commands
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 SECTION = "Try it locally"
 MAKE_RUN = "make run"

@@ -14,7 +14,7 @@ import pytest
 from inbox_cli.simulate import SimulatorAdmin
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from shared.gateway.registry import supported_providers
 from shared.providers import provider_names
 from tests.e2e.conftest import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 INBOX = ROOT / ".venv" / "bin" / "inbox"
 SETTLED = {"processed", "ignored", "failed"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 def run_simulation(local_stack, *args: str, timeout: float = 300) -> dict[str, Any]:
@@ -35,6 +35,7 @@ def test_every_lifecycle_ends_matching_the_gateway(local_stack):
     assert shown["transitions"] >= 1
 
 
+@pytest.mark.soak  # ~4-7 minutes: `make chaos` runs it; `make test` keeps the 100-payment runs
 def test_three_thousand_events_over_three_hundred_payments(local_stack):
     # Given 300 Stripe payments each paid then refunded in nine parts (about 12 webhooks each)
     report = run_simulation(
