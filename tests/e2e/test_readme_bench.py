@@ -31,7 +31,7 @@ def test_bench_end_to_end_measures_and_keeps_the_other_sections(monkeypatch, cap
     monkeypatch.setattr(end_to_end, "HISTOGRAM", scratch / "e2e_latency.png")
     monkeypatch.setattr(end_to_end, "PROFILES", scratch / "profiles")
     monkeypatch.setattr(
-        end_to_end, "measure", functools.partial(end_to_end.measure, events=30, storm_events=10, profiled_events=20)
+        end_to_end, "measure", functools.partial(end_to_end.measure, events=12, storm_events=4, profiled_events=8)
     )
     # When `python -m bench end_to_end` runs (its main, with that argument)
     assert bench_main.main(["end_to_end"]) == 0
