@@ -15,6 +15,7 @@ from typing import Any
 from moto.events.models import EventPattern
 
 from inbox_local.aws_limits import SQS_MAX_BATCH_ENTRIES
+from inbox_local.polling import IdleBackoff
 from inbox_local.stream_reader import StreamReader
 from infra import definitions
 
@@ -117,10 +118,13 @@ class StreamPipe:
         return sent
 
     def run(self, stop: threading.Event) -> None:
+        idle = IdleBackoff(self.poll_seconds)
         while not stop.is_set():
             try:
                 if self.poll_once() == 0:
-                    stop.wait(self.poll_seconds)
+                    stop.wait(idle.pause())
+                else:
+                    idle.reset()
             except Exception as error:  # keep pumping: a real Pipe retries too
                 print(f"pipe: {type(error).__name__}: {error}", flush=True)
                 stop.wait(1)

@@ -13,6 +13,7 @@ from typing import Any
 from inbox_local.aws_limits import LAMBDA_FIFO_MAX_BATCH_SIZE
 from inbox_local.config import REGION
 from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.polling import IdleBackoff
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -96,10 +97,13 @@ class QueueMapping:
         return len(messages)
 
     def run(self, stop: threading.Event) -> None:
+        idle = IdleBackoff(self.idle_seconds)
         while not stop.is_set():
             try:
                 if self.poll_once() == 0:
-                    stop.wait(self.idle_seconds)
+                    stop.wait(idle.pause())
+                else:
+                    idle.reset()
             except Exception as error:
                 print(f"queue mapping: {type(error).__name__}: {error}", flush=True)
                 stop.wait(1)
