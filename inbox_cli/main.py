@@ -101,11 +101,10 @@ def register_with_simulator(
     event is then ignored by the state machine: what the user is testing. A payment the simulator cannot hold (an
     id not in the provider's format, a status the provider has no word for) is reported, and the webhook is sent
     anyway: its refetch will not find the payment, and the event ends failed after its attempts."""
-    quote = urllib.parse.quote
     if resource_id:
         code, answer = _simulator_post(
             gateway_url,
-            f"/_sim/payments/{quote(provider)}/{quote(resource_id, safe='')}/transition",
+            f"/_sim/payments/{urllib.parse.quote(provider)}/{urllib.parse.quote(resource_id, safe='')}/transition",
             {"status": status},
         )
         if code == 200:
