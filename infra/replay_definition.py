@@ -53,12 +53,15 @@ from __future__ import annotations
 from typing import Any, Final
 
 from infra import definitions
+from shared.inbox import lifecycle
+from shared.inbox.lifecycle import EventStatus
 
 # The CloudFormation DefinitionSubstitutions key the stack fills with the inbox table's name.
 TABLE_SUBSTITUTION: Final = "InboxTable"
 
-SELECTABLE_STATUSES: Final = ("failed", "pending")
-DEFAULT_STATUS: Final = "failed"
+# The statuses a replay moves an item from (the lifecycle's); the default is the one replays are for.
+SELECTABLE_STATUSES: Final = tuple(sorted(status.value for status in lifecycle.REPLAYABLE_STATUSES))
+DEFAULT_STATUS: Final = EventStatus.FAILED.value
 DEFAULT_PAGE_SIZE: Final = 25
 MAX_PAGE_SIZE: Final = 100
 DEFAULT_WAIT_SECONDS: Final = 1
@@ -186,6 +189,20 @@ def _added_counts(*, page: bool) -> dict[str, Any]:
     return counts
 
 
+def replay_update() -> dict[str, Any]:
+    """The replay's UpdateItem, as the inbox's lifecycle builds it (shared/inbox/lifecycle.py, the one owner of
+    the item's writes), its varying values taken from the state: the item's own index shard, a fresh uuid, the
+    state's entered time (ISO-8601 UTC) and the execution's ARN, conditioned on the status the input selected."""
+    shard = "States.ArrayGetItem(States.StringSplit($.item.open_status.S, '#'), 1)"
+    return lifecycle.replay_update(
+        selected={"S.$": "$.input.status"},
+        open_status={"S.$": f"States.Format('{EventStatus.PENDING.value}#{{}}', {shard})"},
+        dispatch_id={"S.$": "States.UUID()"},
+        now={"S.$": "$$.State.EnteredTime"},
+        replayed_by={"S.$": "$$.Execution.Id"},
+    )
+
+
 def _item_states(prefix: str, table_name: str) -> dict[str, Any]:
     """Per selected item (state input ``{"item": <DynamoDB item>, "input": <normalized input>}``): plan it in a
     dry run, otherwise set it back to pending if it is still in the selected status."""
@@ -201,31 +218,7 @@ def _item_states(prefix: str, table_name: str) -> dict[str, Any]:
             "Type": "Task",
             "Comment": "Back to pending with a new dispatch id: the Pipe dispatches the write (dispatch_reason replay)",
             "Resource": "arn:aws:states:::aws-sdk:dynamodb:updateItem",
-            "Parameters": {
-                "TableName": table_name,
-                "Key": {"pk": {"S.$": "$.item.pk.S"}},
-                "UpdateExpression": (
-                    "SET #status = :pending, open_status = :open, dispatch_id = :dispatch_id, "
-                    "dispatch_reason = :replay, dispatched_at = :now, attempts = :zero, replayed_at = :now, "
-                    "replayed_by = :execution "
-                    "REMOVE last_error"
-                ),
-                "ConditionExpression": "#status = :selected",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": {
-                    ":pending": {"S": "pending"},
-                    ":open": {
-                        "S.$": "States.Format('pending#{}', "
-                        "States.ArrayGetItem(States.StringSplit($.item.open_status.S, '#'), 1))"
-                    },
-                    ":dispatch_id": {"S.$": "States.UUID()"},
-                    ":replay": {"S": "replay"},
-                    ":zero": {"N": "0"},
-                    ":now": {"S.$": "$$.State.EnteredTime"},
-                    ":execution": {"S.$": "$$.Execution.Id"},
-                    ":selected": {"S.$": "$.input.status"},
-                },
-            },
+            "Parameters": {"TableName": table_name, "Key": {"pk": {"S.$": "$.item.pk.S"}}, **replay_update()},
             "ResultPath": None,
             "Retry": _retry(),
             "Catch": [{"ErrorEquals": [CONDITION_FAILED], "ResultPath": "$.error", "Next": f"{prefix}Skipped"}],

@@ -4,8 +4,9 @@ Each run, bounded in items and time, and safe to run twice at once (every write 
 
 1. Re-dispatch stale pending events. An event is stale when nothing happened to it for `stale_after_seconds`:
    no dispatching write (`dispatched_at`) and no processing attempt (`last_attempt_at`). It is found through the
-   sparse open-events index and re-dispatched by a conditional UpdateItem (new `dispatch_id`,
-   `dispatch_reason = redispatch`): the Pipe enqueues it again under the new id (a fresh FIFO deduplication id).
+   sparse open-events index and re-dispatched by the lifecycle's conditional UpdateItem (shared/inbox/lifecycle.py:
+   new `dispatch_id`, `dispatch_reason = redispatch`): the Pipe enqueues it again under the new id (a fresh FIFO
+   deduplication id).
    A stale event whose FIFO group shows recent activity (another pending event of the same payment is being
    retried ahead of it) is left alone: it is waiting its turn, not lost.
 2. Measure: StuckPendingEvents (stale pending events seen), OldestPendingAgeSeconds, FailedEvents.
@@ -31,15 +32,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 
 from shared import aws
-from shared.inbox.model import (
-    OPEN_EVENT_SHARDS,
-    DispatchReason,
-    EventStatus,
-    fifo_group_id,
-    iso_utc,
-    new_dispatch_id,
-)
-from shared.inbox.store import OPEN_EVENTS_INDEX, from_attributes
+from shared.inbox.lifecycle import OPEN_EVENT_SHARDS, EventStatus
+from shared.inbox.model import fifo_group_id, iso_utc
+from shared.inbox.store import OPEN_EVENTS_INDEX, InboxStore, from_attributes
 from shared.observability import logger, put_gauge
 from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
 from shared.payments.status import INTERMEDIATE_STATUSES
@@ -239,37 +234,13 @@ class SweepStore:
     def redispatch(self, item: Mapping[str, Any], *, now: str, quiet_since: str) -> bool:
         """Dispatch a still-pending event again, unless anyone dispatched or attempted it since we read it (two
         sweepers at once re-dispatch it once). True when this call re-dispatched it."""
-        values: dict[str, Any] = {
-            ":new": {"S": new_dispatch_id()},
-            ":group": {"S": dispatch_group(item)},
-            ":reason": {"S": DispatchReason.REDISPATCH.value},
-            ":now": {"S": now},
-            ":pending": {"S": EventStatus.PENDING.value},
-            ":quiet": {"S": quiet_since},
-        }
-        condition = "#status = :pending AND (attribute_not_exists(last_attempt_at) OR last_attempt_at < :quiet)"
-        if item.get("dispatch_id"):
-            condition += " AND dispatch_id = :old"
-            values[":old"] = {"S": str(item["dispatch_id"])}
-        else:
-            condition += " AND attribute_not_exists(dispatch_id)"
-        try:
-            self.dynamodb.update_item(
-                TableName=self.inbox_table,
-                Key={"pk": {"S": str(item["pk"])}},
-                # The group id is written again, valid: the Pipe copies it, and SQS would refuse an old raw key.
-                UpdateExpression=(
-                    "SET dispatch_id = :new, dispatch_reason = :reason, dispatched_at = :now, group_id = :group"
-                ),
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return InboxStore(self.inbox_table, dynamodb=self.dynamodb).redispatch(
+            str(item["pk"]),
+            group_id=dispatch_group(item),
+            seen_dispatch_id=str(item["dispatch_id"]) if item.get("dispatch_id") else None,
+            now=now,
+            quiet_since=quiet_since,
+        )
 
     def due_for_reconcile(self, reconcile_key: str, checked_before: str) -> Iterator[tuple[str, str]]:
         """(payment pk, checked_at) of payments in one provider#status partition not checked since then."""

@@ -8,35 +8,39 @@ from __future__ import annotations
 
 import hashlib
 import string
-import uuid
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
+# The statuses, and the writes that move an item between them, are the lifecycle's (shared/inbox/lifecycle.py);
+# named here too for the readers of the item's layout.
+from shared.inbox.lifecycle import (
+    OPEN_EVENT_SHARDS,
+    OPEN_STATUSES,
+    DispatchReason,
+    EventStatus,
+    open_status_value,
+    received_attributes,
+)
 from shared.providers.base import NormalizedEvent, WebhookRequest
 
-OPEN_EVENT_SHARDS = 8  # must equal infra.definitions.OPEN_EVENTS_SHARDS (a test compares them)
-
-
-class EventStatus(StrEnum):
-    PENDING = "pending"
-    PROCESSED = "processed"
-    IGNORED = "ignored"
-    FAILED = "failed"
-
-
-OPEN_STATUSES = frozenset({EventStatus.PENDING, EventStatus.FAILED})
-
-
-class DispatchReason(StrEnum):
-    """Why a write to a pending item happened. Only the first three make the Pipe enqueue the event."""
-
-    RECEIVED = "received"
-    REDISPATCH = "redispatch"
-    REPLAY = "replay"
-    ATTEMPT = "attempt"  # the processor's own bookkeeping: never re-enqueues
+__all__ = [
+    "FIFO_ID_CHARACTERS",
+    "FIFO_ID_MAX_LENGTH",
+    "OPEN_EVENT_SHARDS",
+    "OPEN_STATUSES",
+    "DispatchReason",
+    "EventStatus",
+    "StoredBody",
+    "body_object_key",
+    "build_item",
+    "event_key",
+    "fifo_group_id",
+    "is_valid_fifo_id",
+    "iso_utc",
+    "open_status_value",
+    "resource_key",
+]
 
 
 def event_key(provider: str, event_id: str) -> str:
@@ -76,18 +80,9 @@ def fifo_group_id(key: str) -> str:
     return f"{readable}~{digest}"
 
 
-def open_status_value(status: EventStatus, pk: str) -> str:
-    """Partition value of the sparse open-events index: status plus a stable shard of the key."""
-    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENT_SHARDS}"
-
-
 def iso_utc(moment: datetime) -> str:
     """ISO-8601 UTC with microseconds and a Z: sorts lexically in time order."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def new_dispatch_id() -> str:
-    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +123,10 @@ def build_item(
         "pk": pk,
         "provider": provider,
         "event_id": event_id,
-        "status": status.value,
-        "open_status": open_status_value(status, pk),
-        "received_at": iso_utc(received_at),
+        # status, open_status, attempts, received_at, and the dispatch (dispatch_id, dispatch_reason,
+        # dispatched_at) of a pending one, or the failure (last_error) of an unparseable one
+        **received_attributes(pk, status, received_at=iso_utc(received_at), error=failure or None),
         "expires_at": int(received_at.timestamp()) + retention_days * 86_400,
-        "attempts": 0,
         "body_sha256": body.sha256,
         "body_size": body.size,
         "headers": {name: request.headers[name] for name in replay_headers if name in request.headers},
@@ -147,19 +141,10 @@ def build_item(
     if kept_query:
         item["query"] = kept_query
     if failure:
-        item["last_error"] = failure
         item["event_type"] = "unparseable"
         return item
     assert event is not None
-    item.update(
-        event_type=event.event_type,
-        occurred_at=iso_utc(event.occurred_at),
-        dispatch_id=new_dispatch_id(),
-        dispatch_reason=DispatchReason.RECEIVED.value,
-        # Every dispatching write stamps `dispatched_at` (and the processor's attempts `last_attempt_at`): the
-        # sweeper re-dispatches a pending event when neither changed for its stale threshold.
-        dispatched_at=iso_utc(received_at),
-    )
+    item.update(event_type=event.event_type, occurred_at=iso_utc(event.occurred_at))
     if event.resource_id:
         item["resource_id"] = event.resource_id
         item["resource_key"] = resource_key(provider, event.resource_id)

@@ -1,4 +1,7 @@
-"""Data access for the inbox table and the body bucket. The only module that speaks DynamoDB for events."""
+"""Data access for the inbox table and the body bucket. The only module that speaks DynamoDB for events.
+
+Every write to an item is built by shared/inbox/lifecycle.py; the ones that stand alone run here, the settle (and
+a failure with its outbox record) run inside shared/payments/store.py's transactions."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
-from shared.inbox.model import OPEN_EVENT_SHARDS, EventStatus
+from shared.inbox import lifecycle
+from shared.inbox.lifecycle import OPEN_EVENT_SHARDS, EventStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -23,7 +27,26 @@ _deserializer = TypeDeserializer()
 
 
 class StorageUnavailable(Exception):
-    """DynamoDB or S3 did not take the write (throttled, timed out, failed). The caller must not say 2xx."""
+    """DynamoDB or S3 did not take the write (throttled, timed out, failed): retry it. The ingest must not say
+    2xx; the processor retries the message."""
+
+
+class TransitionRefused(Exception):
+    """The item was not in a status the write moves it from, or it changed since the writer read it: another
+    writer came first. Nothing was written."""
+
+
+class EventAlreadySettled(TransitionRefused):
+    """The inbox item is no longer pending: another delivery of this message finished it. Nothing to do."""
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response["Error"]["Code"])
+
+
+def cancellation_reasons(error: ClientError) -> list[str]:
+    """The code of each item of a cancelled TransactWriteItems, in the order of the items."""
+    return [reason.get("Code", "None") for reason in error.response.get("CancellationReasons", [])]
 
 
 class PutOutcome(StrEnum):
@@ -73,15 +96,52 @@ class InboxStore:
             self.dynamodb.put_item(
                 TableName=self.table_name,
                 Item=to_attributes(item),
-                ConditionExpression="attribute_not_exists(pk)",
+                ConditionExpression=lifecycle.RECEIVE_CONDITION,
             )
         except ClientError as error:
-            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if error_code(error) == "ConditionalCheckFailedException":
                 return PutOutcome.DUPLICATE
-            raise StorageUnavailable(f"inbox put failed: {error.response['Error']['Code']}") from error
+            raise StorageUnavailable(f"inbox put failed: {error_code(error)}") from error
         except BotoCoreError as error:
             raise StorageUnavailable(f"inbox put failed: {type(error).__name__}") from error
         return PutOutcome.STORED
+
+    def update_request(self, pk: str, update: dict[str, Any]) -> dict[str, Any]:
+        """A lifecycle update of the item `pk` as an UpdateItem request (or a transaction's Update item)."""
+        return {"TableName": self.table_name, "Key": {"pk": {"S": pk}}, **update}
+
+    def record_attempt(self, pk: str, error: str, *, now: str) -> int:
+        """Count a failed attempt on a still-pending item; returns the attempts so far. Never re-dispatches."""
+        request = self.update_request(pk, lifecycle.attempt_update(error=error, now=now))
+        response = self._update(pk, request, EventAlreadySettled, ReturnValues="UPDATED_NEW")
+        return int(response["Attributes"]["attempts"]["N"])
+
+    def fail(self, pk: str, error: str, *, now: str, counts_attempt: bool) -> None:
+        """pending -> failed, with the reason (no outbox record: shared/payments/store.py writes that one)."""
+        update = lifecycle.fail_update(pk, error=error, now=now, counts_attempt=counts_attempt)
+        self._update(pk, self.update_request(pk, update), EventAlreadySettled)
+
+    def redispatch(self, pk: str, *, group_id: str, seen_dispatch_id: str | None, now: str, quiet_since: str) -> bool:
+        """Dispatch a still-pending event again, unless anyone dispatched or attempted it since it was read (two
+        sweepers at once re-dispatch it once). True when this call re-dispatched it."""
+        update = lifecycle.redispatch_update(
+            group_id=group_id, now=now, seen_dispatch_id=seen_dispatch_id, quiet_since=quiet_since
+        )
+        try:
+            self._update(pk, self.update_request(pk, update), TransitionRefused)
+        except TransitionRefused:
+            return False
+        return True
+
+    def _update(self, pk: str, request: dict[str, Any], refused: type[TransitionRefused], **options: Any) -> Any:
+        try:
+            return self.dynamodb.update_item(**request, **options)
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                raise refused(pk) from error
+            raise StorageUnavailable(f"inbox update failed: {error_code(error)}") from error
+        except BotoCoreError as error:
+            raise StorageUnavailable(f"inbox update failed: {type(error).__name__}") from error
 
     def put_body(self, key: str, body: bytes) -> None:
         if not self.bucket_name:

@@ -1,4 +1,7 @@
-"""Data access for processing: the payment projection and the inbox item's settlement, in one transaction."""
+"""Data access for processing: the payment projection and the inbox item's settlement, in one transaction.
+
+The inbox item's writes are the lifecycle's (shared/inbox/lifecycle.py builds each, shared/inbox/store.py runs
+the ones that stand alone); this module composes the settle and a failure's outbox record into its transactions."""
 
 from __future__ import annotations
 
@@ -10,8 +13,18 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
-from shared.inbox.model import DispatchReason, EventStatus, iso_utc, open_status_value
-from shared.inbox.store import from_attributes, to_attributes
+from shared.inbox import lifecycle
+from shared.inbox.lifecycle import EventStatus
+from shared.inbox.model import iso_utc
+from shared.inbox.store import (
+    EventAlreadySettled,
+    InboxStore,
+    StorageUnavailable,
+    cancellation_reasons,
+    error_code,
+    from_attributes,
+    to_attributes,
+)
 from shared.payments import outbox
 from shared.payments.model import Payment
 
@@ -21,14 +34,6 @@ if TYPE_CHECKING:
 
 class VersionConflict(Exception):
     """The payment changed between our read and our write (another event of it was applied): decide again."""
-
-
-class EventAlreadySettled(Exception):
-    """The inbox item is no longer pending: another delivery of this message finished it. Nothing to do."""
-
-
-class TransientStoreError(Exception):
-    """DynamoDB throttled or failed: retry the message."""
 
 
 _outbox_serializer = TypeSerializer()
@@ -59,11 +64,15 @@ class ProcessingStore:
     def dynamodb(self) -> DynamoDBClient:
         return self._dynamodb or aws.dynamodb()
 
+    @property
+    def inbox(self) -> InboxStore:
+        """The inbox item's own writes (the lifecycle's), on this store's client."""
+        return InboxStore(self.inbox_table, dynamodb=self.dynamodb)
+
     # ------------------------------------------------------------------------------------------------ reads
 
     def load_event(self, pk: str) -> dict[str, Any] | None:
-        response = self.dynamodb.get_item(TableName=self.inbox_table, Key={"pk": {"S": pk}}, ConsistentRead=True)
-        return from_attributes(response["Item"]) if "Item" in response else None
+        return self.inbox.get(pk)
 
     def load_payment(self, key: str) -> Payment | None:
         response = self.dynamodb.get_item(TableName=self.payments_table, Key={"pk": {"S": key}}, ConsistentRead=True)
@@ -106,21 +115,22 @@ class ProcessingStore:
                     created_at=now,
                 )
                 items.append({"Put": self._outbox_put(record)})
-        items.append({"Update": self._settle_event_update(event_pk, outcome, now=now, note=note)})
+        settle = lifecycle.settle_update(outcome, note=note, now=now)
+        items.append({"Update": self.inbox.update_request(event_pk, settle)})  # last: its refusal is reasons[-1]
         try:
             self.dynamodb.transact_write_items(TransactItems=items)
         except ClientError as error:
-            code = error.response["Error"]["Code"]
+            code = error_code(error)
             if code != "TransactionCanceledException":
-                raise TransientStoreError(code) from error
-            reasons = [reason.get("Code", "None") for reason in error.response.get("CancellationReasons", [])]
+                raise StorageUnavailable(code) from error
+            reasons = cancellation_reasons(error)
             if reasons and reasons[-1] == "ConditionalCheckFailed":
                 raise EventAlreadySettled(event_pk) from error
             if payment is not None and reasons and reasons[0] == "ConditionalCheckFailed":
                 raise VersionConflict(payment.key) from error
-            raise TransientStoreError(f"transaction cancelled: {reasons}") from error
+            raise StorageUnavailable(f"transaction cancelled: {reasons}") from error
         except BotoCoreError as error:
-            raise TransientStoreError(type(error).__name__) from error
+            raise StorageUnavailable(type(error).__name__) from error
 
     def put_payment(self, payment: Payment, *, expected_version: int) -> None:
         """The payment (a reconciliation: no inbox item), conditioned on the version we decided from.
@@ -143,17 +153,17 @@ class ProcessingStore:
             else:
                 self.dynamodb.put_item(**put)
         except ClientError as error:
-            code = error.response["Error"]["Code"]
+            code = error_code(error)
             if code == "ConditionalCheckFailedException":
                 raise VersionConflict(payment.key) from error
             if code == "TransactionCanceledException":
-                reasons = [reason.get("Code", "None") for reason in error.response.get("CancellationReasons", [])]
+                reasons = cancellation_reasons(error)
                 if reasons and reasons[0] == "ConditionalCheckFailed":
                     raise VersionConflict(payment.key) from error
-                raise TransientStoreError(f"transaction cancelled: {reasons}") from error
-            raise TransientStoreError(code) from error
+                raise StorageUnavailable(f"transaction cancelled: {reasons}") from error
+            raise StorageUnavailable(code) from error
         except BotoCoreError as error:
-            raise TransientStoreError(type(error).__name__) from error
+            raise StorageUnavailable(type(error).__name__) from error
 
     def _outbox_put(self, record: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -162,55 +172,11 @@ class ProcessingStore:
             "ConditionExpression": "attribute_not_exists(pk)",
         }
 
-    def _settle_event_update(self, event_pk: str, outcome: EventStatus, *, now: str, note: str) -> dict[str, Any]:
-        return {
-            "TableName": self.inbox_table,
-            "Key": {"pk": {"S": event_pk}},
-            "UpdateExpression": (
-                "SET #status = :outcome, processed_at = :now, note = :note, "
-                "attempts = if_not_exists(attempts, :zero) + :one REMOVE open_status, last_error"
-            ),
-            "ConditionExpression": "#status = :pending",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":outcome": {"S": outcome.value},
-                ":now": {"S": now},
-                ":note": {"S": note[:500]},
-                ":zero": {"N": "0"},
-                ":one": {"N": "1"},
-                ":pending": {"S": EventStatus.PENDING.value},
-            },
-        }
-
     def record_attempt(self, event_pk: str, error: str, *, now: str | None = None) -> int:
         """Count a failed attempt on a still-pending item; returns the attempts so far. Never re-dispatches.
 
         `last_attempt_at` tells the sweeper the event is being worked on (it is not stale)."""
-        try:
-            response = self.dynamodb.update_item(
-                TableName=self.inbox_table,
-                Key={"pk": {"S": event_pk}},
-                UpdateExpression=(
-                    "SET attempts = if_not_exists(attempts, :zero) + :one, last_error = :error, "
-                    "dispatch_reason = :attempt, last_attempt_at = :now"
-                ),
-                ConditionExpression="#status = :pending",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":zero": {"N": "0"},
-                    ":one": {"N": "1"},
-                    ":error": {"S": error[:500]},
-                    ":attempt": {"S": DispatchReason.ATTEMPT.value},
-                    ":pending": {"S": EventStatus.PENDING.value},
-                    ":now": {"S": now or iso_utc(datetime.now(UTC))},
-                },
-                ReturnValues="UPDATED_NEW",
-            )
-        except ClientError as failure:
-            if failure.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise EventAlreadySettled(event_pk) from failure
-            raise TransientStoreError(failure.response["Error"]["Code"]) from failure
-        return int(response["Attributes"]["attempts"]["N"])
+        return self.inbox.record_attempt(event_pk, error, now=now or iso_utc(datetime.now(UTC)))
 
     def mark_failed(self, event_pk: str, error: str, *, now: str, count_attempt: bool) -> None:
         """pending -> failed, with the reason. Failed events wait in the sparse index for a replay.
@@ -218,59 +184,34 @@ class ProcessingStore:
         With an outbox, one transaction with the `webhook.failed` outbox record: the item counts its failures
         (`failures`, a replayed event can fail again), and the record's sequence is that count, so the update is
         conditioned on the count we read as well as on the item still being pending."""
-        increment = 1 if count_attempt else 0
-        update: dict[str, Any] = {
-            "TableName": self.inbox_table,
-            "Key": {"pk": {"S": event_pk}},
-            "UpdateExpression": (
-                "SET #status = :failed, open_status = :open, last_error = :error, failed_at = :now, "
-                "attempts = if_not_exists(attempts, :zero) + :increment"
-            ),
-            "ConditionExpression": "#status = :pending",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":failed": {"S": EventStatus.FAILED.value},
-                ":open": {"S": open_status_value(EventStatus.FAILED, event_pk)},
-                ":error": {"S": error[:500]},
-                ":now": {"S": now},
-                ":zero": {"N": "0"},
-                ":increment": {"N": str(increment)},
-                ":pending": {"S": EventStatus.PENDING.value},
-            },
-        }
         if not self.outbox_table:
-            try:
-                self.dynamodb.update_item(**update)
-            except ClientError as failure:
-                if failure.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                    raise EventAlreadySettled(event_pk) from failure
-                raise TransientStoreError(failure.response["Error"]["Code"]) from failure
+            self.inbox.fail(event_pk, error, now=now, counts_attempt=count_attempt)
             return
         item = self.load_event(event_pk)
         if item is None or item.get("status") != EventStatus.PENDING.value:
             raise EventAlreadySettled(event_pk)
         failures = int(item.get("failures") or 0)
-        update["UpdateExpression"] += ", failures = :failures"
-        counted = "failures = :previous" if failures else "attribute_not_exists(failures)"
-        update["ConditionExpression"] = f"#status = :pending AND {counted}"
-        update["ExpressionAttributeValues"][":failures"] = {"N": str(failures + 1)}
-        if failures:
-            update["ExpressionAttributeValues"][":previous"] = {"N": str(failures)}
+        update = lifecycle.fail_update(
+            event_pk, error=error, now=now, counts_attempt=count_attempt, failures_seen=failures
+        )
         record = outbox.webhook_failed(
             item,
             failure=failures + 1,
-            last_error=error[:500],
-            attempts=int(item.get("attempts") or 0) + increment,
+            last_error=lifecycle.cut(error),
+            attempts=int(item.get("attempts") or 0) + (1 if count_attempt else 0),
             failed_at=now,
         )
         try:
-            items: list[Any] = [{"Update": update}, {"Put": self._outbox_put(record)}]
+            items: list[Any] = [
+                {"Update": self.inbox.update_request(event_pk, update)},
+                {"Put": self._outbox_put(record)},
+            ]
             self.dynamodb.transact_write_items(TransactItems=items)
         except ClientError as failure:
-            code = failure.response["Error"]["Code"]
-            reasons = [reason.get("Code", "None") for reason in failure.response.get("CancellationReasons", [])]
+            code = error_code(failure)
+            reasons = cancellation_reasons(failure)
             if code == "TransactionCanceledException" and reasons and reasons[0] == "ConditionalCheckFailed":
                 raise EventAlreadySettled(event_pk) from failure
-            raise TransientStoreError(f"{code}: {reasons}" if reasons else code) from failure
+            raise StorageUnavailable(f"{code}: {reasons}" if reasons else code) from failure
         except BotoCoreError as failure:
-            raise TransientStoreError(type(failure).__name__) from failure
+            raise StorageUnavailable(type(failure).__name__) from failure

@@ -18,10 +18,12 @@ from enum import StrEnum
 from typing import Protocol
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
-from shared.inbox.model import EventStatus, iso_utc
+from shared.inbox.lifecycle import EventStatus
+from shared.inbox.model import iso_utc
+from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.payments.model import Payment
-from shared.payments.store import EventAlreadySettled, ProcessingStore, TransientStoreError, VersionConflict
+from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
 
@@ -177,7 +179,7 @@ class EventProcessor:
             return self._prepare_and_apply(event, handler, delivery)
         except EventAlreadySettled:
             return Outcome.SKIPPED
-        except (TransientStoreError, VersionConflict) as error:
+        except (StorageUnavailable, VersionConflict) as error:
             return self._retry(event, delivery, f"{type(error).__name__}: {error}")
 
     def _prepare_and_apply(self, event: InboxEvent, handler: EventHandler, delivery: Delivery) -> Outcome:
@@ -284,7 +286,7 @@ class EventProcessor:
             GatewayRejected,
             ResourceNotFound,
             UnprocessableEvent,
-            TransientStoreError,
+            StorageUnavailable,
             VersionConflict,
         ) as error:
             logger.warning(

@@ -9,7 +9,8 @@ from inbox_local.embedded_aws import transact_write_items_conditions_first
 from shared.inbox.model import EventStatus
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
-from shared.payments.store import EventAlreadySettled, ProcessingStore, VersionConflict
+from shared.inbox.store import EventAlreadySettled
+from shared.payments.store import ProcessingStore, VersionConflict
 from tests.integration.processing_support import store_event
 
 
