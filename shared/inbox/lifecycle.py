@@ -431,6 +431,9 @@ def _condition(
         (source,) = transition.sources
         request.require("#status = :expected_status", expected_status=text(source.value))
     elif expected is not None:  # the writer names which of the sources it selected (and read)
+        literal = expected.get("S")
+        if literal is not None and literal not in {source.value for source in transition.sources}:
+            raise ValueError(f"{write} moves an item from {sorted(transition.sources)}, not {literal}")
         request.require("#status = :expected_status", expected_status=expected)
     else:
         raise ValueError(f"{write} moves an item from any of {sorted(transition.sources)}: name the one expected")

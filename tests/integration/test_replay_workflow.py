@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -38,7 +39,8 @@ from infra.replay_definition import (
     replay_definition,
     table_placeholder,
 )
-from shared.inbox.model import EventStatus, open_status_value
+from shared.inbox import lifecycle
+from shared.inbox.model import EventStatus, iso_utc, open_status_value
 from shared.inbox.store import from_attributes, to_attributes
 
 SMALL_BUDGET = 4
@@ -407,3 +409,29 @@ def test_a_replay_of_1000_events_page_size_1_runs_to_the_end_within_the_history_
         PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS
     )
     assert max(lengths) < history_bound() < EXECUTION_HISTORY_LIMIT
+
+
+def test_the_workflows_replay_and_the_owners_replay_write_leave_the_same_item(world: ReplayWorld) -> None:
+    # Given two failed events alike in everything but their key
+    by_workflow, by_owner = world.put("stripe", "failed"), world.put("stripe", "failed")
+    # When the workflow replays one, and the other is sent the lifecycle's replay write directly
+    report = world.replay(provider="stripe", event_ids=(by_workflow.partition("#")[2],))
+    assert report.counts["replayed"] == 1
+    update = lifecycle.replay_update(
+        selected=lifecycle.text("failed"),
+        open_status=lifecycle.text(open_status_value(EventStatus.PENDING, by_owner)),
+        dispatch_id=lifecycle.text(str(uuid.uuid4())),
+        now=lifecycle.text(iso_utc(datetime.now(UTC))),
+        replayed_by=lifecycle.text(report.execution_arn),
+    )
+    world.dynamodb.update_item(TableName=world.names.inbox_table, Key={"pk": {"S": by_owner}}, **update)
+    # Then both items are the same, but for what is each one's own (key, shard) or each write's own (id, time)
+    items = world.items()
+    own = {"pk", "event_id", "open_status", "dispatch_id", "dispatched_at", "replayed_at", "group_id"}
+    assert {k: v for k, v in items[by_workflow].items() if k not in own} == {
+        k: v for k, v in items[by_owner].items() if k not in own
+    }
+    for pk in (by_workflow, by_owner):
+        assert items[pk]["open_status"] == open_status_value(EventStatus.PENDING, pk)
+        assert items[pk]["dispatched_at"] == items[pk]["replayed_at"]
+        assert set(items[pk]) == set(items[by_workflow])
