@@ -30,7 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
-from shared.settings import ENV_CONTROL_TABLE
+from shared.settings import ENV_CONTROL_TABLE, EnvironmentSettings, text
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -236,11 +236,21 @@ def forward_stream_batch(
     return {"forwarded": len(sent)}
 
 
+@dataclass(frozen=True, slots=True)
+class ForwarderSettings(EnvironmentSettings):
+    """The forwarder Lambda's: where to POST, the Secrets Manager secret it signs with, its checkpoints' table."""
+
+    forward_url: str = text(ENV_FORWARD_URL)
+    forward_secret_name: str = text(ENV_FORWARD_SECRET_NAME)
+    control_table: str = text(ENV_CONTROL_TABLE)
+
+
 def _default_forwarder() -> Forwarder:
     # Not cached: the secret pair is (by Powertools, five minutes), so a rotation is picked up without a restart.
+    settings = ForwarderSettings.from_environ()
     return Forwarder.from_secret(
-        os.environ[ENV_FORWARD_URL],
-        os.environ[ENV_FORWARD_SECRET_NAME],
+        settings.forward_url,
+        settings.forward_secret_name,
         max_attempts=FORWARDER_ATTEMPTS,
         timeout_seconds=FORWARDER_POST_TIMEOUT_SECONDS,
     )
@@ -249,7 +259,7 @@ def _default_forwarder() -> Forwarder:
 def _default_checkpoints() -> ForwardCheckpoints:
     # A fresh view per batch (the client is shared): another container may have delivered this partition's
     # later records since, and a stale in-memory checkpoint would send them again.
-    return ForwardCheckpoints(_dynamodb(), os.environ[ENV_CONTROL_TABLE])
+    return ForwardCheckpoints(_dynamodb(), ForwarderSettings.from_environ().control_table)
 
 
 @cache

@@ -28,7 +28,6 @@ import binascii
 import gzip
 import io
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from botocore.exceptions import ClientError
 from shared import aws
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
+from shared.settings import EnvironmentSettings, text
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -270,15 +270,20 @@ class Archiver:
         return {"archived": len(removals), "skipped": skipped, "objects": objects}
 
 
+@dataclass(frozen=True, slots=True)
+class ArchiverSettings(EnvironmentSettings):
+    archive_bucket: str = text("INBOX_ARCHIVE_BUCKET")
+    body_bucket: str | None = text("INBOX_BODY_BUCKET", None)  # where large bodies live, to archive them too
+    redact_fields: str = text("INBOX_REDACT_FIELDS", "")  # comma-separated keys (parse_redact_fields)
+
+
 @cache
 def default_archiver() -> Archiver:
-    bucket = os.environ.get("INBOX_ARCHIVE_BUCKET", "").strip()
-    if not bucket:
-        raise RuntimeError("environment variable INBOX_ARCHIVE_BUCKET is required")
+    settings = ArchiverSettings.from_environ()
     return Archiver(
-        bucket,
-        os.environ.get("INBOX_BODY_BUCKET", "").strip() or None,
-        redact_fields=parse_redact_fields(os.environ.get("INBOX_REDACT_FIELDS")),
+        settings.archive_bucket,
+        settings.body_bucket,
+        redact_fields=parse_redact_fields(settings.redact_fields),
     )
 
 

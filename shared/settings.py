@@ -1,5 +1,10 @@
 """Function configuration read from the environment once, validated, and passed explicitly.
 
+Every function's settings are one frozen dataclass whose fields say which variable each is read from (`text`,
+`whole`, `number`, `text_map`: required when it has no default, ranges for numbers), built by the one helper here
+(`EnvironmentSettings.from_environ`) and checked by the same rules when built directly (`__post_init__`). A bad
+value is a ConfigurationError naming its variable, raised at the function's first use, not at its first event.
+
 Frozen dataclasses rather than pydantic models: pydantic's import and schema building are measurable on a cold
 start, and these are a handful of values. (The processor's settings, in shared/process/app.py, were a pydantic
 model until `make bench` showed it was ~200 ms of the processor's cold start.)
@@ -7,10 +12,14 @@ model until `make bench` showed it was ~200 ms of the processor's cold start.)
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Self
 
 DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300
 DEFAULT_RETENTION_DAYS = 30
@@ -29,6 +38,9 @@ ENV_API_KEY_SECRETS = "INBOX_API_KEY_SECRETS"
 
 class ConfigurationError(ValueError):
     pass
+
+
+# ------------------------------------------------------------------------------------ reading one variable
 
 
 def required_text(environ: Mapping[str, str], name: str) -> str:
@@ -86,36 +98,144 @@ def text_map(environ: Mapping[str, str], name: str) -> dict[str, str]:
     return {key: item.strip() for key, item in value.items()}
 
 
+# ------------------------------------------------------------------------------- settings as dataclasses
+
+
+class Kind(Enum):
+    TEXT = "text"
+    WHOLE = "whole number"
+    NUMBER = "number"
+    TEXT_MAP = "JSON object of strings"
+
+
+_REQUIRED: Any = dataclasses.MISSING
+_VARIABLE = "environment variable"  # the field metadata key
+
+
 @dataclass(frozen=True, slots=True)
-class IngestSettings:
-    inbox_table: str
-    body_bucket: str
-    secret_prefix: str
-    # {provider: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
-    signing_secret_ids: Mapping[str, str] = field(default_factory=dict)
-    signature_tolerance_seconds: int = DEFAULT_SIGNATURE_TOLERANCE_SECONDS
-    retention_days: int = DEFAULT_RETENTION_DAYS
-    inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES
+class Variable:
+    """Where a setting comes from and what it may be. No default: the variable is required (set, not blank)."""
+
+    name: str
+    kind: Kind
+    low: float | None = None
+    high: float | None = None
+    low_exclusive: bool = False
+    why: str = ""  # said when a value is out of range: what the bound protects
+
+    def check(self, value: Any) -> None:
+        """A value in range (read, or given directly); text is checked when read (set, not blank)."""
+        if self.kind not in (Kind.WHOLE, Kind.NUMBER):
+            return
+        too_low = self.low is not None and (value <= self.low if self.low_exclusive else value < self.low)
+        too_high = self.high is not None and value > self.high
+        if too_low or too_high or (isinstance(value, float) and not math.isfinite(value)):
+            refused = f"{self.name}={value!r} refused: it must be {self._range()}"
+            raise ConfigurationError(f"{refused} ({self.why})" if self.why else refused)
+
+    def _range(self) -> str:
+        low = None if self.low is None else f"{'above' if self.low_exclusive else 'at least'} {self.low}"
+        high = None if self.high is None else f"at most {self.high}"
+        return " and ".join(part for part in (low, high) if part) or "finite"
+
+    def read(self, environ: Mapping[str, str], default: Any) -> Any:
+        raw = environ.get(self.name, "").strip()
+        if not raw:
+            if default is _REQUIRED:
+                raise ConfigurationError(f"environment variable {self.name} is required")
+            return default
+        if self.kind is Kind.TEXT:
+            return raw
+        if self.kind is Kind.TEXT_MAP:
+            return text_map(environ, self.name)
+        parse = int if self.kind is Kind.WHOLE else float
+        try:
+            return parse(raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"{self.name} must be {'an integer' if parse is int else 'a number'}, got {raw!r}"
+            ) from None
+
+
+def _setting(variable: Variable, default: Any) -> Any:
+    metadata = {_VARIABLE: variable}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def text(name: str, default: str | None = _REQUIRED) -> Any:
+    """A text variable; required (set and not blank) unless it has a default. Surrounding blanks are dropped."""
+    return _setting(Variable(name, Kind.TEXT), default)
+
+
+def whole(
+    name: str, default: int = _REQUIRED, *, low: int | None = None, high: int | None = None, why: str = ""
+) -> Any:
+    """A whole number within [low, high]."""
+    return _setting(Variable(name, Kind.WHOLE, low, high, why=why), default)
+
+
+def number(name: str, default: float = _REQUIRED, *, high: float, why: str = "") -> Any:
+    """A number in (0, high]: NaN and infinities refused."""
+    return _setting(Variable(name, Kind.NUMBER, 0, high, low_exclusive=True, why=why), default)
+
+
+def text_map_of(name: str) -> Any:
+    """A JSON object of non-blank strings; empty when unset."""
+    return _setting(Variable(name, Kind.TEXT_MAP), {})
+
+
+class EnvironmentSettings:
+    """The base of every function's settings (a frozen dataclass whose fields are `text`, `whole`, `number` or
+    `text_map_of`): read from the environment by `from_environ`, checked in `__post_init__` however built."""
+
+    __slots__ = ()
 
     def __post_init__(self) -> None:
-        if self.retention_days < MINIMUM_RETENTION_DAYS:
-            raise ConfigurationError(
-                f"retention of {self.retention_days} days refused: at least {MINIMUM_RETENTION_DAYS} days "
-                "are needed to replay a week-long gateway outage"
-            )
-        if self.signature_tolerance_seconds < 0:
-            raise ConfigurationError("signature tolerance cannot be negative")
+        for setting in dataclasses.fields(self):  # type: ignore[arg-type]
+            variable = setting.metadata.get(_VARIABLE)
+            value = getattr(self, setting.name)
+            if variable is not None and value is not None:
+                variable.check(value)
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> IngestSettings:
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The settings from `environ` (the process environment by default); every required variable missing is
+        named at once."""
         env = os.environ if environ is None else environ
-        return cls(
-            inbox_table=required_text(env, "INBOX_TABLE"),
-            body_bucket=required_text(env, "INBOX_BODY_BUCKET"),
-            secret_prefix=env.get("INBOX_SECRET_PREFIX", ""),
-            signing_secret_ids=text_map(env, ENV_SIGNING_SECRETS),
-            signature_tolerance_seconds=integer(
-                env, "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS
-            ),
-            retention_days=integer(env, "INBOX_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
-        )
+        values: dict[str, Any] = {}
+        missing: list[str] = []
+        for setting in dataclasses.fields(cls):  # type: ignore[arg-type]
+            variable = setting.metadata.get(_VARIABLE)
+            if variable is None:
+                continue
+            default = setting.default
+            if setting.default_factory is not dataclasses.MISSING:
+                default = setting.default_factory()
+            if default is _REQUIRED and not env.get(variable.name, "").strip():
+                missing.append(variable.name)
+                continue
+            values[setting.name] = variable.read(env, default)
+        if missing:
+            raise ConfigurationError(f"environment variable(s) required: {', '.join(missing)}")
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings(EnvironmentSettings):
+    inbox_table: str = text("INBOX_TABLE")
+    body_bucket: str = text("INBOX_BODY_BUCKET")
+    secret_prefix: str = text("INBOX_SECRET_PREFIX", "")
+    # {provider: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
+    signing_secret_ids: Mapping[str, str] = text_map_of(ENV_SIGNING_SECRETS)
+    signature_tolerance_seconds: int = whole(
+        "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0
+    )
+    retention_days: int = whole(
+        "INBOX_RETENTION_DAYS",
+        DEFAULT_RETENTION_DAYS,
+        low=MINIMUM_RETENTION_DAYS,
+        why=f"at least {MINIMUM_RETENTION_DAYS} days are needed to replay a week-long gateway outage",
+    )
+    inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES  # not configurable: DynamoDB's item size decides it

@@ -19,7 +19,6 @@ Each run, bounded in items and time, and safe to run twice at once (every write 
 from __future__ import annotations
 
 import heapq
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -39,7 +38,7 @@ from shared.observability import logger, put_gauge
 from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
 from shared.payments.status import INTERMEDIATE_STATUSES
 from shared.process.service import MAX_BACKOFF_SECONDS, ReconcileMessage
-from shared.settings import ConfigurationError, integer
+from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -59,39 +58,19 @@ _PAGE_SIZE = 100
 
 
 @dataclass(frozen=True, slots=True)
-class SweeperSettings:
-    inbox_table: str
-    payments_table: str
-    queue_url: str
-    stale_after_seconds: int = DEFAULT_STALE_AFTER_SECONDS
-    reconcile_after_seconds: int = DEFAULT_RECONCILE_AFTER_SECONDS
-    max_items: int = DEFAULT_MAX_ITEMS
-
-    def __post_init__(self) -> None:
-        if self.stale_after_seconds <= MAX_BACKOFF_SECONDS:
-            raise ConfigurationError(
-                f"INBOX_STALE_AFTER_SECONDS={self.stale_after_seconds} refused: it must exceed the processor's "
-                f"longest backoff ({MAX_BACKOFF_SECONDS} s), or events that are only waiting would be re-dispatched"
-            )
-        if self.reconcile_after_seconds < 60:
-            raise ConfigurationError("INBOX_RECONCILE_AFTER_SECONDS must be at least 60")
-        if self.max_items < 1:
-            raise ConfigurationError("INBOX_SWEEP_MAX_ITEMS must be at least 1")
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> SweeperSettings:
-        env = os.environ if environ is None else environ
-        missing = [name for name in ("INBOX_TABLE", "PAYMENTS_TABLE", "INBOX_QUEUE_URL") if not env.get(name)]
-        if missing:
-            raise ConfigurationError(f"environment variable(s) required: {', '.join(missing)}")
-        return cls(
-            inbox_table=env["INBOX_TABLE"],
-            payments_table=env["PAYMENTS_TABLE"],
-            queue_url=env["INBOX_QUEUE_URL"],
-            stale_after_seconds=integer(env, "INBOX_STALE_AFTER_SECONDS", DEFAULT_STALE_AFTER_SECONDS),
-            reconcile_after_seconds=integer(env, "INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS),
-            max_items=integer(env, "INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS),
-        )
+class SweeperSettings(EnvironmentSettings):
+    inbox_table: str = text("INBOX_TABLE")
+    payments_table: str = text("PAYMENTS_TABLE")
+    queue_url: str = text("INBOX_QUEUE_URL")
+    stale_after_seconds: int = whole(
+        "INBOX_STALE_AFTER_SECONDS",
+        DEFAULT_STALE_AFTER_SECONDS,
+        low=MAX_BACKOFF_SECONDS + 1,
+        why=f"above the processor's longest backoff, {MAX_BACKOFF_SECONDS} s: events that are only waiting "
+        "would be re-dispatched",
+    )
+    reconcile_after_seconds: int = whole("INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS, low=60)
+    max_items: int = whole("INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS, low=1)
 
 
 @dataclass

@@ -15,7 +15,6 @@ EventBridge itself does not promise delivery order to targets; `sequence` (per p
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.payments.outbox import event_from_stream_record
+from shared.settings import EnvironmentSettings, text
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
@@ -90,11 +90,17 @@ class BusPublisher:
         raise PublishFailed(f"{len(pending)} of {len(entries)} events not accepted by the bus: {sorted(errors)}")
 
 
+@dataclass(frozen=True, slots=True)
+class PublisherSettings(EnvironmentSettings):
+    event_bus_name: str = text(ENV_EVENT_BUS_NAME)
+
+
 @cache
 def _default_publisher() -> BusPublisher:
     import boto3  # noqa: PLC0415 - the Lambda's client, created once per container
 
-    return BusPublisher(events=boto3.client("events"), bus_name=os.environ[ENV_EVENT_BUS_NAME])
+    settings = PublisherSettings.from_environ()
+    return BusPublisher(events=boto3.client("events"), bus_name=settings.event_bus_name)
 
 
 def publish_outbox_batch(records: list[dict[str, Any]], publisher: BusPublisher | None = None) -> dict[str, int]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import importlib
-import os
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -19,7 +17,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
 from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
-from shared.settings import ENV_CONTROL_TABLE, integer, positive_number, required_text
+from shared.settings import ENV_CONTROL_TABLE, EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -28,38 +26,24 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class ProcessorSettings:
+class ProcessorSettings(EnvironmentSettings):
     """The processor's configuration, read from the environment once (at the first batch) and validated.
 
-    A dataclass read with shared/settings.py's readers (as the ingest's settings are), not a pydantic model:
+    A dataclass read by shared/settings.py's helper (as every function's settings are), not a pydantic model:
     importing pydantic and building the model's schema was ~200 ms of the processor's cold start (`python -X
     importtime`), for seven values. Required strings non-blank, numbers within their ranges, unknown variables
     ignored (tests/unit/process/test_processor_settings.py)."""
 
-    inbox_table: str
-    payments_table: str
-    queue_url: str
-    dead_letter_queue_url: str
-    control_table: str | None = None
-    max_attempts: int = 8
-    retry_base_seconds: float = 5.0
+    inbox_table: str = text("INBOX_TABLE")
+    payments_table: str = text("PAYMENTS_TABLE")
+    queue_url: str = text("INBOX_QUEUE_URL")
+    dead_letter_queue_url: str = text("INBOX_DLQ_URL")
+    control_table: str | None = text(ENV_CONTROL_TABLE, None)
+    max_attempts: int = whole("INBOX_MAX_ATTEMPTS", 8, low=1, high=50)
+    retry_base_seconds: float = number("INBOX_RETRY_BASE_SECONDS", 5.0, high=600)
     # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
     # handlers of one's own event types (or replacements for ours) without touching the core.
-    handler_modules: str = ""
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> ProcessorSettings:
-        env = os.environ if environ is None else environ
-        return cls(
-            inbox_table=required_text(env, "INBOX_TABLE"),
-            payments_table=required_text(env, "PAYMENTS_TABLE"),
-            queue_url=required_text(env, "INBOX_QUEUE_URL"),
-            dead_letter_queue_url=required_text(env, "INBOX_DLQ_URL"),
-            control_table=env.get(ENV_CONTROL_TABLE) or None,
-            max_attempts=integer(env, "INBOX_MAX_ATTEMPTS", 8, low=1, high=50),
-            retry_base_seconds=positive_number(env, "INBOX_RETRY_BASE_SECONDS", 5.0, high=600),
-            handler_modules=env.get("INBOX_HANDLER_MODULES", ""),
-        )
+    handler_modules: str = text("INBOX_HANDLER_MODULES", "")
 
 
 class SqsRetryQueue:
