@@ -19,10 +19,11 @@ What an execution does. Input (every field but ``provider`` optional)::
   settled (processed/ignored) items no longer carry; their shard is a CRC32 no intrinsic function computes.
 - Replay, per selected event: one UpdateItem ``SET status = pending, open_status = pending#<same shard>,
   dispatch_id = <new uuid>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
-  REMOVE last_error``, conditioned on ``status`` still being the selected one. ``dispatched_at`` (like
-  ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking the replayed event for a
-  stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write is what the Pipe's
-  filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's message group) again.
+  REMOVE last_error``, conditioned on ``status`` still being the selected one: the inbox lifecycle's replay write
+  (shared/inbox/lifecycle.py builds it; this module embeds it, its varying values as Step Functions paths).
+  ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
+  the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
+  is what the Pipe's filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's message group) again.
   The signature's timestamp tolerance is not checked again: the event was verified when it was received.
 - Safe to re-run: an event already replayed is no longer in the selected status, so the condition fails and the
   event counts as ``skipped`` (so does one that changed between the read and the write).

@@ -7,9 +7,9 @@ from moto.dynamodb.models import DynamoDBBackend
 
 from inbox_local.embedded_aws import transact_write_items_conditions_first
 from shared.inbox.model import EventStatus
+from shared.inbox.store import EventAlreadySettled
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
-from shared.inbox.store import EventAlreadySettled
 from shared.payments.store import ProcessingStore, VersionConflict
 from tests.integration.processing_support import store_event
 

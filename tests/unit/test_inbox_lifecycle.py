@@ -4,6 +4,8 @@ request says, and that the replay workflow embeds the very request the owner bui
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -233,3 +235,14 @@ def test_the_replay_workflow_sends_the_update_the_owners_replay_write_sends():
         }
         assert values[":expected_status"] == {"S.$": "$.input.status"}
         assert values[":dispatch_id"] == {"S.$": "States.UUID()"}  # a fresh uuid per item: not deduplicated
+
+
+def test_the_lifecycle_is_pure_so_the_stack_may_embed_it():
+    # Given a fresh interpreter, When the lifecycle is imported (as infra/replay_definition.py does)
+    code = (
+        "import sys; before = set(sys.modules); import shared.inbox.lifecycle;"
+        " print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # Then it loaded nothing but the standard library and itself (no boto3, no drivers, no Lambda code)
+    assert result.stdout.strip() == "['shared', 'shared.inbox', 'shared.inbox.lifecycle']"
