@@ -24,7 +24,8 @@ What an execution does. Input (every field but ``provider`` optional)::
   ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
   the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
   is what the Pipe's filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's
-  message group) again. The signature's timestamp tolerance is not checked again: the event was verified when it was received.
+  message group) again. The signature's timestamp tolerance is not checked again: the event was verified when it
+  was received.
 - Safe to re-run: an event already replayed is no longer in the selected status, so the condition fails and the
   event counts as ``skipped`` (so does one that changed between the read and the write).
 - Rate: events of a page are written one at a time (Map, MaxConcurrency 1: in ``received_at`` order within a
