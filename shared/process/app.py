@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from shared import aws
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
+from shared.payments.outbox import ENV_OUTBOX_TABLE
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
@@ -39,6 +40,7 @@ class ProcessorSettings(EnvironmentSettings):
     queue_url: str = text("INBOX_QUEUE_URL")
     dead_letter_queue_url: str = text("INBOX_DLQ_URL")
     control_table: str | None = text(ENV_CONTROL_TABLE, None)
+    outbox_table: str | None = text(ENV_OUTBOX_TABLE, None)  # none: nothing is published (shared/payments/outbox.py)
     max_attempts: int = whole("INBOX_MAX_ATTEMPTS", 8, low=1, high=50)
     retry_base_seconds: float = number("INBOX_RETRY_BASE_SECONDS", 5.0, high=600)
     # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
@@ -97,7 +99,7 @@ def default_processor() -> EventProcessor:
 
     settings = ProcessorSettings.from_environ()
     return EventProcessor(
-        ProcessingStore(settings.inbox_table, settings.payments_table),
+        ProcessingStore(settings.inbox_table, settings.payments_table, outbox_table=settings.outbox_table),
         build_router(gateway_client, settings.handler_modules),
         SqsRetryQueue(settings.queue_url, settings.dead_letter_queue_url),
         max_attempts=settings.max_attempts,
