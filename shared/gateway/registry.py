@@ -9,6 +9,7 @@ Configuration (environment):
   local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
   every instance within that time). Resolved on every call, never at import or construction.
 - `CONTROL_TABLE`: the table holding the shared circuit breakers. Unset: no breaker (plain calls).
+- `INBOX_BREAKER_COOLDOWN_SECONDS`: how long an open circuit refuses calls (default 30 s, at most 3600).
 
 Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
 gateway) get None: the processor then orders their events by `occurred_at` instead.
@@ -23,13 +24,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
-from shared.gateway.breaker import CircuitBreaker, GuardedClient
+from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
 from shared.secrets import secret_id
-from shared.settings import ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, ConfigurationError, text_map
+from shared.settings import ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, ConfigurationError, positive_number, text_map
 
 ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
 API_KEY_CACHE_SECONDS = 300
+# How long an open circuit refuses calls before it lets one through (shared/gateway/breaker.py). An operator may
+# shorten it for a gateway that recovers fast, or lengthen it for one whose outages last; at most an hour.
+ENV_BREAKER_COOLDOWN = "INBOX_BREAKER_COOLDOWN_SECONDS"
+MAX_BREAKER_COOLDOWN_SECONDS = 3600.0
 # Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.
 _CONFIGURATION_ERRORS = frozenset(
     {"ResourceNotFoundException", "AccessDeniedException", "AccessDeniedFault", "DecryptionFailure"}
@@ -136,7 +141,8 @@ def build_gateway_client(provider: str, environ: Mapping[str, str] | None = None
     http = JsonHttpClient(env.get(base_url_variable(provider), "").strip() or default_base, provider=provider)
     client = factory(http, ApiKeySource(provider, env))
     table = env.get(ENV_CONTROL_TABLE, "").strip()
-    breaker = CircuitBreaker(table, provider) if table else None
+    cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
+    breaker = CircuitBreaker(table, provider, cooldown_seconds=cooldown) if table else None
     return GuardedClient(client, breaker)
 
 
