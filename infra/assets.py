@@ -43,7 +43,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 SHARED_DIR = REPO_ROOT / "shared"
 ASSETS_DIR = REPO_ROOT / "build" / "assets"
-SHARED_PACKAGE = SHARED_DIR.name
 
 _IGNORED_PATTERNS = ("__pycache__", "*.pyc", "*.pyo", ".*", "tests", "test_*.py", "*_test.py")
 _IGNORED = shutil.ignore_patterns(*_IGNORED_PATTERNS)
@@ -254,19 +253,19 @@ def _copy_function_sources(source: Path, target: Path) -> None:
             shutil.copytree(entry, target / entry.name, ignore=_IGNORED)
 
 
-def _copy_shared_modules(names: Iterable[str], target: Path) -> None:
+def _copy_shared_modules(names: Iterable[str], target: Path, shared_dir: Path = SHARED_DIR) -> None:
     """The chosen modules of ``shared`` under ``target/shared/``, and any data file (not a module) beside a chosen
     package's ``__init__.py``: a package's data travels with the package."""
-    shared = package_modules(SHARED_DIR)
+    shared = package_modules(shared_dir)
     for name in sorted(names):
         module = shared[name]
-        relative = module.path.relative_to(SHARED_DIR)
-        destination = target / SHARED_PACKAGE / relative
+        relative = module.path.relative_to(shared_dir)
+        destination = target / shared_dir.name / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(module.path, destination)
         if module.is_package:
             for entry in sorted(module.path.parent.iterdir()):
-                if entry.is_file() and entry.suffix != ".py" and not _ignored(entry.relative_to(SHARED_DIR)):
+                if entry.is_file() and entry.suffix != ".py" and not _ignored(entry.relative_to(shared_dir)):
                     shutil.copy2(entry, destination.parent / entry.name)
 
 
