@@ -84,7 +84,9 @@ def package_modules(directory: Path, package: str | None = None) -> dict[str, So
 class ModuleFacts:
     """What one module's source says about the modules it may load."""
 
-    imports: frozenset[str]  # dotted names it imports (for `from a import b`: a, and a.b, which may be an attribute)
+    # Dotted names it imports; `from a import b` is a.b, the module a.b or the attribute b of module a (the caller
+    # knows which names are modules: the longest one that is, is what the statement imports; a before it runs).
+    imports: frozenset[str]
     loads_by_name: bool  # it calls import_module/__import__ with a computed name: a loader
     named_modules: frozenset[str]  # "a.b" of every string constant "a.b" or "a.b:attribute"
     named_packages: frozenset[str]  # "a" of every f-string starting "a.{...}": any module of package a
@@ -131,8 +133,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         base = self._absolute(node.module, node.level)
-        self.imports.add(base)
-        self.imports.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+        self.imports.update(base if alias.name == "*" else f"{base}.{alias.name}" for alias in node.names)
 
     def visit_If(self, node: ast.If) -> None:
         if self.runtime_only and _is_type_checking(node.test):
