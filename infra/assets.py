@@ -180,8 +180,8 @@ class _Collector(ast.NodeVisitor):
 def module_facts(module: SourceModule, *, runtime_only: bool = True, at_import_only: bool = False) -> ModuleFacts:
     """Read one module's imports and the modules it names as data.
 
-    `runtime_only` leaves out the ``if TYPE_CHECKING:`` blocks; `at_import_only` also leaves out function
-    bodies (what runs when the module is imported, e.g. to look for an import cycle)."""
+    `runtime_only` leaves out the ``if TYPE_CHECKING:`` blocks (they never run); `at_import_only` leaves out
+    function bodies, keeping what runs when the module is imported (what an import cycle is made of)."""
     tree = ast.parse(module.path.read_text(encoding="utf-8"), filename=str(module.path))
     collector = _Collector(module.name, module.is_package, runtime_only=runtime_only, at_import_only=at_import_only)
     collector.visit(tree)
