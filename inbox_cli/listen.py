@@ -374,7 +374,8 @@ class BusListener:
         return 0.0
 
     def _release(self, messages: list[dict[str, Any]]) -> None:
-        """Visible again at once: the next receive (after the pause) takes them, nothing waits for a timeout."""
+        """Visible again at once: the next receive (after the pause) takes them, nothing waits for a timeout. An
+        entry the batch reports failed stays invisible until the queue's visibility timeout: later, not lost."""
         self.sqs.change_message_visibility_batch(
             QueueUrl=self.subscription.queue_url,
             Entries=[
