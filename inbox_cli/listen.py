@@ -449,6 +449,9 @@ def run_listener(
     while keep_going():
         try:
             pause = poll_once()
+            if every is not None and clock() - last_task >= every[0]:
+                every[1]()  # raises like a poll: retried after the next one
+                last_task = clock()
             errors = 0
         except ClientError as error:
             code = str(error.response.get("Error", {}).get("Code"))
@@ -461,9 +464,6 @@ def run_listener(
             errors += 1
             pause = backoff(errors, 1.0, RETRY_CAP_SECONDS)
             echo(f"error reading the events ({type(error).__name__}), retrying in {pause:.0f} s")
-        if every is not None and clock() - last_task >= every[0]:
-            every[1]()
-            last_task = clock()
         if pause:
             sleep(pause)
 

@@ -7,7 +7,9 @@ import base64
 import json
 from typing import Any
 
+import click
 import pytest
+from botocore.exceptions import ClientError
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from inbox_cli import listen
@@ -217,3 +219,49 @@ def test_select_leftovers_keeps_the_order_and_takes_only_leftovers():
 
 def test_a_live_listener_heartbeats_well_within_the_leftover_age():
     assert listen.HEARTBEAT_SECONDS * 10 <= listen.LEFTOVER_AFTER_SECONDS
+
+
+# ------------------------------------------------------------------------------------------------- the loop
+
+
+def client_error(code: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, "ReceiveMessage")
+
+
+def test_the_loop_rides_out_aws_errors_with_a_growing_pause_and_heartbeats_when_due():
+    # Given a source that is throttled twice, then answers; a clock that moves 200 s per poll
+    outcomes: list[Any] = [client_error("ThrottlingException"), client_error("ThrottlingException"), 0.0, 0.0]
+    now = [0.0]
+    beats: list[float] = []
+    slept: list[float] = []
+    lines: list[str] = []
+
+    def poll() -> float:
+        now[0] += 200
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return float(outcome)
+
+    # When the loop runs until the source has nothing more to say
+    listen.run_listener(
+        poll,
+        keep_going=lambda: bool(outcomes),
+        every=(300.0, lambda: beats.append(now[0])),
+        echo=lines.append,
+        sleep=slept.append,
+        clock=lambda: now[0],
+    )
+    # Then each error was said and paused after (1 s, then 2 s), and the heartbeat came once 300 s had passed
+    assert slept == [1.0, 2.0]
+    assert lines == ["error reading the events (ThrottlingException), retrying in 1 s",
+                     "error reading the events (ThrottlingException), retrying in 2 s"]  # fmt: skip
+    assert beats == [600.0]
+
+
+def test_a_queue_deleted_from_outside_ends_the_loop():
+    def poll() -> float:
+        raise client_error("AWS.SimpleQueueService.NonExistentQueue")
+
+    with pytest.raises(click.ClickException, match="deleted from outside"):
+        listen.run_listener(poll, sleep=lambda _s: None)
