@@ -48,6 +48,7 @@ from types import FrameType
 from typing import Any
 
 import click
+from botocore.exceptions import BotoCoreError, ClientError
 
 from inbox_cli.target import resolve
 from inbox_local.stream_reader import LATEST, StreamReader
@@ -442,8 +443,6 @@ def run_listener(
     """Poll until `keep_going()` says no (or Ctrl-C / SIGTERM raise KeyboardInterrupt through it). `every` =
     (seconds, task): the heartbeat. An error of the source (AWS throttling, a network blip) is printed and the poll
     retried after a pause; a queue that no longer exists ends the run."""
-    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
-
     last_task = clock()
     errors = 0
     while keep_going():
@@ -493,9 +492,31 @@ def listen_to_bus(
         )
     finally:
         with _signals_held():
-            subscriber.unsubscribe(subscription)
+            try:
+                subscriber.unsubscribe(subscription)
+            except (ClientError, BotoCoreError) as error:
+                raise click.ClickException(
+                    f"could not remove rule and queue {subscription.rule_name} ({type(error).__name__}); the next "
+                    f"`inbox listen` on this stack removes them once they are {LEFTOVER_AFTER_SECONDS / 3600:.0f} h old"
+                ) from None
         echo(f"removed rule and queue {subscription.rule_name}")
     return subscription
+
+
+def listen_to_outbox(
+    dynamodb: Any,
+    streams: Any,
+    outbox_table: str,
+    relay: Relay,
+    *,
+    keep_going: Callable[[], bool] = lambda: True,
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
+    """The local stack's session: its outbox stream, opened at its end, relayed until stopped."""
+    listener = OutboxListener(streams, local_outbox_stream(dynamodb, outbox_table), relay)
+    listener.poll_once()  # opens the shards at their end: what is written from now on is forwarded
+    on_ready()
+    run_listener(listener.poll_once, keep_going=keep_going)
 
 
 class _signals_held:
@@ -549,27 +570,25 @@ def listen(ctx: click.Context, stack: str | None, url: str, secret: str | None) 
             click.echo("Signing with the --secret given (Standard Webhooks).")
         click.echo("Ctrl-C to stop.")
 
+    import boto3  # noqa: PLC0415 - the CLI's other commands do not pay for it
+
     try:
         if target.local:
-            import boto3  # noqa: PLC0415
-
             if not target.outbox_table:
                 raise click.ClickException("the local stack has no outbox table")
-            stream_arn = local_outbox_stream(boto3.client("dynamodb"), target.outbox_table)
-            listener = OutboxListener(boto3.client("dynamodbstreams"), stream_arn, relay)
-            listener.poll_once()  # opens the shards at their end: what is written from now on is forwarded
-            ready(f"the local stack's outbox ({os.environ.get('AWS_ENDPOINT_URL', 'local')})")
-            run_listener(listener.poll_once)
+            listen_to_outbox(
+                boto3.client("dynamodb"),
+                boto3.client("dynamodbstreams"),
+                target.outbox_table,
+                relay,
+                on_ready=lambda: ready(f"the local stack's outbox ({os.environ.get('AWS_ENDPOINT_URL', 'local')})"),
+            )
         else:
-            import boto3  # noqa: PLC0415
-
             if not target.event_bus_name:
                 raise click.ClickException(f"stack {stack} has no output {definitions.OUTPUT_EVENT_BUS}")
             subscriber = BusSubscriber(boto3.client("sqs"), boto3.client("events"), str(stack), target.event_bus_name)
             listen_to_bus(
-                subscriber,
-                relay,
-                on_ready=lambda sub: ready(f"bus {sub.bus} (rule and queue {sub.rule_name})"),
+                subscriber, relay, on_ready=lambda sub: ready(f"bus {sub.bus} (rule and queue {sub.rule_name})")
             )
     except KeyboardInterrupt:
         click.echo(f"Stopped: {relay.forwarded} event(s) forwarded.")
