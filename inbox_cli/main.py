@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from inbox_cli.chaos import chaos as chaos_command
+from inbox_cli.listen import listen as listen_command
 from inbox_cli.target import Target, resolve
 from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
@@ -542,6 +543,7 @@ def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
 
 
 cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
+cli.add_command(listen_command)  # `inbox listen`: inbox_cli/listen.py
 
 # ---------------------------------------------------------------------------------------------------- outbox
 

@@ -23,6 +23,9 @@ class Target:
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
     control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
     forward_secret_name: str | None = None  # the forwarding signing secret's ARN (output ForwardSigningSecretArn)
+    # The bus the published events go to (output EventBusName). None locally: the local stack has no bus, `inbox
+    # listen` reads its outbox stream instead.
+    event_bus_name: str | None = None
     # {provider: secret ARN} of a deployed stack's signing secrets (output SigningSecretArns): CloudFormation names
     # them, so the outputs are how the CLI finds them.
     signing_secret_arns: dict[str, str] = field(default_factory=dict)
@@ -72,6 +75,7 @@ def resolve(stack: str | None) -> Target:
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
         control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
         forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
+        event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
         signing_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS)),
     )
 

@@ -65,6 +65,17 @@ def signature_headers(
     return {"webhook-id": msg_id, "webhook-timestamp": stamp, "webhook-signature": signatures}
 
 
+def signed_request(
+    url: str, event: Mapping[str, Any], secrets: tuple[str, ...], *, timestamp: int | None = None
+) -> urllib.request.Request:
+    """The POST of one event: its body (`event_body`) signed with every secret, `webhook-id` = the event's `id`."""
+    body = event_body(event)
+    headers = signature_headers(str(event["id"]), body, secrets, timestamp=timestamp)
+    return urllib.request.Request(  # noqa: S310 - the operator's configured URL
+        url, data=body, method="POST", headers={"content-type": "application/json", **headers}
+    )
+
+
 def backoff(attempt: int, base: float, cap: float) -> float:
     """Seconds to wait after failed attempt N (1-based): base * 2^(N-1), capped."""
     return float(min(cap, base * (2 ** (attempt - 1))))
@@ -110,11 +121,7 @@ class Forwarder:
 
     def post_once(self, event: Mapping[str, Any]) -> int:
         """One signed POST; returns the HTTP status (0 for a network error)."""
-        body = event_body(event)
-        headers = signature_headers(str(event["id"]), body, self.secrets)
-        request = urllib.request.Request(  # noqa: S310 - the operator's configured URL
-            self.url, data=body, method="POST", headers={"content-type": "application/json", **headers}
-        )
+        request = signed_request(self.url, event, self.secrets)
         self.attempts += 1
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310
