@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from inbox_local.senders.asaas import sao_paulo
 from shared.providers.base import WebhookRequest
 from shared.providers.kiwify import SALES_AUTHENTICATION, SIGNATURE_PARAM
 
@@ -63,8 +64,6 @@ class KiwifySender:
 
 def _sao_paulo_text(epoch: int) -> str:
     """Kiwify's "YYYY-MM-DD HH:MM:SS", Sao Paulo local time."""
-    from inbox_local.senders.asaas import sao_paulo  # noqa: PLC0415 - only Sao Paulo times need tzdata
-
     return datetime.fromtimestamp(epoch, tz=UTC).astimezone(sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
 
 

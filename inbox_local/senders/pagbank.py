@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from inbox_local.senders.asaas import sao_paulo
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.pagbank import SIGNATURE_HEADER, compute_signature
@@ -68,8 +69,6 @@ class PagbankSender:
 
 def local_iso(epoch: int) -> str:
     """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
-    from inbox_local.senders.asaas import sao_paulo  # noqa: PLC0415 - only Sao Paulo times need tzdata
-
     local = utc_from_epoch(epoch).astimezone(sao_paulo())
     return local.isoformat(timespec="milliseconds")
 

@@ -292,8 +292,6 @@ class KiwifyDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    # -------------------------------------------------------------------------------------------------- sign
-
 
 def _fact_time_field(sale: JsonObject, status: str) -> str | None:
     preferred = {"paid": "approved_date", "refunded": "refunded_at", "chargedback": "refunded_at"}.get(status.lower())

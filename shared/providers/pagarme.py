@@ -307,7 +307,5 @@ class PagarmeDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    # -------------------------------------------------------------------------------------------------- sign
-
 
 driver: ProviderDriver = PagarmeDriver()
