@@ -1,20 +1,33 @@
-"""Adyen: a delivery as Adyen sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/adyen.py); this only imitates the gateway."""
+"""Adyen: a delivery as Adyen signs it, and sample payment notifications
+(shared/providers/adyen.py verifies and parses them)."""
 
 from __future__ import annotations
 
 import json
 
+from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.adyen import compute_signature, decode_key, notification_items, signing_string
 from shared.providers.base import WebhookRequest, utc_from_epoch
 
+MERCHANT_ACCOUNT = "InboxMerchantECOM"  # only written into sample bodies
+
+
+# canonical status -> (eventCode, success)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "authorized": ("AUTHORISATION", "true"),
+    "failed": ("AUTHORISATION", "false"),
+    "paid": ("CAPTURE", "true"),
+    "canceled": ("CANCELLATION", "true"),
+    "refunded": ("REFUND", "true"),
+    "disputed": ("NOTIFICATION_OF_CHARGEBACK", "true"),
+    "charged_back": ("CHARGEBACK", "true"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
 
 class AdyenSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """Put an hmacSignature into every item (Adyen signs inside the body). A body that is not a notification
@@ -41,11 +54,7 @@ class AdyenSender:
         """A one-item notification for the canonical `status` (see SAMPLE_STATUSES), not yet signed (`sign` adds
         the hmacSignature). An AUTHORISATION is about `resource_id` itself; a modification gets `event_id` as its
         own pspReference and `resource_id` as originalReference."""
-        try:
-            event_code, success = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Adyen sample for status {status!r}; supported: {supported}") from None
+        event_code, success = sample_values(_SAMPLES, status, gateway="Adyen")
         item: JsonObject = {
             "additionalData": {"authCode": "058705", "cardSummary": "1111", "expiryDate": "03/2030"},
             "amount": {"currency": "EUR", "value": amount},
@@ -64,24 +73,6 @@ class AdyenSender:
             item["pspReference"] = event_id
             item["originalReference"] = resource_id
         return json.dumps({"live": "false", "notificationItems": [{"NotificationRequestItem": item}]}).encode()
-
-
-MERCHANT_ACCOUNT = "InboxMerchantECOM"  # only written into sample bodies
-
-
-# canonical status -> (eventCode, success)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "authorized": ("AUTHORISATION", "true"),
-    "failed": ("AUTHORISATION", "false"),
-    "paid": ("CAPTURE", "true"),
-    "canceled": ("CANCELLATION", "true"),
-    "refunded": ("REFUND", "true"),
-    "disputed": ("NOTIFICATION_OF_CHARGEBACK", "true"),
-    "charged_back": ("CHARGEBACK", "true"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = AdyenSender()

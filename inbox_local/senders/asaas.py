@@ -1,35 +1,41 @@
-"""Asaas: a delivery as Asaas sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/asaas.py); this only imitates the gateway."""
+"""Asaas: a delivery as Asaas signs it, and sample payment notifications
+(shared/providers/asaas.py verifies and parses them)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, tzinfo
 
-from shared.providers.asaas import TIMEZONE, TOKEN_HEADER
+from inbox_local.senders._samples import sample_values, token_delivery
+from shared.providers.asaas import AUTHENTICATION, TIMEZONE
 from shared.providers.base import WebhookRequest, time_zone
 
 
+def sao_paulo() -> tzinfo:
+    """The zone of Brazil's gateways' local times (Asaas, Kiwify, PagBank samples)."""
+    return time_zone(TIMEZONE)
+
+
+# canonical status -> (Asaas event, Asaas payment status)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("PAYMENT_CREATED", "PENDING"),
+    "paid": ("PAYMENT_RECEIVED", "RECEIVED"),
+    "refunded": ("PAYMENT_REFUNDED", "REFUNDED"),
+    "disputed": ("PAYMENT_CHARGEBACK_REQUESTED", "CHARGEBACK_REQUESTED"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class AsaasSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """Asaas signs nothing: the delivery carries the configured token. `now` and `event_id` are unused."""
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/json", TOKEN_HEADER: secret},
-        )
+        return token_delivery(AUTHENTICATION, body, secret, content_type="application/json")
 
     def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
         """An Asaas payment webhook for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
-        try:
-            event_type, asaas_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Asaas sample for status {status!r}; supported: {supported}") from None
+        event_type, asaas_status = sample_values(_SAMPLES, status, gateway="Asaas")
         local = datetime.fromtimestamp(occurred_at, tz=UTC).astimezone(sao_paulo())
         paid = asaas_status in {"RECEIVED", "REFUNDED", "CHARGEBACK_REQUESTED"}
         day = local.date().isoformat()
@@ -57,23 +63,6 @@ class AsaasSender:
             },
         }
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
-
-
-def sao_paulo() -> tzinfo:
-    """The zone of Brazil's gateways' local times (Asaas, Kiwify, PagBank samples)."""
-    return time_zone(TIMEZONE)
-
-
-# canonical status -> (Asaas event, Asaas payment status)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("PAYMENT_CREATED", "PENDING"),
-    "paid": ("PAYMENT_RECEIVED", "RECEIVED"),
-    "refunded": ("PAYMENT_REFUNDED", "REFUNDED"),
-    "disputed": ("PAYMENT_CHARGEBACK_REQUESTED", "CHARGEBACK_REQUESTED"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = AsaasSender()

@@ -1,6 +1,5 @@
-"""GitHub: a delivery as GitHub sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/github.py); this only imitates the gateway."""
+"""GitHub: a delivery as GitHub signs it, and sample payment notifications
+(shared/providers/github.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import hashlib
 import json
 import uuid
 
+from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.github import (
     DELIVERY_HEADER,
@@ -29,10 +29,28 @@ def compute_legacy_signature(body: bytes, secret: str) -> str:
     return LEGACY_SHA1.prefix + LEGACY_SHA1.signature(body, secret)
 
 
+HOOK_ID_HEADER = "x-github-hook-id"
+
+
+def _event_name(body: bytes) -> str:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "ping"
+    return "marketplace_purchase" if isinstance(payload, dict) and "marketplace_purchase" in payload else "ping"
+
+
+# canonical status -> marketplace_purchase action
+_SAMPLES: dict[str, str] = {
+    "paid": "purchased",
+    "pending": "pending_change",
+    "canceled": "cancelled",
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class GitHubSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A delivery as GitHub sends it: both signature headers, the delivery GUID and the event name.
@@ -59,11 +77,7 @@ class GitHubSender:
         `status` picks the action (see SAMPLE_STATUSES); `resource_id` becomes the purchasing account's login and
         `amount` the plan's monthly price in cents. The event id travels in X-GitHub-Delivery (see `sign`).
         """
-        try:
-            action = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no GitHub sample for status {status!r}; supported: {supported}") from None
+        action = sample_values(_SAMPLES, status, gateway="GitHub")
         when = utc_from_epoch(occurred_at).isoformat().replace("+00:00", "Z")
         payload = {
             "action": action,
@@ -90,28 +104,6 @@ class GitHubSender:
             },
         }
         return json.dumps(payload, indent=2).encode("utf-8")
-
-
-HOOK_ID_HEADER = "x-github-hook-id"
-
-
-def _event_name(body: bytes) -> str:
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return "ping"
-    return "marketplace_purchase" if isinstance(payload, dict) and "marketplace_purchase" in payload else "ping"
-
-
-# canonical status -> marketplace_purchase action
-_SAMPLES: dict[str, str] = {
-    "paid": "purchased",
-    "pending": "pending_change",
-    "canceled": "cancelled",
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = GitHubSender()

@@ -1,12 +1,12 @@
-"""Kiwify: a delivery as Kiwify sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/kiwify.py); this only imitates the gateway."""
+"""Kiwify: a delivery as Kiwify signs it, and sample payment notifications
+(shared/providers/kiwify.py verifies and parses them)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
 
+from inbox_local.senders._samples import sample_values
 from inbox_local.senders.asaas import sao_paulo
 from shared.providers.base import WebhookRequest
 from shared.providers.kiwify import SALES_AUTHENTICATION, SIGNATURE_PARAM
@@ -17,10 +17,24 @@ def compute_signature(body: bytes, token: str) -> str:
     return SALES_AUTHENTICATION.signature(body, token)
 
 
+def _sao_paulo_text(epoch: int) -> str:
+    """Kiwify's "YYYY-MM-DD HH:MM:SS", Sao Paulo local time."""
+    return datetime.fromtimestamp(epoch, tz=UTC).astimezone(sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# canonical status -> (webhook_event_type, order_status) of a sales webhook
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("pix_created", "waiting_payment"),
+    "paid": ("order_approved", "paid"),
+    "failed": ("order_rejected", "refused"),
+    "refunded": ("order_refunded", "refunded"),
+    "charged_back": ("chargeback", "chargedback"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class KiwifySender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A sales webhook: `?signature=` with the token (`secret`). Banking deliveries are signed with Kiwify's
@@ -34,11 +48,7 @@ class KiwifySender:
     def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
         """A sales webhook for the canonical `status` (see SAMPLE_STATUSES). It has no event id of its own:
         `event_id` is not used (the id is derived from the sale)."""
-        try:
-            event_type, order_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Kiwify sample for status {status!r}; supported: {supported}") from None
+        event_type, order_status = sample_values(_SAMPLES, status, gateway="Kiwify")
         local = _sao_paulo_text(occurred_at)
         sale = {
             "order_id": resource_id,
@@ -60,24 +70,6 @@ class KiwifySender:
             "TrackingParameters": {"src": None, "utm_source": None},
         }
         return json.dumps(sale, ensure_ascii=False).encode("utf-8")
-
-
-def _sao_paulo_text(epoch: int) -> str:
-    """Kiwify's "YYYY-MM-DD HH:MM:SS", Sao Paulo local time."""
-    return datetime.fromtimestamp(epoch, tz=UTC).astimezone(sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
-
-
-# canonical status -> (webhook_event_type, order_status) of a sales webhook
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("pix_created", "waiting_payment"),
-    "paid": ("order_approved", "paid"),
-    "failed": ("order_rejected", "refused"),
-    "refunded": ("order_refunded", "refunded"),
-    "charged_back": ("chargeback", "chargedback"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = KiwifySender()

@@ -1,6 +1,5 @@
-"""Mercado Pago: a delivery as Mercado Pago sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/mercadopago.py); this only imitates the gateway."""
+"""Mercado Pago: a delivery as Mercado Pago signs it, and sample payment notifications
+(shared/providers/mercadopago.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -21,11 +20,21 @@ from shared.providers.mercadopago import (
     data_id_spellings,
 )
 
+SAMPLE_STATUSES: tuple[str, ...] = (
+    "pending",
+    "authorized",
+    "paid",
+    "failed",
+    "canceled",
+    "partially_refunded",
+    "refunded",
+    "disputed",
+    "charged_back",
+)
+
 
 class MercadoPagoSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A notification as Mercado Pago sends it: `?data.id=...&type=...` on the URL, x-signature, x-request-id."""
@@ -69,19 +78,6 @@ class MercadoPagoSender:
             "data": {"id": resource_id},
         }
         return json.dumps(body).encode("utf-8")
-
-
-SAMPLE_STATUSES: tuple[str, ...] = (
-    "pending",
-    "authorized",
-    "paid",
-    "failed",
-    "canceled",
-    "partially_refunded",
-    "refunded",
-    "disputed",
-    "charged_back",
-)
 
 
 sender = MercadoPagoSender()

@@ -1,21 +1,30 @@
-"""Paddle: a delivery as Paddle sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/paddle.py); this only imitates the gateway."""
+"""Paddle: a delivery as Paddle signs it, and sample payment notifications
+(shared/providers/paddle.py verifies and parses them)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 
+from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.paddle import FINAL_STATUSES, SCHEME, SIGNATURE_HEADER, compute_signature
 
+# canonical status -> (Paddle event type, transaction status or adjustment action)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("transaction.ready", "ready"),
+    "paid": ("transaction.completed", "completed"),
+    "failed": ("transaction.past_due", "past_due"),
+    "canceled": ("transaction.canceled", "canceled"),
+    "refunded": ("adjustment.created", "refund"),
+    "charged_back": ("adjustment.created", "chargeback"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
 
 class PaddleSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         return WebhookRequest(
@@ -29,11 +38,7 @@ class PaddleSender:
 
     def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
         """A Paddle `transaction.*` (or `adjustment.*`) event for the canonical `status`; see SAMPLE_STATUSES."""
-        try:
-            event_type, paddle_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Paddle sample for status {status!r}; supported: {supported}") from None
+        event_type, paddle_status = sample_values(_SAMPLES, status, gateway="Paddle")
         when = utc_from_epoch(occurred_at).isoformat(timespec="microseconds").replace("+00:00", "Z")
         data: JsonObject
         if event_type.startswith("adjustment."):
@@ -83,20 +88,6 @@ class PaddleSender:
             "data": data,
         }
         return json.dumps(body).encode("utf-8")
-
-
-# canonical status -> (Paddle event type, transaction status or adjustment action)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("transaction.ready", "ready"),
-    "paid": ("transaction.completed", "completed"),
-    "failed": ("transaction.past_due", "past_due"),
-    "canceled": ("transaction.canceled", "canceled"),
-    "refunded": ("adjustment.created", "refund"),
-    "charged_back": ("adjustment.created", "chargeback"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = PaddleSender()

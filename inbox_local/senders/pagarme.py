@@ -1,10 +1,10 @@
-"""Pagar.me: a delivery as Pagar.me sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/pagarme.py); this only imitates the gateway."""
+"""Pagar.me: a delivery as Pagar.me signs it, and sample payment notifications
+(shared/providers/pagarme.py verifies and parses them)."""
 
 from __future__ import annotations
 
 from inbox_local.senders._forms import encode_form
+from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.pagarme import HUB_AUTHENTICATION, HUB_HEADER, HUB_SCHEME, LEGACY_OBJECT
 
@@ -14,10 +14,20 @@ def compute_hub_signature(body: bytes, api_key: str) -> str:
     return HUB_AUTHENTICATION.signature(body, api_key)
 
 
+# canonical status -> (old_status, current_status) of a legacy transaction postback
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("processing", "waiting_payment"),
+    "authorized": ("processing", "authorized"),
+    "paid": ("processing", "paid"),
+    "failed": ("processing", "refused"),
+    "refunded": ("paid", "refunded"),
+    "charged_back": ("paid", "chargedback"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class PagarmeSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A legacy postback signed with the API key (`secret`). v5 deliveries are signed by Pagar.me's private
@@ -35,11 +45,7 @@ class PagarmeSender:
         """A legacy transaction postback for the canonical `status` (see SAMPLE_STATUSES).
 
         The event id is derived from the postback (it has none of its own), so `event_id` is not used."""
-        try:
-            old_status, current = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Pagar.me sample for status {status!r}; supported: {supported}") from None
+        old_status, current = sample_values(_SAMPLES, status, gateway="Pagar.me")
         when = utc_from_epoch(occurred_at).strftime("%Y-%m-%dT%H:%M:%S.000Z")
         created = utc_from_epoch(max(0, occurred_at - 60)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
         return encode_form(
@@ -59,20 +65,6 @@ class PagarmeSender:
                 ("transaction[date_updated]", when),
             ]
         )
-
-
-# canonical status -> (old_status, current_status) of a legacy transaction postback
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("processing", "waiting_payment"),
-    "authorized": ("processing", "authorized"),
-    "paid": ("processing", "paid"),
-    "failed": ("processing", "refused"),
-    "refunded": ("paid", "refunded"),
-    "charged_back": ("paid", "chargedback"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = PagarmeSender()

@@ -1,21 +1,38 @@
-"""PagBank: a delivery as PagBank sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/pagbank.py); this only imitates the gateway."""
+"""PagBank: a delivery as PagBank signs it, and sample payment notifications
+(shared/providers/pagbank.py verifies and parses them)."""
 
 from __future__ import annotations
 
 import json
 
+from inbox_local.senders._samples import sample_values
 from inbox_local.senders.asaas import sao_paulo
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.pagbank import SIGNATURE_HEADER, compute_signature
 
 
+def local_iso(epoch: int) -> str:
+    """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
+    local = utc_from_epoch(epoch).astimezone(sao_paulo())
+    return local.isoformat(timespec="milliseconds")
+
+
+# canonical status -> charge status (CANCELED_PAID: a paid charge canceled, i.e. refunded)
+_SAMPLES: dict[str, str] = {
+    "pending": "WAITING",
+    "authorized": "AUTHORIZED",
+    "paid": "PAID",
+    "partially_refunded": "PAID",
+    "failed": "DECLINED",
+    "canceled": "CANCELED",
+    "refunded": "CANCELED_PAID",
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class PagbankSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         return WebhookRequest(
@@ -26,11 +43,7 @@ class PagbankSender:
     def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
         """An Orders API notification (an order with one charge) for the canonical `status`. The order id is
         `resource_id`; PagBank bodies carry no event id, so `event_id` is not used (the id is derived)."""
-        try:
-            charge_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no PagBank sample for status {status!r}; supported: {supported}") from None
+        charge_status = sample_values(_SAMPLES, status, gateway="PagBank")
         created = local_iso(occurred_at - 60)
         paid = amount if charge_status in {"PAID", "CANCELED_PAID"} else 0
         refunded = (
@@ -65,27 +78,6 @@ class PagbankSender:
             "notification_urls": ["https://example.com/webhooks/pagbank"],
         }
         return json.dumps(order, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def local_iso(epoch: int) -> str:
-    """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
-    local = utc_from_epoch(epoch).astimezone(sao_paulo())
-    return local.isoformat(timespec="milliseconds")
-
-
-# canonical status -> charge status (CANCELED_PAID: a paid charge canceled, i.e. refunded)
-_SAMPLES: dict[str, str] = {
-    "pending": "WAITING",
-    "authorized": "AUTHORIZED",
-    "paid": "PAID",
-    "partially_refunded": "PAID",
-    "failed": "DECLINED",
-    "canceled": "CANCELED",
-    "refunded": "CANCELED_PAID",
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = PagbankSender()

@@ -1,6 +1,5 @@
-"""Shopify: a delivery as Shopify sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/shopify.py); this only imitates the gateway."""
+"""Shopify: a delivery as Shopify signs it, and sample payment notifications
+(shared/providers/shopify.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import hashlib
 import json
 import uuid
 
+from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.shopify import (
@@ -27,10 +27,40 @@ def compute_signature(body: bytes, secret: str) -> str:
     return AUTHENTICATION.signature(body, secret)
 
 
+API_VERSION = "2025-01"  # only written into sample deliveries
+
+
+def _topic(body: bytes) -> str:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "shop/update"
+    if not isinstance(payload, dict):
+        return "shop/update"
+    if "financial_status" in payload:
+        return "orders/updated"
+    if "reason" in payload and "order_id" in payload:
+        return "disputes/update"
+    return "shop/update"
+
+
+# canonical status -> (sample kind, Shopify status value)
+_SAMPLES: dict[str, tuple[str, str]] = {
+    "pending": ("order", "pending"),
+    "authorized": ("order", "authorized"),
+    "paid": ("order", "paid"),
+    "partially_refunded": ("order", "partially_refunded"),
+    "refunded": ("order", "refunded"),
+    "canceled": ("order", "voided"),
+    "failed": ("order", "expired"),
+    "disputed": ("dispute", "needs_response"),
+    "charged_back": ("dispute", "lost"),
+}
+SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
 class ShopifySender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A delivery as Shopify sends it. The topic is read from the body: a body with `financial_status` is
@@ -57,11 +87,7 @@ class ShopifySender:
 
         Shopify order ids are integers: a `resource_id` made of digits is sent as a number, anything else as given.
         """
-        try:
-            kind, provider_value = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Shopify sample for status {status!r}; supported: {supported}") from None
+        kind, provider_value = sample_values(_SAMPLES, status, gateway="Shopify")
         order_id: int | str = int(resource_id) if resource_id.isdigit() else resource_id
         when = utc_from_epoch(occurred_at).isoformat()
         price = f"{amount // 100}.{amount % 100:02d}"
@@ -97,40 +123,6 @@ class ShopifySender:
                 "test": True,
             }
         return json.dumps(payload).encode("utf-8")
-
-
-API_VERSION = "2025-01"  # only written into sample deliveries
-
-
-def _topic(body: bytes) -> str:
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return "shop/update"
-    if not isinstance(payload, dict):
-        return "shop/update"
-    if "financial_status" in payload:
-        return "orders/updated"
-    if "reason" in payload and "order_id" in payload:
-        return "disputes/update"
-    return "shop/update"
-
-
-# canonical status -> (sample kind, Shopify status value)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("order", "pending"),
-    "authorized": ("order", "authorized"),
-    "paid": ("order", "paid"),
-    "partially_refunded": ("order", "partially_refunded"),
-    "refunded": ("order", "refunded"),
-    "canceled": ("order", "voided"),
-    "failed": ("order", "expired"),
-    "disputed": ("dispute", "needs_response"),
-    "charged_back": ("dispute", "lost"),
-}
-
-
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
 sender = ShopifySender()

@@ -1,6 +1,5 @@
-"""Standard Webhooks: a delivery as Standard Webhooks sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/standard.py); this only imitates the gateway."""
+"""Standard Webhooks: a delivery as Standard Webhooks signs it, and sample payment notifications
+(shared/providers/standard.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,12 @@ from shared.payments.status import PaymentStatus
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.standard import HEADER_FAMILIES, SCHEME, compute_signature, decode_secret
 
+# The body carries the status as given: every canonical status has a sample.
+SAMPLE_STATUSES: tuple[str, ...] = tuple(status.value for status in PaymentStatus)
+
 
 class StandardWebhooksSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         msg_id = event_id or "msg_" + hashlib.sha256(body).hexdigest()[:27]
@@ -51,6 +51,4 @@ class StandardWebhooksSender:
         return json.dumps(payload, separators=(",", ":")).encode("utf-8")
 
 
-# The body carries the status as given: every canonical status has a sample.
-SAMPLE_STATUSES: tuple[str, ...] = tuple(status.value for status in PaymentStatus)
 sender = StandardWebhooksSender()

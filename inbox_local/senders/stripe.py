@@ -1,6 +1,5 @@
-"""Stripe: a delivery as Stripe sends it, signed, and sample payment notifications.
-
-Verifying and parsing it is the driver's business (shared/providers/stripe.py); this only imitates the gateway."""
+"""Stripe: a delivery as Stripe signs it, and sample payment notifications
+(shared/providers/stripe.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,49 +7,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest
 from shared.providers.stripe import SCHEME, SIGNATURE_HEADER, compute_signature
 
 API_VERSION = "2024-06-20"  # written into sample bodies; parsing does not depend on it
 _Builder = Callable[[str, int, int], JsonObject]  # (resource_id, amount, created) -> data.object
-
-
-class StripeSender:
-    @property
-    def sample_statuses(self) -> tuple[str, ...]:
-        return SAMPLE_STATUSES
-
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        signature = compute_signature(now, body, secret)
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/json; charset=utf-8",
-                "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-                SIGNATURE_HEADER: f"t={now},{SCHEME}={signature}",
-            },
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
-        try:
-            event_type, build = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Stripe sample for status {status!r}; supported: {supported}") from None
-        event = {
-            "id": event_id,
-            "object": "event",
-            "api_version": API_VERSION,
-            "created": occurred_at,
-            "data": {"object": build(resource_id, amount, occurred_at)},
-            "livemode": False,
-            "pending_webhooks": 1,
-            "request": {"id": None, "idempotency_key": None},
-            "type": event_type,
-        }
-        return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
 
 
 def _suffix(resource_id: str) -> str:
@@ -142,5 +105,37 @@ _SAMPLES: dict[str, tuple[str, _Builder]] = {
     "charged_back": ("charge.dispute.closed", _dispute("lost")),
 }
 SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+
+
+class StripeSender:
+    sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
+
+    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
+        signature = compute_signature(now, body, secret)
+        return WebhookRequest(
+            body=body,
+            headers={
+                "content-type": "application/json; charset=utf-8",
+                "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+                SIGNATURE_HEADER: f"t={now},{SCHEME}={signature}",
+            },
+        )
+
+    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
+        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
+        event_type, build = sample_values(_SAMPLES, status, gateway="Stripe")
+        event = {
+            "id": event_id,
+            "object": "event",
+            "api_version": API_VERSION,
+            "created": occurred_at,
+            "data": {"object": build(resource_id, amount, occurred_at)},
+            "livemode": False,
+            "pending_webhooks": 1,
+            "request": {"id": None, "idempotency_key": None},
+            "type": event_type,
+        }
+        return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
+
 
 sender = StripeSender()
