@@ -50,6 +50,7 @@ import click
 
 from inbox_cli.simulate import LIFECYCLES, Delivery, Simulation, SimulationHooks, SimulationOptions, SimulatorAdmin
 from inbox_cli.target import Target, resolve
+from inbox_local.senders import sender_for
 from shared.gateway.http import READ_TIMEOUT_SECONDS
 from shared.inbox.model import EventStatus, event_key
 from shared.inbox.store import InboxStore
@@ -249,7 +250,7 @@ class DeliveryLog:
 def _event_pk(sent: _Sent, secret: str) -> str:
     """The inbox key of a webhook, derived the way the ingest derives it (the driver parses the signed delivery)."""
     driver = get_driver(sent.provider)
-    event = driver.parse(driver.sign(sent.body, secret, now=int(time.time())))
+    event = driver.parse(sender_for(sent.provider).sign(sent.body, secret, now=int(time.time())))
     return event_key(sent.provider, event.event_id)
 
 

@@ -16,6 +16,7 @@ import click
 from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.listen import listen as listen_command
 from inbox_cli.target import Target, resolve
+from inbox_local.senders import sender_for
 from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared import aws
@@ -156,7 +157,7 @@ def send(
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
 
     target = _target(ctx)
-    driver = get_driver(provider)
+    driver, sender = get_driver(provider), sender_for(provider)
     refetched = provider in supported_providers()
     if target.local and refetched:
         from inbox_local.config import LocalEndpoints  # noqa: PLC0415
@@ -170,12 +171,12 @@ def send(
     event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
     resource_id = resource_id or f"pay_{uuid.uuid4().hex[:20]}"
     try:
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id=event_id, resource_id=resource_id, status=status, amount=amount, occurred_at=now
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    signed = driver.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
+    signed = sender.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
     try:  # the id the inbox stores it under: some providers derive it from the body (docs/providers*.md)
         stored_id = driver.parse(signed).event_id
     except PayloadInvalid:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from inbox_local.senders import sender_for
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
-from shared.providers import get_driver
 
 # Each lifecycle is the sequence of gateway steps after creation (which is `pending`).
 LIFECYCLES: dict[str, dict[str, list[str]]] = {
@@ -214,14 +214,14 @@ class Simulation:
     def deliver(self, delivery: Delivery) -> None:
         """POST one webhook as its gateway would (signed, retried on 5xx), and log it. Public: `inbox chaos`
         re-delivers what was never acknowledged, as a gateway's later retry."""
-        driver = get_driver(delivery.provider)
+        sender = sender_for(delivery.provider)
         url = f"{self.api_url}/webhooks/{delivery.provider}"
         sends = 2 if delivery.concurrent else 1
         copies = [delivery] * max(delivery.copies, sends)
 
         def send_one(_: Delivery) -> None:
             # Each retry of a real gateway is freshly signed (a new timestamp); the body is the same.
-            signed = driver.sign(delivery.body, self.secret_for(delivery.provider), now=int(time.time()))
+            signed = sender.sign(delivery.body, self.secret_for(delivery.provider), now=int(time.time()))
             query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""
             status = _post(url + query, signed.body, {"content-type": "application/json", **signed.headers})
             with self._lock:

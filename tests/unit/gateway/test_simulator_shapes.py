@@ -10,6 +10,7 @@ import pytest
 import urllib3
 
 from inbox_local.gateway_simulator import SHAPES, GatewaySimulator, running_simulator
+from inbox_local.senders import sender_for
 from shared.gateway import registry
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.gateway.http import GatewayHttpRejected, JsonHttpClient
@@ -137,9 +138,10 @@ def test_the_webhooks_on_the_way_are_the_drivers_own_and_name_the_payment(sim, p
     payment_id = sim.create_payment(provider, AMOUNT, resource_id=resource_id)
     webhooks = sim.creation_webhooks(provider, payment_id) + sim.advance_to(provider, payment_id, status)
     driver = get_driver(provider)
+    sender = sender_for(provider)
     for webhook in webhooks:
         # When the provider's driver signs and parses each one as the ingest would
-        event = driver.parse(driver.sign(webhook.body, "a-secret", now=webhook.occurred_at))
+        event = driver.parse(sender.sign(webhook.body, "a-secret", now=webhook.occurred_at))
         # Then it is about this payment, with the type the simulator said
         assert (event.resource_id, event.event_type) == (payment_id, webhook.event_type)
         assert event.amount in (None, AMOUNT)
