@@ -92,7 +92,7 @@ class Recorder:
     """Every AWS call the stack's functions make, and each DynamoDB write's item before and after."""
 
     writes: list[WriteRecord] = field(default_factory=list)
-    read_units: Counter[str] = field(default_factory=Counter)  # function -> read request units
+    read_units: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # function -> units
     calls: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (function, service, operation)
     pipe_events: int = 0
     log_bytes: Counter[str] = field(default_factory=Counter)
@@ -290,19 +290,19 @@ class CountingStdout:
 def _install(recorder: Recorder) -> None:
     import botocore.client  # noqa: PLC0415
 
-    original = botocore.client.BaseClient._make_api_call
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def recorded(client: Any, operation: str, params: dict[str, Any]) -> Any:
         return recorder.call(client, original, operation, params)
 
-    botocore.client.BaseClient._make_api_call = recorded  # type: ignore[method-assign]
+    botocore.client.BaseClient._make_api_call = recorded  # type: ignore[attr-defined]
 
     import functions.ingest.handler as ingest  # noqa: PLC0415
     import functions.process.handler as process  # noqa: PLC0415
     import functions.sweeper.handler as sweeper  # noqa: PLC0415
 
     for module, name in ((ingest, "ingest"), (process, "processor"), (sweeper, "sweeper")):
-        module.lambda_handler = _counted(recorder, name, module.lambda_handler)  # type: ignore[method-assign]
+        module.lambda_handler = _counted(recorder, name, module.lambda_handler)  # type: ignore[attr-defined]
 
 
 def _counted(recorder: Recorder, name: str, handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -336,7 +336,7 @@ def pad_stripe_body(body: bytes, size: int) -> bytes:
 
 def _run_child(scenario: Scenario) -> dict[str, Any]:
     recorder = Recorder()
-    sys.stdout = CountingStdout(recorder)  # type: ignore[assignment]  # before any Logger is built
+    sys.stdout = CountingStdout(recorder)  # before any Logger is built
     os.environ.update({"POWERTOOLS_LOG_LEVEL": "INFO", "POWERTOOLS_METRICS_DISABLED": "false"})
     _install(recorder)
 

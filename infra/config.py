@@ -22,7 +22,7 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``inbox_warm_write_units``: pre-warm the inbox table and its indexes to this many write units per second
   (DynamoDB warm throughput; default: none, a new on-demand table sustains ON_DEMAND_INITIAL_WRITE_UNITS). For a
   known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
-  Raising it is billed once, and it can never be lowered again.
+  Raising it is charged, and a raised value can never be lowered again.
 
 There is no layer setting: the functions' third-party code (Powertools, pydantic, cryptography, tzdata) is a layer
 the stack builds from uv.lock (infra/dependency_layer.py), so the versions tested are the versions deployed.
@@ -45,7 +45,7 @@ ARCHIVE_GLACIER_AFTER_DAYS = 90
 # The public Powertools layer's version number, a context value until the stack built its own layer.
 REMOVED_LAYER_SETTING = "powertools_layer_version"
 # What a new on-demand table sustains without pre-warming: 4,000 writes per second (and 12,000 reads)
-# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/pre-warming-on-demand-capacity-mode.html).
+# (https://docs.amazonaws.cn/en_us/amazondynamodb/latest/developerguide/pre-warming-on-demand-capacity-mode.html).
 # Warm throughput below it would change nothing.
 ON_DEMAND_INITIAL_WRITE_UNITS = 4_000
 

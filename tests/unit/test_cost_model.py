@@ -125,6 +125,7 @@ def test_without_a_measurement_the_model_says_it_assumed(tmp_path):
 def test_the_priced_lines_follow_the_measured_figures(tmp_path):
     # Given the measurement, and the same with twice the processor's write units
     usage = measured_usage(_results(tmp_path))
+    assert usage is not None
     doubled = replace(usage, write_units_processing=2 * usage.write_units_processing)
     base = monthly_cost(1_000_000, "us-east-1", Assumptions(), usage)
     more = monthly_cost(1_000_000, "us-east-1", Assumptions(), doubled)

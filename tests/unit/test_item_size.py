@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.item_size import (
@@ -54,7 +56,7 @@ def test_a_number_takes_a_byte_per_two_significant_digits_plus_one(number, expec
 
 def test_an_item_is_the_sum_of_its_attribute_names_and_values():
     # Given an item with a key, a number and a binary body
-    item = {"pk": {"S": "stripe#evt_1"}, "attempts": {"N": "1"}, "body": {"B": b"x" * 1000}}
+    item: dict[str, dict[str, Any]] = {"pk": {"S": "stripe#evt_1"}, "attempts": {"N": "1"}, "body": {"B": b"x" * 1000}}
     # Then its size is each name's bytes plus each value's
     assert item_bytes(item) == (2 + 12) + (8 + 2) + (4 + 1000)
     assert item_bytes(None) == 0
@@ -83,7 +85,7 @@ def test_a_read_of_3500_bytes_costs_what_a_4_kb_read_does():
 
 
 def test_an_update_is_billed_on_the_larger_of_the_item_before_and_after():
-    big = {"pk": {"S": "k"}, "body": {"B": b"x" * 3000}}
+    big: dict[str, dict[str, Any]] = {"pk": {"S": "k"}, "body": {"B": b"x" * 3000}}
     small_change = {**big, "status": {"S": "processed"}}
     # Given a 3 KB item whose update adds a few bytes, When billed, Then the whole item is (3 units, not 1)
     assert item_write_units(big, small_change) == 3
