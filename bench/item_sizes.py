@@ -508,6 +508,8 @@ def _figures(recorder: Recorder, report: Any, scenario: Scenario, names: Any) ->
             "the Lambda platform's own START/END/REPORT log lines",
             "the sweeper, archiver and retention (scheduled, not per event)",
             "the queue mapping's empty polls (AWS's event source mapping long-polls: a fixed cost)",
+            "in detail_per_event.requests, the local plumbing's stream and queue polls (dispatch pipe, queue "
+            "mapping, outbox pipe) are the emulation's, idle polls included: in AWS the services poll themselves",
         ],
     }
 
