@@ -188,6 +188,8 @@ class Recorder:
         self, client: Any, original: Callable[..., Any], operation: str, params: dict[str, Any], function: str
     ) -> Any:
         targets = self._targets(client, original, operation, params)
+        for table, _, _ in targets:
+            self.shape(client, original, table)  # its keys and indexes, for billing (an update names no item)
         before = [self._get(client, original, table, key) for table, key, _ in targets]
         succeeded = True
         try:
