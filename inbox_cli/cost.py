@@ -290,6 +290,14 @@ def render(report: dict[str, Any]) -> str:
         f"  {'total per month':<{width}}  ${report['total_per_month']:>10,.2f}",
         f"  {'variable cost per million webhooks':<{width}}  ${report['variable_per_million_events']:>10,.2f}",
         f"  {'fixed per month':<{width}}  ${report['fixed_per_month']:>10,.2f}",
+    ]
+    for key in ("with_forwarding_off", "with_forwarding_on"):
+        if key in report:
+            rows.append(
+                f"  {key.replace('_', ' ')}: ${report[key]['variable_per_million_events']:,.2f} per million, "
+                f"${report[key]['fixed_per_month']:,.2f} fixed"
+            )
+    rows += [
         "",
         f"  write units per event: {report['write_units_per_event']}",
         f"  usage per event: {report['usage']}",

@@ -544,8 +544,14 @@ def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None
         assumptions, usage = replace(assumptions, body_kb=body_kb), None
     try:
         report = monthly_cost(events, region, assumptions, usage)
+        # the same scenario with forwarding the other way: what the forwarding costs, in the same output
+        other = monthly_cost(events, region, replace(assumptions, forwarding=not assumptions.forwarding), usage)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
+    report["with_forwarding_" + ("off" if assumptions.forwarding else "on")] = {
+        "variable_per_million_events": other["variable_per_million_events"],
+        "fixed_per_month": other["fixed_per_month"],
+    }
     if as_json:
         _echo_json(report)
     else:

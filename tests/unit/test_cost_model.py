@@ -181,6 +181,7 @@ def test_the_command_states_the_scenario_and_where_the_figures_come_from():
     assert "deliveries per event" in result.output
     assert "transitions per event" in result.output
     assert "per-event figures: measured" in result.output
+    assert "with forwarding off: $" in result.output  # the other half of the scenario, priced alike
     as_json = json.loads(CliRunner().invoke(cli, ["cost", "--json"]).output)
     assert {"variable_per_million_events", "fixed_per_month", "scenario", "per_event_figures"} <= set(as_json)
 
