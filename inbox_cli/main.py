@@ -525,18 +525,35 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
 @cli.command()
 @click.option("--events-per-month", "events", type=click.IntRange(min=0), default=1_000_000, show_default=True)
 @click.option("--region", default="us-east-1", show_default=True)
-@click.option("--body-kb", default=2.0, show_default=True, help="Average webhook body size.")
+@click.option(
+    "--body-kb",
+    type=float,
+    default=None,
+    help="Average webhook body size; the measured scenario's when omitted. Another size prices with the formulas "
+    "(the measurement holds for its own size only).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
-    """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json)."""
+def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None:
+    """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
+    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import measured_assumptions, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
 
+    assumptions = measured_assumptions()
+    usage = measured_usage()
+    if body_kb is not None and body_kb != assumptions.body_kb:
+        assumptions, usage = replace(assumptions, body_kb=body_kb), None
     try:
-        report = monthly_cost(events, region, replace(measured_assumptions(), body_kb=body_kb))
+        report = monthly_cost(events, region, assumptions, usage)
+        # the same scenario with forwarding the other way: what the forwarding costs, in the same output
+        other = monthly_cost(events, region, replace(assumptions, forwarding=not assumptions.forwarding), usage)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
+    report["with_forwarding_" + ("off" if assumptions.forwarding else "on")] = {
+        "variable_per_million_events": other["variable_per_million_events"],
+        "fixed_per_month": other["fixed_per_month"],
+    }
     if as_json:
         _echo_json(report)
     else:

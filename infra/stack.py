@@ -33,7 +33,12 @@ class WebhookInboxStack(Stack):
         self.settings = settings
 
         # Ingest: gateway -> API -> verified, deduplicated inbox item.
-        self.storage = InboxStorage(self, "InboxStorage", retention_days=settings.retention_days)
+        self.storage = InboxStorage(
+            self,
+            "InboxStorage",
+            retention_days=settings.retention_days,
+            warm_write_units=settings.inbox_warm_write_units,
+        )
         self.signing_secrets = SigningSecrets(self, "SigningSecrets", stack_name=self.stack_name)
         self.ingest = IngestFunction(
             self, "IngestFunction", storage=self.storage, secrets=self.signing_secrets, settings=settings
