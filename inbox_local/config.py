@@ -6,7 +6,7 @@ import base64
 import os
 from dataclasses import dataclass
 
-from infra import definitions
+from shared import definitions
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
 REGION = "us-east-1"

@@ -22,13 +22,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from shared.definitions import ENV_API_KEY_SECRET_PREFIX, ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
 from shared.secrets import secret_id
-from shared.settings import ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, ConfigurationError, text_map
+from shared.settings import ConfigurationError, text_map
 
-ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
 API_KEY_CACHE_SECONDS = 300
 # Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.
 _CONFIGURATION_ERRORS = frozenset(

@@ -1,8 +1,9 @@
-"""Resource definitions shared by the CDK stack and the local runtime: one source of truth.
+"""Definitions shared by the CDK stack, the local runtime and the Lambdas: one source of truth.
 
-Pure Python on purpose (no CDK import): the local runtime builds its moto resources from these values and the
-stack builds CloudFormation from the same values, so local and cloud cannot drift. Lambda code never imports
-this module; the values a function needs reach it through environment variables.
+Pure constants on purpose (standard library only, no I/O, no CDK or boto3 import): the local runtime builds its
+moto resources from these values, the stack builds CloudFormation from the same values, and the Lambdas read the
+same names and defaults, so local, cloud and function code cannot drift. It is the one module of `shared/` that
+`infra/` and the local runtime may import (design.md, "Which way imports run"; tests/unit/test_import_rules.py).
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"
 # wants a dispatch (`dispatch_reason`): the ingest's insert ("received"), the sweeper's re-dispatch
 # ("redispatch") and a replay ("replay"). The processor's own bookkeeping writes while an event is still
 # pending set `dispatch_reason` to "attempt", so they never re-enqueue the event they are working on.
-DISPATCH_REASONS: Final = ("received", "redispatch", "replay")
+DISPATCH_REASON_RECEIVED: Final = "received"
+DISPATCH_REASON_REDISPATCH: Final = "redispatch"
+DISPATCH_REASON_REPLAY: Final = "replay"
+DISPATCH_REASONS: Final = (DISPATCH_REASON_RECEIVED, DISPATCH_REASON_REDISPATCH, DISPATCH_REASON_REPLAY)
 NON_DISPATCH_REASON: Final = "attempt"
 
 PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {
@@ -133,6 +137,7 @@ DEFAULT_RETENTION_DAYS: Final = 30
 MINIMUM_RETENTION_DAYS: Final = 7
 # DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
+
 
 # Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
 PROVIDERS: Final = (
@@ -303,7 +308,7 @@ METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
 OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
 OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
-OUTBOX_RETENTION_DAYS: Final = 7  # equals shared.payments.outbox.OUTBOX_RETENTION_SECONDS (a test compares)
+OUTBOX_RETENTION_DAYS: Final = 7  # the TTL the outbox writes (shared/payments/outbox.py) and docs/events.md
 OUTBOX_STREAM_VIEW_TYPE: Final = "NEW_IMAGE"
 ENV_OUTBOX_TABLE: Final = "OUTBOX_TABLE"
 OUTPUT_OUTBOX_TABLE: Final = "OutboxTableName"
