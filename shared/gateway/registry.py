@@ -1,7 +1,7 @@
 """Which gateway client refetches a provider's payments, built once per process.
 
 Configuration (environment):
-- `INBOX_API_BASE_<PROVIDER>`: the API base URL (defaults: the real Stripe and Asaas APIs). Any server speaking
+- `INBOX_API_BASE_<PROVIDER>`: the API base URL (default: the provider's real API). Any server speaking
   the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
 - `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
   deployed stack lists for the provider in `INBOX_API_KEY_SECRETS` (a JSON object `{provider: secret ARN}`:
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.definitions import ENV_API_KEY_SECRET_PREFIX, ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE
+from shared.definitions import ENV_API_KEY_SECRET_PREFIX, ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, PROVIDER_CATALOG
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
@@ -36,24 +36,20 @@ _CONFIGURATION_ERRORS = frozenset(
 )
 
 _ClientFactory = Callable[[JsonHttpClient, Callable[[], str]], GatewayClient]
-# provider -> its client class in `shared.gateway.<provider>` (whose PROVIDER is that name and DEFAULT_BASE_URL its
-# API). A module is imported with the first client of its provider: a processor only loads the gateways it
-# refetches from (all seven at import were ~12 ms of its cold start, `python -X importtime`).
+# provider -> "module:Class" of its client (the provider catalog's `refetch_client`; the module's PROVIDER is the
+# provider's id and DEFAULT_BASE_URL its API). A module is imported with the first client of its provider: a
+# processor only loads the gateways it refetches from (all seven at import were ~12 ms of its cold start,
+# `python -X importtime`).
 _PROVIDERS: dict[str, str] = {
-    "stripe": "StripeClient",
-    "asaas": "AsaasClient",
-    "pagarme": "PagarmeClient",
-    "pagbank": "PagbankClient",
-    "iugu": "IuguClient",
-    "paddle": "PaddleClient",
-    "mercadopago": "MercadoPagoClient",
+    entry.id: entry.refetch_client for entry in PROVIDER_CATALOG if entry.refetch_client is not None
 }
 
 
 def client_class(provider: str) -> tuple[_ClientFactory, str]:
     """The client class of `provider` and its API's default base URL (KeyError for a provider with no API)."""
-    module = importlib.import_module(f"shared.gateway.{provider}")
-    factory: _ClientFactory = getattr(module, _PROVIDERS[provider])
+    module_name, class_name = _PROVIDERS[provider].split(":")
+    module = importlib.import_module(module_name)
+    factory: _ClientFactory = getattr(module, class_name)
     return factory, module.DEFAULT_BASE_URL
 
 
