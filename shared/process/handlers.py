@@ -6,7 +6,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 
-from shared.definitions import HANDLER_OCCURRED_AT, HANDLER_REFETCH, PROVIDER_CATALOG, ProviderEntry, Route
+from shared.definitions import (
+    HANDLER_OCCURRED_AT,
+    HANDLER_REFETCH,
+    PROVIDER_CATALOG,
+    HandlerKind,
+    ProviderEntry,
+    Route,
+)
 from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
@@ -101,7 +108,7 @@ def route_event_types(route: Route) -> tuple[str, ...]:
 def default_router(clients: ClientLookup, catalog: Iterable[ProviderEntry] = PROVIDER_CATALOG) -> Router:
     """Every catalog route, registered with the handler of its kind. A provider without routes (GitHub: its events
     are not payments) has its events stored and ignored."""
-    handlers: dict[str, EventHandler] = {
+    handlers: dict[HandlerKind, EventHandler] = {
         HANDLER_REFETCH: RefetchPaymentHandler(clients),
         HANDLER_OCCURRED_AT: EventTimeOrderedHandler(),
     }

@@ -7,7 +7,6 @@ copies of it (each must be caught: the checks can fail).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import re
 from collections.abc import Iterable
@@ -217,7 +216,7 @@ def test_the_processor_routes_each_provider_as_its_catalog_entry_says(entry: Pro
 
 
 def _replaced(provider: str, **changes: object) -> tuple[ProviderEntry, ...]:
-    return tuple(dataclasses.replace(e, **changes) if e.id == provider else e for e in PROVIDER_CATALOG)  # type: ignore[arg-type]
+    return tuple(e._replace(**changes) if e.id == provider else e for e in PROVIDER_CATALOG)  # type: ignore[arg-type]
 
 
 def _without(provider: str) -> tuple[ProviderEntry, ...]:
@@ -226,7 +225,7 @@ def _without(provider: str) -> tuple[ProviderEntry, ...]:
 
 def _facts(provider: str, **changes: object) -> tuple[ProviderEntry, ...]:
     entry = definitions.provider_entry(provider)
-    return _replaced(provider, facts=dataclasses.replace(entry.facts, **changes))  # type: ignore[arg-type]
+    return _replaced(provider, facts=entry.facts._replace(**changes))  # type: ignore[arg-type]
 
 
 BROKEN = {
@@ -278,7 +277,7 @@ BROKEN = {
     "a provider declared twice": ((*PROVIDER_CATALOG, PROVIDER_CATALOG[0]), "stripe: declared twice"),
     "no development secret": (_replaced("github", dev_secret=" "), "github: no development secret"),
     "no row in the README": (
-        (*_without("generic"), dataclasses.replace(definitions.provider_entry("generic"), id="generik")),
+        (*_without("generic"), definitions.provider_entry("generic")._replace(id="generik")),
         "generik: no row in README.md's provider table",
     ),
     "a README row the catalog disagrees with": (
@@ -286,7 +285,7 @@ BROKEN = {
         "shopify: README.md's row is not what the catalog says",
     ),
     "an upper-case id": (
-        (*PROVIDER_CATALOG, dataclasses.replace(definitions.provider_entry("kiwify"), id="Kiwi")),
+        (*PROVIDER_CATALOG, definitions.provider_entry("kiwify")._replace(id="Kiwi")),
         "'Kiwi': a provider id is lower-case",
     ),
 }
