@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from infra import definitions
+from shared import definitions
 
 PRICES = Path(__file__).with_name("prices.json")
 BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "latest.json"

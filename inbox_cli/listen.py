@@ -52,7 +52,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from inbox_cli.target import resolve
 from inbox_local.stream_reader import LATEST, StreamReader
-from infra import definitions
+from shared import definitions
 from shared.forwarding import Forwarder, backoff
 from shared.payments.outbox import STATUS_CHANGED, WEBHOOK_FAILED
 from shared.payments.publishing import outbox_events

@@ -17,9 +17,8 @@ from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.listen import listen as listen_command
 from inbox_cli.target import Target, resolve
 from inbox_local.senders import sender_for
-from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
-from shared import aws
+from shared import aws, definitions
 from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore

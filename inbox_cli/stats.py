@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.inbox.model import OPEN_EVENT_SHARDS, EventStatus, iso_utc
+from shared.definitions import OPEN_EVENTS_SHARDS
+from shared.inbox.model import EventStatus, iso_utc
 from shared.sweeper import SweepStore, parse_iso
 
 EVENT_STATUSES = tuple(status.value for status in EventStatus)
@@ -43,7 +44,7 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
     now = datetime.fromtimestamp(clock(), tz=UTC)
     events: dict[str, Counter[str]] = defaultdict(Counter)
     for status in (EventStatus.PENDING, EventStatus.FAILED):
-        for shard in range(OPEN_EVENT_SHARDS):
+        for shard in range(OPEN_EVENTS_SHARDS):
             for item in store.open_shard(status, shard, attributes=("provider",)):
                 events[str(item.get("provider", "unknown"))][status.value] += 1
     for row in _scan(store.dynamodb, store.inbox_table, ("provider", "status")):

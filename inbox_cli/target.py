@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, signing_secret
-from infra import definitions
+from shared import definitions
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any
 
 from constructs import Node
 
-from infra import definitions
+from shared import definitions
 
 DEFAULT_STACK_NAME = "WebhookInbox"
 MAX_SWEEP_INTERVAL_MINUTES = 60

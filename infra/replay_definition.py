@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from infra import definitions
+from shared import definitions
 
 # The CloudFormation DefinitionSubstitutions key the stack fills with the inbox table's name.
 TABLE_SUBSTITUTION: Final = "InboxTable"

@@ -7,7 +7,6 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
@@ -23,6 +22,7 @@ from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.constructs.sweeper_function import SweeperFunction
+from shared import definitions
 
 
 class WebhookInboxStack(Stack):

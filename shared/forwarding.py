@@ -29,17 +29,18 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from shared.definitions import (
+    ENV_CONTROL_TABLE,
+    ENV_FORWARD_SECRET,
+    ENV_FORWARD_SECRET_NAME,
+    ENV_FORWARD_SECRET_PREVIOUS,
+    ENV_FORWARD_URL,
+)
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
-from shared.settings import ENV_CONTROL_TABLE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-ENV_FORWARD_URL = "INBOX_FORWARD_URL"  # equal to infra.definitions.ENV_FORWARD_* (a test compares)
-ENV_FORWARD_SECRET = "INBOX_FORWARD_SECRET"  # noqa: S105 - a variable name
-ENV_FORWARD_SECRET_PREVIOUS = "INBOX_FORWARD_SECRET_PREVIOUS"  # noqa: S105 - a variable name
-# In AWS: the name of the Secrets Manager secret holding {"current": "whsec_...", "previous": ...}.
-ENV_FORWARD_SECRET_NAME = "INBOX_FORWARD_SECRET_NAME"  # noqa: S105 - a variable name
 CHECKPOINT_PREFIX = "outbox-forward#"
 
 

@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import aws
+from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-ARCHIVE_KEY_PREFIX = "archive/"  # must equal infra.definitions.ARCHIVE_KEY_PREFIX (a test compares them)
 REDACTED = "[redacted]"
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -272,13 +272,13 @@ class Archiver:
 
 @cache
 def default_archiver() -> Archiver:
-    bucket = os.environ.get("INBOX_ARCHIVE_BUCKET", "").strip()
+    bucket = os.environ.get(ENV_ARCHIVE_BUCKET, "").strip()
     if not bucket:
-        raise RuntimeError("environment variable INBOX_ARCHIVE_BUCKET is required")
+        raise RuntimeError(f"environment variable {ENV_ARCHIVE_BUCKET} is required")
     return Archiver(
         bucket,
-        os.environ.get("INBOX_BODY_BUCKET", "").strip() or None,
-        redact_fields=parse_redact_fields(os.environ.get("INBOX_REDACT_FIELDS")),
+        os.environ.get(ENV_BODY_BUCKET, "").strip() or None,
+        redact_fields=parse_redact_fields(os.environ.get(ENV_REDACT_FIELDS)),
     )
 
 

@@ -12,19 +12,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300
-DEFAULT_RETENTION_DAYS = 30
-MINIMUM_RETENTION_DAYS = 7
-# DynamoDB items are limited to 400 KB: bodies above this go to S3 and the item references them.
-INLINE_BODY_LIMIT_BYTES = 256 * 1024
-
-
-# The control table (circuit breakers, forwarding checkpoints): read by the processor and the forwarder.
-ENV_CONTROL_TABLE = "CONTROL_TABLE"  # equals infra.definitions.ENV_CONTROL_TABLE (a test compares)
-# The deployed stack's {provider: secret ARN} maps of the signing secrets and of the gateways' API keys (equal to
-# infra.definitions.ENV_SIGNING_SECRETS and ENV_API_KEY_SECRETS; a test compares). shared/secrets.py explains.
-ENV_SIGNING_SECRETS = "INBOX_SIGNING_SECRETS"
-ENV_API_KEY_SECRETS = "INBOX_API_KEY_SECRETS"
+from shared.definitions import (
+    DEFAULT_RETENTION_DAYS,
+    DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+    ENV_BODY_BUCKET,
+    ENV_INBOX_TABLE,
+    ENV_RETENTION_DAYS,
+    ENV_SECRET_PREFIX,
+    ENV_SIGNATURE_TOLERANCE,
+    ENV_SIGNING_SECRETS,
+    INLINE_BODY_LIMIT_BYTES,
+    MINIMUM_RETENTION_DAYS,
+)
 
 
 class ConfigurationError(ValueError):
@@ -110,12 +109,10 @@ class IngestSettings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> IngestSettings:
         env = os.environ if environ is None else environ
         return cls(
-            inbox_table=required_text(env, "INBOX_TABLE"),
-            body_bucket=required_text(env, "INBOX_BODY_BUCKET"),
-            secret_prefix=env.get("INBOX_SECRET_PREFIX", ""),
+            inbox_table=required_text(env, ENV_INBOX_TABLE),
+            body_bucket=required_text(env, ENV_BODY_BUCKET),
+            secret_prefix=env.get(ENV_SECRET_PREFIX, ""),
             signing_secret_ids=text_map(env, ENV_SIGNING_SECRETS),
-            signature_tolerance_seconds=integer(
-                env, "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS
-            ),
-            retention_days=integer(env, "INBOX_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            signature_tolerance_seconds=integer(env, ENV_SIGNATURE_TOLERANCE, DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
+            retention_days=integer(env, ENV_RETENTION_DAYS, DEFAULT_RETENTION_DAYS),
         )

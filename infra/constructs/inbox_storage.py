@@ -1,5 +1,5 @@
 """The inbox: the DynamoDB table that deduplicates and records every accepted event, and the S3 bucket for
-bodies too large to sit in an item. Key names, indexes and TTL come from infra/definitions.py, the values the
+bodies too large to sit in an item. Key names, indexes and TTL come from shared/definitions.py, the values the
 local runtime builds its moto table from.
 
 Choices:
@@ -23,7 +23,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra import definitions
+from shared import definitions
 
 BODY_EXPIRY_MARGIN_DAYS = 7
 NONCURRENT_VERSION_DAYS = 7  # an overwritten or deleted body stays recoverable this long

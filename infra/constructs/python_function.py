@@ -22,10 +22,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import definitions
 from infra.assets import stage_function_asset
 from infra.dependency_layer import REQUIREMENTS_FILE, pinned_versions, stage_dependency_layer
 from infra.nag import acknowledge
+from shared import definitions
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64

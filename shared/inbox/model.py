@@ -15,9 +15,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from shared.definitions import (
+    DISPATCH_REASON_RECEIVED,
+    DISPATCH_REASON_REDISPATCH,
+    DISPATCH_REASON_REPLAY,
+    NON_DISPATCH_REASON,
+    OPEN_EVENTS_SHARDS,
+)
 from shared.providers.base import NormalizedEvent, WebhookRequest
-
-OPEN_EVENT_SHARDS = 8  # must equal infra.definitions.OPEN_EVENTS_SHARDS (a test compares them)
 
 
 class EventStatus(StrEnum):
@@ -31,12 +36,13 @@ OPEN_STATUSES = frozenset({EventStatus.PENDING, EventStatus.FAILED})
 
 
 class DispatchReason(StrEnum):
-    """Why a write to a pending item happened. Only the first three make the Pipe enqueue the event."""
+    """Why a write to a pending item happened. Only the first three make the Pipe enqueue the event (the Pipe's
+    filter, `shared.definitions.PIPE_FILTER_PATTERN`, passes `DISPATCH_REASONS`)."""
 
-    RECEIVED = "received"
-    REDISPATCH = "redispatch"
-    REPLAY = "replay"
-    ATTEMPT = "attempt"  # the processor's own bookkeeping: never re-enqueues
+    RECEIVED = DISPATCH_REASON_RECEIVED
+    REDISPATCH = DISPATCH_REASON_REDISPATCH
+    REPLAY = DISPATCH_REASON_REPLAY
+    ATTEMPT = NON_DISPATCH_REASON  # the processor's own bookkeeping: never re-enqueues
 
 
 def event_key(provider: str, event_id: str) -> str:
@@ -78,7 +84,7 @@ def fifo_group_id(key: str) -> str:
 
 def open_status_value(status: EventStatus, pk: str) -> str:
     """Partition value of the sparse open-events index: status plus a stable shard of the key."""
-    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENT_SHARDS}"
+    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENTS_SHARDS}"
 
 
 def iso_utc(moment: datetime) -> str:

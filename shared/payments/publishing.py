@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from shared.definitions import ENV_EVENT_BUS_NAME, OUTBOX_EVENT_SOURCE
 from shared.payments.outbox import event_from_stream_record
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
 
-OUTBOX_EVENT_SOURCE = "webhook-inbox"  # equals infra.definitions.OUTBOX_EVENT_SOURCE (a test compares)
-ENV_EVENT_BUS_NAME = "INBOX_EVENT_BUS_NAME"  # equals infra.definitions.ENV_EVENT_BUS_NAME
 MAX_ENTRIES_PER_CALL = 10  # PutEvents' limit
 INSERT = "INSERT"
 

@@ -13,13 +13,24 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 
 from shared import aws
+from shared.definitions import (
+    ENV_CONTROL_TABLE,
+    ENV_DLQ_URL,
+    ENV_INBOX_TABLE,
+    ENV_MAX_ATTEMPTS,
+    ENV_PAYMENTS_TABLE,
+    ENV_QUEUE_URL,
+    ENV_RETRY_BASE_SECONDS,
+    MAX_PROCESSING_ATTEMPTS,
+    RETRY_BASE_SECONDS,
+)
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
 from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
-from shared.settings import ENV_CONTROL_TABLE, integer, positive_number, required_text
+from shared.settings import integer, positive_number, required_text
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -41,8 +52,8 @@ class ProcessorSettings:
     queue_url: str
     dead_letter_queue_url: str
     control_table: str | None = None
-    max_attempts: int = 8
-    retry_base_seconds: float = 5.0
+    max_attempts: int = MAX_PROCESSING_ATTEMPTS
+    retry_base_seconds: float = float(RETRY_BASE_SECONDS)
     # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
     # handlers of one's own event types (or replacements for ours) without touching the core.
     handler_modules: str = ""
@@ -51,13 +62,13 @@ class ProcessorSettings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> ProcessorSettings:
         env = os.environ if environ is None else environ
         return cls(
-            inbox_table=required_text(env, "INBOX_TABLE"),
-            payments_table=required_text(env, "PAYMENTS_TABLE"),
-            queue_url=required_text(env, "INBOX_QUEUE_URL"),
-            dead_letter_queue_url=required_text(env, "INBOX_DLQ_URL"),
+            inbox_table=required_text(env, ENV_INBOX_TABLE),
+            payments_table=required_text(env, ENV_PAYMENTS_TABLE),
+            queue_url=required_text(env, ENV_QUEUE_URL),
+            dead_letter_queue_url=required_text(env, ENV_DLQ_URL),
             control_table=env.get(ENV_CONTROL_TABLE) or None,
-            max_attempts=integer(env, "INBOX_MAX_ATTEMPTS", 8, low=1, high=50),
-            retry_base_seconds=positive_number(env, "INBOX_RETRY_BASE_SECONDS", 5.0, high=600),
+            max_attempts=integer(env, ENV_MAX_ATTEMPTS, MAX_PROCESSING_ATTEMPTS, low=1, high=50),
+            retry_base_seconds=positive_number(env, ENV_RETRY_BASE_SECONDS, float(RETRY_BASE_SECONDS), high=600),
             handler_modules=env.get("INBOX_HANDLER_MODULES", ""),
         )
 

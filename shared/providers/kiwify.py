@@ -104,8 +104,8 @@ BANKING_STATUS: dict[str, PaymentStatus] = {
     "COMPLETED": S.PAID,
     "FAILED": S.FAILED,
 }
-# The event types that are about a payment (the processor's routing table registers these; subscription and
-# cart events are stored and left alone).
+# The sales event types that are about a payment (the provider catalog routes these, and every Banking event, to
+# the processor; subscription and cart events are stored and left alone).
 SALE_EVENTS: tuple[str, ...] = (
     "order_approved",
     "order_rejected",
@@ -114,7 +114,6 @@ SALE_EVENTS: tuple[str, ...] = (
     "billet_created",
     "pix_created",
 )
-BANKING_EVENT_PREFIXES: tuple[str, ...] = ("CASHIN.", "CASHOUT.")
 _BANKING_RESOURCE_KEYS: tuple[tuple[str, str], ...] = (
     ("CASHOUT.PIX.REFUNDS.", "refund_id"),
     ("CASHOUT.PIX.TRANSFERS.", "transfer_id"),

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra import definitions
 from infra.application import build_app
 from infra.config import SettingsError
 from infra.constructs.inbox_storage import BODY_EXPIRY_MARGIN_DAYS
+from shared import definitions
 
 # One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]

@@ -42,7 +42,7 @@ from inbox_cli.listen import (
 )
 from inbox_cli.main import cli
 from inbox_cli.receiver import ReceiverCore, ReceiverServer
-from infra import definitions
+from shared import definitions
 from shared.payments.outbox import transition_id
 from shared.payments.publishing import BusPublisher
 from shared.payments.status import PaymentStatus as S

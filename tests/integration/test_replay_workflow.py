@@ -26,7 +26,6 @@ from inbox_local.pipe import StreamPipe
 from inbox_local.replay import REPLAY_ROLE_ARN, ensure_replay_state_machine
 from inbox_local.resources import provision
 from inbox_local.step_functions import install as install_step_functions_limits
-from infra import definitions
 from infra.replay_definition import (
     EXECUTION_HISTORY_EVENTS,
     EXECUTION_HISTORY_LIMIT,
@@ -38,6 +37,7 @@ from infra.replay_definition import (
     replay_definition,
     table_placeholder,
 )
+from shared import definitions
 from shared.inbox.model import EventStatus, open_status_value
 from shared.inbox.store import from_attributes, to_attributes
 

@@ -5,8 +5,9 @@ Rules, for every import statement anywhere in a module (a function-level or type
 too):
 - `functions/` imports nothing of ours but `shared/`;
 - `shared/` imports nothing of ours outside `shared/` (not functions/, infra/, the local runtime, the CLI...);
-- `infra/` imports from `shared/` only the definitions module. It accepts both homes of that module: today
-  `infra/definitions.py` (part of infra/ itself), after the move `shared/definitions.py`.
+- `infra/` imports from `shared/` only the definitions module, `shared/definitions.py`;
+- the definitions module itself imports only the standard library (the stack, the local runtime and every Lambda
+  import it).
 
 Cycles: only what runs when a module is imported counts (top-level statements, class bodies, decorators; not
 function bodies, not `if TYPE_CHECKING:` blocks). A function-level import is how one breaks a cycle on purpose,
@@ -19,6 +20,7 @@ one (the package is already in sys.modules while its `__init__` runs).
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -188,3 +190,11 @@ def test_an_import_cycle_is_found_and_a_function_level_import_breaks_it(tmp_path
     # Then the import-time cycle is reported (not the package re-exporting its module), the broken one is not
     assert cyclic == [["cyclic.a", "cyclic.b", "cyclic.c"]]
     assert broken == []
+
+
+def test_the_definitions_module_imports_only_the_standard_library() -> None:
+    # Given the definitions module's imports, wherever they are
+    module = SourceModule(DEFINITIONS_MODULE, REPO_ROOT / "shared" / "definitions.py", is_package=False)
+    imported = set(module_facts(module, runtime_only=False).imports)
+    # Then each is the standard library's (no boto3, no CDK, nothing else of ours)
+    assert {name for name in imported if name.partition(".")[0] not in sys.stdlib_module_names} == set()

@@ -1,13 +1,14 @@
-"""Resource definitions shared by the CDK stack and the local runtime: one source of truth.
+"""Definitions shared by the CDK stack, the local runtime and the Lambdas: one source of truth.
 
-Pure Python on purpose (no CDK import): the local runtime builds its moto resources from these values and the
-stack builds CloudFormation from the same values, so local and cloud cannot drift. Lambda code never imports
-this module; the values a function needs reach it through environment variables.
+Pure constants on purpose (standard library only, no I/O, no CDK or boto3 import): the local runtime builds its
+moto resources from these values, the stack builds CloudFormation from the same values, and the Lambdas read the
+same names and defaults, so local, cloud and function code cannot drift. It is the one module of `shared/` that
+`infra/` and the local runtime may import (design.md, "Which way imports run"; tests/unit/test_import_rules.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal, NamedTuple
 
 SERVICE_NAME: Final = "webhook-inbox"
 METRICS_NAMESPACE: Final = "WebhookInbox"
@@ -66,7 +67,10 @@ PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"
 # wants a dispatch (`dispatch_reason`): the ingest's insert ("received"), the sweeper's re-dispatch
 # ("redispatch") and a replay ("replay"). The processor's own bookkeeping writes while an event is still
 # pending set `dispatch_reason` to "attempt", so they never re-enqueue the event they are working on.
-DISPATCH_REASONS: Final = ("received", "redispatch", "replay")
+DISPATCH_REASON_RECEIVED: Final = "received"
+DISPATCH_REASON_REDISPATCH: Final = "redispatch"
+DISPATCH_REASON_REPLAY: Final = "replay"
+DISPATCH_REASONS: Final = (DISPATCH_REASON_RECEIVED, DISPATCH_REASON_REDISPATCH, DISPATCH_REASON_REPLAY)
 NON_DISPATCH_REASON: Final = "attempt"
 
 PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {
@@ -133,27 +137,6 @@ DEFAULT_RETENTION_DAYS: Final = 30
 MINIMUM_RETENTION_DAYS: Final = 7
 # DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
-
-# Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
-PROVIDERS: Final = (
-    "stripe",
-    "standard",
-    "asaas",
-    "pagarme",
-    "kiwify",
-    "hotmart",
-    "pagbank",
-    "iugu",
-    "github",
-    "shopify",
-    "paddle",
-    "mercadopago",
-    "adyen",
-    "generic",
-)
-# Providers with a payment API the processor refetches from (one gateway API-key secret each). `standard` is a
-# signing scheme, not a gateway: it has no API, and its events are ordered by `occurred_at` instead.
-REFETCH_PROVIDERS: Final = ("stripe", "asaas", "pagarme", "pagbank", "iugu", "paddle", "mercadopago")
 
 
 def secret_prefix(stack_name: str) -> str:
@@ -303,7 +286,7 @@ METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
 OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
 OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
-OUTBOX_RETENTION_DAYS: Final = 7  # equals shared.payments.outbox.OUTBOX_RETENTION_SECONDS (a test compares)
+OUTBOX_RETENTION_DAYS: Final = 7  # the TTL the outbox writes (shared/payments/outbox.py) and docs/events.md
 OUTBOX_STREAM_VIEW_TYPE: Final = "NEW_IMAGE"
 ENV_OUTBOX_TABLE: Final = "OUTBOX_TABLE"
 OUTPUT_OUTBOX_TABLE: Final = "OutboxTableName"
@@ -345,3 +328,290 @@ OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretArn"
 OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
 OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
 EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
+
+
+# ------------------------------------------------------------------------------------------- provider catalog
+# One declaration per provider: everything the code, the stack, the local stack and the docs need to know that a
+# provider exists. Every list of providers is derived from PROVIDER_CATALOG (the drivers' and the gateway
+# clients' registries, the processor's routing table, the stack's secrets, the local development secrets, the
+# test parameter lists); tests/unit/test_catalog.py fails when a provider is half-added, and
+# docs/adding-a-provider.md is the checklist. Code is named, never imported, here ("module:attribute" strings):
+# a Lambda imports only the driver and the gateway client it uses, when it first uses them. The entries are
+# NamedTuples, immutable like frozen dataclasses but without the code a dataclass generates and compiles when its
+# class is created (~0.75 ms a class against ~0.12 ms, measured here): this module is on the ingest's cold start.
+
+# How the processor applies an event (shared/process/handlers.py maps each kind to its handler class).
+# refetch: the webhook is a hint, the payment is read back from the gateway's API. occurred_at: no API, the event
+# states the status, and only an event newer than the payment's last one may apply it.
+HandlerKind = Literal["refetch", "occurred_at"]
+HANDLER_REFETCH: Final[HandlerKind] = "refetch"
+HANDLER_OCCURRED_AT: Final[HandlerKind] = "occurred_at"
+HANDLER_KINDS: Final[tuple[HandlerKind, ...]] = (HANDLER_REFETCH, HANDLER_OCCURRED_AT)
+# A provider's ordering defence (design.md, "Ordering defences"): its routes' handler kind, or "none" when the
+# processor has no route for its events (they are stored and end `ignored`).
+ORDERING_NONE: Final = "none"
+
+# Where a documented fact about a provider comes from (docs/providers.md, "Sources").
+FactSource = Literal["verified", "secondary", "project-notes", "inferred", "configured"]
+
+
+class Route(NamedTuple):
+    """Events of these types are applied by the handler of this kind. A type is exact, a prefix ending in `*`
+    (`"charge.*"`), or `"*"`. `event_types_from` names ("module:attribute") a tuple of types kept beside the
+    driver's status tables (or a function returning one, for a driver configured at run time), read when the
+    processor builds its routing table."""
+
+    handler: HandlerKind
+    event_types: tuple[str, ...] = ()
+    event_types_from: str | None = None
+
+
+class ProviderFacts(NamedTuple):
+    """What the provider table (README.md, docs/providers.md) shows, in short."""
+
+    display_name: str  # the provider column of README's table
+    signature: str  # the scheme, in a few words
+    signature_source: FactSource  # where the scheme was checked (docs/providers.md, "Sources")
+    dedup_key: str  # what deduplicates its redeliveries: the inbox key's event_id
+    docs_url: str | None  # the provider's own page on its webhooks (None: the engine is ours)
+
+
+class ProviderEntry(NamedTuple):
+    id: str  # the URL id (/webhooks/{id}), the env var suffix (INBOX_SECRET_{ID}), the driver's `name`
+    driver: str  # "module:attribute" of the driver instance (shared/providers/<id>.py)
+    refetch_client: str | None  # "module:Class" of the gateway API client (shared/gateway/<id>.py); None: no API
+    routes: tuple[Route, ...]  # what the processor applies; event types not routed are stored and end ignored
+    dev_secret: str  # the local stack's signing secret when INBOX_SECRET_<ID> is unset (signs nothing real)
+    facts: ProviderFacts
+
+    @property
+    def ordering(self) -> str:
+        """refetch, occurred_at or none: the kind of the provider's routes (a provider uses one kind)."""
+        return self.routes[0].handler if self.routes else ORDERING_NONE
+
+
+_REFETCH: Final[HandlerKind] = HANDLER_REFETCH
+_BY_EVENT_TIME: Final[HandlerKind] = HANDLER_OCCURRED_AT
+
+PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
+    ProviderEntry(
+        id="stripe",
+        driver="shared.providers.stripe:driver",
+        refetch_client="shared.gateway.stripe:StripeClient",
+        routes=(Route(_REFETCH, ("payment_intent.*", "charge.*", "refund.*")),),
+        dev_secret="whsec_local_development_only",
+        facts=ProviderFacts(
+            display_name="Stripe",
+            signature="`Stripe-Signature` HMAC-SHA256 of `{t}.{body}`, ±300 s",
+            signature_source="verified",
+            dedup_key="event `id`",
+            docs_url="https://stripe.com/docs/payments/handling-payment-events",
+        ),
+    ),
+    ProviderEntry(
+        id="standard",
+        driver="shared.providers.standard:driver",
+        refetch_client=None,  # a signing scheme, not a gateway: no API to ask
+        routes=(Route(_BY_EVENT_TIME, ("payment.*",)),),
+        # whsec_ + base64(b"local-development-only-key-32byt"): the scheme's secrets are base64 keys
+        dev_secret="whsec_bG9jYWwtZGV2ZWxvcG1lbnQtb25seS1rZXktMzJieXQ=",
+        facts=ProviderFacts(
+            display_name="Standard Webhooks / Svix",
+            signature="`webhook-*`/`svix-*` HMAC-SHA256 base64 of `{id}.{ts}.{body}`",
+            signature_source="verified",
+            dedup_key="`webhook-id`",
+            docs_url="https://github.com/standard-webhooks/standard-webhooks",
+        ),
+    ),
+    ProviderEntry(
+        id="asaas",
+        driver="shared.providers.asaas:driver",
+        refetch_client="shared.gateway.asaas:AsaasClient",
+        routes=(Route(_REFETCH, ("PAYMENT_*",)),),
+        dev_secret="local-development-only-asaas-token",
+        facts=ProviderFacts(
+            display_name="Asaas",
+            signature="static `asaas-access-token` (never stored)",
+            signature_source="project-notes",
+            dedup_key="body `id`",
+            docs_url="https://docs.asaas.com/docs/about-webhooks",
+        ),
+    ),
+    ProviderEntry(
+        id="pagarme",
+        driver="shared.providers.pagarme:driver",
+        refetch_client="shared.gateway.pagarme:PagarmeClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
+        dev_secret="ak_local_development_only_pagarme",
+        facts=ProviderFacts(
+            display_name="Pagar.me",
+            signature="v5 RS256 (JWKS) and legacy `X-Hub-Signature` sha1",
+            signature_source="verified",
+            dedup_key="hook id / derived",
+            docs_url="https://github.com/pagarme/ecommerce-module-core",
+        ),
+    ),
+    ProviderEntry(
+        id="kiwify",
+        driver="shared.providers.kiwify:driver",
+        refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)
+        routes=(
+            Route(_BY_EVENT_TIME, event_types_from="shared.providers.kiwify:SALE_EVENTS"),
+            Route(_BY_EVENT_TIME, ("CASHIN.*", "CASHOUT.*")),  # Kiwify Banking
+        ),
+        dev_secret="local-development-only-kiwify-token",
+        facts=ProviderFacts(
+            display_name="Kiwify",
+            signature="sales `?signature=` HMAC-SHA1; Banking Ed25519",
+            signature_source="verified",
+            dedup_key="derived (no stable envelope id)",
+            docs_url="https://docs.kiwify.com.br/en/api-reference/banking/webhook-headers",
+        ),
+    ),
+    ProviderEntry(
+        id="hotmart",
+        driver="shared.providers.hotmart:driver",
+        refetch_client=None,
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.hotmart:PURCHASE_EVENTS"),),
+        dev_secret="local-development-only-hotmart-hottok",
+        facts=ProviderFacts(
+            display_name="Hotmart",
+            signature="`X-HOTMART-HOTTOK`",
+            signature_source="secondary",
+            dedup_key="body `id`",
+            docs_url="https://help.hotmart.com/en/article/360001491352",
+        ),
+    ),
+    ProviderEntry(
+        id="pagbank",
+        driver="shared.providers.pagbank:driver",
+        refetch_client="shared.gateway.pagbank:PagbankClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*")),),
+        dev_secret="local-development-only-pagbank-token",
+        facts=ProviderFacts(
+            display_name="PagBank",
+            signature="`x-authenticity-token` = sha256(`{token}-{body}`)",
+            signature_source="verified",
+            dedup_key="derived",
+            docs_url="https://developer.pagbank.com.br/reference/confirmar-autenticidade-da-notificacao",
+        ),
+    ),
+    ProviderEntry(
+        id="iugu",
+        driver="shared.providers.iugu:driver",
+        refetch_client="shared.gateway.iugu:IuguClient",
+        routes=(Route(_REFETCH, ("invoice.*",)),),
+        dev_secret="local-development-only-iugu-token",
+        facts=ProviderFacts(
+            display_name="iugu",
+            signature="token in `Authorization` or `?token=` (never stored)",
+            signature_source="inferred",  # the token exists (iugu's OpenAPI); how it is put on the wire is inferred
+            dedup_key="derived",
+            docs_url="https://dev.iugu.com/docs/gatilhos",
+        ),
+    ),
+    ProviderEntry(
+        id="github",
+        driver="shared.providers.github:driver",
+        refetch_client=None,
+        routes=(),  # GitHub events are not payments: stored, then ignored
+        dev_secret="local-development-only-github-secret",
+        facts=ProviderFacts(
+            display_name="GitHub",
+            signature="`X-Hub-Signature-256`",
+            signature_source="verified",
+            dedup_key="`X-GitHub-Delivery`",
+            docs_url="https://docs.github.com/webhooks/securing",
+        ),
+    ),
+    ProviderEntry(
+        id="shopify",
+        driver="shared.providers.shopify:driver",
+        refetch_client=None,
+        # Order and dispute topics only: a transaction alone does not say what the order became.
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.shopify:PAYMENT_TOPICS"),),
+        dev_secret="local-development-only-shopify-client-secret",
+        facts=ProviderFacts(
+            display_name="Shopify",
+            signature="`X-Shopify-Hmac-Sha256` base64",
+            signature_source="verified",
+            dedup_key="`X-Shopify-Event-Id`",
+            docs_url="https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
+        ),
+    ),
+    ProviderEntry(
+        id="paddle",
+        driver="shared.providers.paddle:driver",
+        refetch_client="shared.gateway.paddle:PaddleClient",
+        routes=(Route(_REFETCH, ("transaction.*", "adjustment.*")),),
+        dev_secret="pdl_ntfset_local_development_only_paddle",
+        facts=ProviderFacts(
+            display_name="Paddle",
+            signature="`Paddle-Signature: ts=;h1=`",
+            signature_source="verified",
+            dedup_key="`event_id`",
+            docs_url="https://developer.paddle.com/webhooks/signature-verification",
+        ),
+    ),
+    ProviderEntry(
+        id="mercadopago",
+        driver="shared.providers.mercadopago:driver",
+        refetch_client="shared.gateway.mercadopago:MercadoPagoClient",
+        routes=(Route(_REFETCH, ("payment", "payment.*")),),
+        dev_secret="local-development-only-mercadopago-secret",
+        facts=ProviderFacts(
+            display_name="Mercado Pago",
+            signature="`x-signature` manifest HMAC",
+            signature_source="verified",
+            dedup_key="body `id` (notification id), else derived",
+            docs_url="https://mercadopago.com.br/developers/en/docs/checkout-pro/payment-notifications",
+        ),
+    ),
+    ProviderEntry(
+        id="adyen",
+        driver="shared.providers.adyen:driver",
+        refetch_client=None,
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.adyen:PAYMENT_EVENT_CODES"),),
+        # Adyen's HMAC key is hex (it is hex-decoded before use)
+        dev_secret="6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
+        facts=ProviderFacts(
+            display_name="Adyen",
+            signature="`hmacSignature` inside the notification item",
+            signature_source="verified",
+            dedup_key="pspReference + eventCode + success",
+            docs_url="https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
+        ),
+    ),
+    ProviderEntry(
+        id="generic",
+        driver="shared.providers.generic:driver",
+        refetch_client=None,
+        # The configured `payment_event_types` (INBOX_GENERIC_CONFIG), read when the router is built.
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.generic:payment_event_patterns"),),
+        dev_secret="local-development-only-generic-secret",
+        facts=ProviderFacts(
+            display_name="any HMAC sender",
+            signature="configured by data (`INBOX_GENERIC_CONFIG`)",
+            signature_source="configured",
+            dedup_key="configured",
+            docs_url=None,
+        ),
+    ),
+)
+
+# Derived lists (never spelled by hand).
+# Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
+PROVIDERS: Final[tuple[str, ...]] = tuple(entry.id for entry in PROVIDER_CATALOG)
+# Providers with a payment API the processor refetches from (one gateway API-key secret each). The others order
+# their events by `occurred_at` (or have no route at all).
+REFETCH_PROVIDERS: Final[tuple[str, ...]] = tuple(
+    entry.id for entry in PROVIDER_CATALOG if entry.refetch_client is not None
+)
+
+
+def provider_entry(provider: str) -> ProviderEntry:
+    """The catalog entry of `provider` (KeyError for a provider the catalog does not declare)."""
+    for entry in PROVIDER_CATALOG:
+        if entry.id == provider:
+            return entry
+    raise KeyError(provider)
