@@ -267,7 +267,8 @@ def test_the_stored_item_alone_reverifies(provider):
 # -------------------------------------------------------------------------------------------------- imports
 
 # What a driver may load: the standard library, the drivers' own package, and the canonical statuses.
-ALLOWED_FIRST_PARTY = ("shared", "shared.providers", "shared.payments", "shared.payments.status")
+# shared.definitions: the provider catalog the registry reads (pure constants, standard library only).
+ALLOWED_FIRST_PARTY = ("shared", "shared.definitions", "shared.providers", "shared.payments", "shared.payments.status")
 # Named so that a failure says what came along (the ingest's cold start is on the gateway's clock).
 HEAVY = (
     "boto3",
