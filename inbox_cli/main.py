@@ -13,12 +13,11 @@ from typing import Any
 
 import click
 
+from inbox_cli import operations
 from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.target import Target, resolve
-from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared import aws
-from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid, get_driver, provider_names
@@ -201,9 +200,6 @@ def events() -> None:
     """Read the inbox."""
 
 
-_LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_id", "status", "attempts"]
-
-
 @events.command("list")
 @click.option("--provider", default=None)
 @click.option("--status", type=click.Choice(["pending", "processed", "ignored", "failed"]), default=None)
@@ -212,19 +208,13 @@ _LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_
 @click.pass_context
 def list_events(ctx: click.Context, provider: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """List events, newest first."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    items = [
-        item
-        for item in store.scan()
-        if (provider is None or item.get("provider") == provider) and (status is None or item.get("status") == status)
-    ]
-    items.sort(key=lambda item: item.get("received_at", ""), reverse=True)
-    summaries = [{column: item.get(column) for column in _LIST_COLUMNS} for item in items[:limit]]
+    summaries = operations.list_events(
+        _target(ctx), operations.EventFilter(provider=provider, status=status), limit=limit
+    )
     if as_json:
         _echo_json(summaries)
     else:
-        _table(summaries, _LIST_COLUMNS)
+        _table(summaries, operations.EVENT_SUMMARY_COLUMNS)
 
 
 @events.command("show")
@@ -234,13 +224,11 @@ def list_events(ctx: click.Context, provider: str | None, status: str | None, li
 @click.pass_context
 def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) -> None:
     """Show one event, with its raw body."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    item = store.get(event_key(provider, event_id))
-    if item is None:
-        click.echo(f"no event {provider}#{event_id}", err=True)
-        raise SystemExit(1)
-    item["body"] = store.read_body(item)
+    try:
+        item = operations.show_event(_target(ctx), provider, event_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(item)
         return
@@ -266,12 +254,11 @@ def payments() -> None:
 @click.pass_context
 def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: bool) -> None:
     """Show one payment as the processor last applied it."""
-    target = _target(ctx)
-    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(f"{provider}#{resource_id}")
-    if stored is None:
-        click.echo(f"no payment {provider}#{resource_id}", err=True)
-        raise SystemExit(1)
-    document = stored.to_item()
+    try:
+        document = operations.show_payment(_target(ctx), provider, resource_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(document)
         return
@@ -320,9 +307,7 @@ def replay(
     Runs the replay workflow, a Step Functions execution (locally: the same state machine in the embedded AWS),
     and waits for its result. Safe to re-run: an event is only changed while it is still in the selected status.
     """
-    import boto3  # noqa: PLC0415
-
-    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time, run_replay  # noqa: PLC0415
+    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time  # noqa: PLC0415
 
     for name, value in (("--since", since), ("--until", until)):
         if value is not None:
@@ -331,17 +316,6 @@ def replay(
             except ValueError as error:
                 raise click.BadParameter(str(error), param_hint=name) from None
     target = resolve(stack) if stack else _target(ctx)
-    sfn = boto3.client("stepfunctions")
-    if target.replay_state_machine_arn:
-        state_machine_arn = target.replay_state_machine_arn
-    elif target.local:
-        from inbox_local.replay import ensure_replay_state_machine  # noqa: PLC0415
-
-        state_machine_arn = ensure_replay_state_machine(sfn, target.inbox_table)
-    else:
-        raise click.ClickException(
-            f"the stack has no {definitions.OUTPUT_REPLAY_STATE_MACHINE} output: deploy the current version first"
-        )
     request = ReplayRequest(
         provider=provider,
         status=status,
@@ -354,9 +328,9 @@ def replay(
         max_events=max_events,
     )
     try:
-        report = run_replay(
-            sfn, state_machine_arn, request, timeout_seconds=timeout, poll_seconds=0.25 if target.local else 1.0
-        )
+        report = operations.replay(target, request, timeout_seconds=timeout)
+    except operations.StackNotReady as error:
+        raise click.ClickException(str(error)) from None
     except ReplayFailed as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
@@ -449,11 +423,9 @@ def simulate(
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Events by provider and status, the oldest pending event, payments by status."""
-    from inbox_cli.stats import collect_stats, render_stats  # noqa: PLC0415
-    from shared.sweeper import SweepStore  # noqa: PLC0415
+    from inbox_cli.stats import render_stats  # noqa: PLC0415
 
-    target = _target(ctx)
-    result = collect_stats(SweepStore(target.inbox_table, target.payments_table))
+    result = operations.stats(_target(ctx))
     if as_json:
         _echo_json(result)
     else:
