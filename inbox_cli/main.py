@@ -649,6 +649,39 @@ def receiver(port: int, host: str, secrets: tuple[str, ...], fail_first: int, as
         raise SystemExit(1)
 
 
+# --------------------------------------------------------------------------------------------------- console
+
+
+@cli.command()
+@click.option("--port", default=8791, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME console`.")
+@click.pass_context
+def console(ctx: click.Context, port: int, stack: str | None) -> None:
+    """A web console on http://127.0.0.1:PORT: the flow at a glance, events and their payloads, a payment's
+    timeline, failed events, and replays (planned, confirmed, followed). Until Ctrl-C.
+
+    It reads the local stack, or with --stack a deployed one with your own AWS credentials: nothing is deployed,
+    and it answers on 127.0.0.1 only. Its replay is `inbox replay`'s, through the same functions."""
+    from werkzeug.serving import make_server  # noqa: PLC0415
+
+    from inbox_cli.console.app import create_app  # noqa: PLC0415
+
+    stack = stack or ctx.find_root().obj
+    target = resolve(stack)
+    try:
+        server = make_server("127.0.0.1", port, None, threaded=True)  # type: ignore[arg-type]
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
+    server.app = create_app(target, port=server.server_port, stack_name=stack)
+    click.echo(f"Console of the {stack or 'local'} stack on http://127.0.0.1:{server.server_port}/ (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 def main() -> None:
     from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415
 

@@ -157,6 +157,12 @@ def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[st
         from inbox_cli.outbox import outbox_records  # noqa: PLC0415
 
         published = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    for event in events:
+        # The refetched status of an event the processor applied is the status its transition published (the
+        # outbox record names the event); an ignored event changed nothing, and its note says what it saw.
+        caused = [record for record in published if record.get("source_event_id") == event.get("event_id")]
+        event["applied_status"] = caused[-1].get("new_status") if caused else None
+        event["published_ids"] = [record.get("id") for record in caused]
     return {"payment": payment, "events": events, "published": published}
 
 
@@ -245,7 +251,8 @@ def body_text(body: bytes) -> str:
 def stepfunctions() -> SFNClient:
     import boto3  # noqa: PLC0415
 
-    return boto3.client("stepfunctions")
+    client: SFNClient = boto3.session.Session().client("stepfunctions")  # a session each: the console has threads
+    return client
 
 
 def replay_state_machine(target: Target, sfn: SFNClient) -> str:
