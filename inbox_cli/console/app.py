@@ -39,7 +39,8 @@ SECURITY_HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the console's own forms
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
