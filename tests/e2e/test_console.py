@@ -61,7 +61,7 @@ class Console:
         """The page the browser shows: fail on any console error it logged; the screenshot when asked for."""
         self.browser.find_element("css selector", "main h1")
         errors = [entry for entry in self.browser.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
-        assert errors == [], f"{path}: {errors}"
+        assert errors == [], f"{self.browser.current_url}: {errors}"
         assert "Webhook Inbox console" in self.browser.title
         if screenshot and os.environ.get("INBOX_CONSOLE_SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -79,32 +79,28 @@ def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
     """Payments the gateway's API does not know on their first fetch, each with a webhook that therefore fails
     (the stack allows one attempt): the failed events an operator finds in the console."""
     admin = SimulatorAdmin(f"http://127.0.0.1:{stack.env['INBOX_GATEWAY_PORT']}")
+    admin.set_faults(unknown_fetches=1)
+    amounts = [1000 + index for index in range(count)]
+    payments = [admin.create_payment("stripe", amount)[0] for amount in amounts]
+    admin.set_faults(unknown_fetches=0)
     failed = []
-    for index in range(count):
-        admin.set_faults(unknown_fetches=1)
-        amount = str(1000 + index)
-        resource_id, _webhooks = admin.create_payment("stripe", int(amount))
-        admin.set_faults(unknown_fetches=0)
+    for index, (resource_id, amount) in enumerate(zip(payments, amounts, strict=True)):
         event_id = f"evt_console_{index}_{int(time.time() * 1000)}"
         stack.cli(
-            "send",
-            "stripe",
-            "--event-id",
-            event_id,
-            "--resource-id",
-            resource_id,
-            "--status",
-            "pending",
-            "--amount",
-            amount,
+            *("send", "stripe", "--event-id", event_id, "--resource-id", resource_id),
+            *("--status", "pending", "--amount", str(amount)),
         )
         failed.append((event_id, resource_id))
     deadline = time.monotonic() + 60
-    for event_id, _ in failed:
-        while (now := status(stack, event_id)) != "failed":
-            assert time.monotonic() < deadline, f"{event_id} still {now} after 60 s"
-            time.sleep(0.3)
+    while not {event_id for event_id, _ in failed} <= failed_ids(stack):
+        assert time.monotonic() < deadline, f"{failed} not all failed after 60 s"
+        time.sleep(0.3)
     return failed
+
+
+def failed_ids(stack: RunningStack) -> set[str]:
+    listed = json.loads(stack.cli("events", "list", "--status", "failed", "--json").stdout)
+    return {row["event_id"] for row in listed}
 
 
 def status(stack: RunningStack, event_id: str) -> str:
@@ -148,7 +144,11 @@ def console() -> Iterator[Console]:
     log = Path(tempfile.mkstemp(prefix="inbox-console-", suffix=".log")[1])
     process = browser = None
     try:
-        stack.cli("simulate", "--payments", "4", "--provider", "stripe", "--duplicates", "0", timeout=120)
+        stack.cli(
+            *("simulate", "--payments", "3", "--provider", "stripe"),
+            *("--duplicates", "0", "--concurrent-duplicates", "0", "--max-delay", "0"),
+            timeout=120,
+        )
         failed = fail_events(stack, FAILED_PAYMENTS)
         process, url = start_console(stack, log)
         browser = start_browser(profile)

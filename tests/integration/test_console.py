@@ -1,6 +1,6 @@
 """`inbox console`'s pages against moto (in-process, Flask's test client): what they show equals what the CLI's
-functions return, webhook content is escaped, and a replay POST from anywhere but the console's own form is
-refused. The real browser, the real local stack and a replay are tests/e2e/test_console.py."""
+functions return, webhook content is escaped, a replay POST from anywhere but the console's own form is refused,
+and with --stack they read the deployed stack. The real browser, the local stack and a replay: tests/e2e/."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ import pytest
 
 from inbox_cli import operations
 from inbox_cli.console.app import CSRF_FIELD, MAX_PAGE_SIZE, create_app
-from inbox_cli.target import Target
+from inbox_cli.target import Target, resolve
 from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import NormalizedEvent, WebhookRequest
 from tests.integration.operations_support import store_event_at
 from tests.integration.processing_support import BASE_TIME
+from tests.integration.test_cli_stack import DEPLOYED, STACK_NAME, deployed_stack
 
 PORT = 8791
 HOST = f"127.0.0.1:{PORT}"
@@ -182,3 +183,19 @@ def test_every_form_on_the_replay_page_carries_the_token(console):
     page = console.get("/replay?provider=stripe&event_ids=evt_1").get_data(as_text=True)
     assert f'name="{CSRF_FIELD}" value="{TOKEN}"' in page
     assert ">evt_1</textarea>" in page
+
+
+def test_with_stack_the_console_reads_the_deployed_stack(aws_world):
+    # Given a deployed stack (a CloudFormation stack in moto whose outputs name its tables) with its own events,
+    # and the local stack's tables with another
+    deployed_stack(aws_world.session)
+    store_event_at(DEPLOYED, 10, resource_id="pi_deployed_1")
+    store_event_at(aws_world.names, 30, resource_id="pi_local_only")
+    # When the console is made for `--stack NAME` (the target `inbox console --stack NAME` resolves)
+    app = create_app(resolve(STACK_NAME), port=PORT, stack_name=STACK_NAME, token=TOKEN)
+    app.config["SERVER_NAME"] = HOST
+    client = app.test_client()
+    # Then its pages show the deployed stack's events, and say which stack they read
+    page = client.get("/events").get_data(as_text=True)
+    assert "pi_deployed_1" in page and "pi_local_only" not in page
+    assert f'id="stack">{STACK_NAME}<' in page
