@@ -669,6 +669,8 @@ def console(ctx: click.Context, port: int, stack: str | None) -> None:
     stack = stack or ctx.find_root().obj
     target = resolve(stack)
     try:
+        # The app is set once the socket is bound: with --port 0 only then is the port (which it checks the
+        # requests' Host against) known.
         server = make_server("127.0.0.1", port, None, threaded=True)  # type: ignore[arg-type]
     except OSError as error:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None

@@ -15,13 +15,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from inbox_cli.main import cli
 from inbox_cli.simulate import SimulatorAdmin
+from inbox_local.config import LocalEndpoints, aws_environment
+from shared import aws
 from tests.e2e.conftest import ROOT, RunningStack, start_stack, stop_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
@@ -72,7 +77,7 @@ class Console:
         return [element.text for element in self.browser.find_elements("css selector", selector)]
 
     def cli_json(self, *args: str) -> Any:
-        return json.loads(self.stack.cli(*args, "--json").stdout)
+        return cli_json(*args)
 
 
 def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
@@ -86,10 +91,14 @@ def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
     failed = []
     for index, (resource_id, amount) in enumerate(zip(payments, amounts, strict=True)):
         event_id = f"evt_console_{index}_{int(time.time() * 1000)}"
-        stack.cli(
-            *("send", "stripe", "--event-id", event_id, "--resource-id", resource_id),
-            *("--status", "pending", "--amount", str(amount)),
+        sent = CliRunner().invoke(
+            cli,
+            [
+                *("send", "stripe", "--event-id", event_id, "--resource-id", resource_id),
+                *("--status", "pending", "--amount", str(amount)),
+            ],
         )
+        assert sent.exit_code == 0, sent.output
         failed.append((event_id, resource_id))
     deadline = time.monotonic() + 60
     while not {event_id for event_id, _ in failed} <= failed_ids(stack):
@@ -99,12 +108,36 @@ def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
 
 
 def failed_ids(stack: RunningStack) -> set[str]:
-    listed = json.loads(stack.cli("events", "list", "--status", "failed", "--json").stdout)
-    return {row["event_id"] for row in listed}
+    return {row["event_id"] for row in cli_json("events", "list", "--status", "failed")}
 
 
 def status(stack: RunningStack, event_id: str) -> str:
-    return str(json.loads(stack.cli("events", "show", "stripe", event_id, "--json").stdout)["status"])
+    return str(cli_json("events", "show", "stripe", event_id)["status"])
+
+
+def cli_json(*args: str) -> Any:
+    """`inbox ARGS --json`: the CLI's own command group, in this process (a new interpreter per call would cost
+    more than a second each on a busy machine), inside `stack_environment`."""
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@contextmanager
+def stack_environment(stack: RunningStack) -> Iterator[None]:
+    """This process's environment pointed at `stack` (its ports and its embedded AWS) while the module runs, then
+    restored, and the cached boto3 clients forgotten both times: the next module finds what it had."""
+    saved = dict(os.environ)
+    ports = {name: stack.env[name] for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT")}
+    os.environ.update(ports)
+    os.environ.update(aws_environment(LocalEndpoints.from_environ()))
+    aws.reset_clients()
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        aws.reset_clients()
 
 
 def start_console(stack: RunningStack, log: Path) -> tuple[subprocess.Popen[str], str]:
@@ -149,10 +182,11 @@ def console() -> Iterator[Console]:
             *("--duplicates", "0", "--concurrent-duplicates", "0", "--max-delay", "0"),
             timeout=120,
         )
-        failed = fail_events(stack, FAILED_PAYMENTS)
         process, url = start_console(stack, log)
         browser = start_browser(profile)
-        yield Console(stack, url, process, browser, failed)
+        with stack_environment(stack):
+            failed = fail_events(stack, FAILED_PAYMENTS)
+            yield Console(stack, url, process, browser, failed)
     finally:
         if browser is not None:
             browser.quit()
