@@ -13,13 +13,13 @@ from typing import Any
 
 import click
 
+from inbox_cli import operations
 from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.listen import listen as listen_command
 from inbox_cli.target import Target, resolve
 from inbox_local.senders import sender_for
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
-from shared import aws, definitions
-from shared.inbox.model import event_key
+from shared import aws
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid, get_driver, provider_names
@@ -202,9 +202,6 @@ def events() -> None:
     """Read the inbox."""
 
 
-_LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_id", "status", "attempts"]
-
-
 @events.command("list")
 @click.option("--provider", default=None)
 @click.option("--status", type=click.Choice(["pending", "processed", "ignored", "failed"]), default=None)
@@ -213,19 +210,13 @@ _LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_
 @click.pass_context
 def list_events(ctx: click.Context, provider: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """List events, newest first."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    items = [
-        item
-        for item in store.scan()
-        if (provider is None or item.get("provider") == provider) and (status is None or item.get("status") == status)
-    ]
-    items.sort(key=lambda item: item.get("received_at", ""), reverse=True)
-    summaries = [{column: item.get(column) for column in _LIST_COLUMNS} for item in items[:limit]]
+    summaries = operations.list_events(
+        _target(ctx), operations.EventFilter(provider=provider, status=status), limit=limit
+    )
     if as_json:
         _echo_json(summaries)
     else:
-        _table(summaries, _LIST_COLUMNS)
+        _table(summaries, operations.EVENT_SUMMARY_COLUMNS)
 
 
 @events.command("show")
@@ -235,13 +226,11 @@ def list_events(ctx: click.Context, provider: str | None, status: str | None, li
 @click.pass_context
 def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) -> None:
     """Show one event, with its raw body."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    item = store.get(event_key(provider, event_id))
-    if item is None:
-        click.echo(f"no event {provider}#{event_id}", err=True)
-        raise SystemExit(1)
-    item["body"] = store.read_body(item)
+    try:
+        item = operations.show_event(_target(ctx), provider, event_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(item)
         return
@@ -267,12 +256,11 @@ def payments() -> None:
 @click.pass_context
 def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: bool) -> None:
     """Show one payment as the processor last applied it."""
-    target = _target(ctx)
-    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(f"{provider}#{resource_id}")
-    if stored is None:
-        click.echo(f"no payment {provider}#{resource_id}", err=True)
-        raise SystemExit(1)
-    document = stored.to_item()
+    try:
+        document = operations.show_payment(_target(ctx), provider, resource_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(document)
         return
@@ -321,9 +309,7 @@ def replay(
     Runs the replay workflow, a Step Functions execution (locally: the same state machine in the embedded AWS),
     and waits for its result. Safe to re-run: an event is only changed while it is still in the selected status.
     """
-    import boto3  # noqa: PLC0415
-
-    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time, run_replay  # noqa: PLC0415
+    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time  # noqa: PLC0415
 
     for name, value in (("--since", since), ("--until", until)):
         if value is not None:
@@ -332,17 +318,6 @@ def replay(
             except ValueError as error:
                 raise click.BadParameter(str(error), param_hint=name) from None
     target = resolve(stack) if stack else _target(ctx)
-    sfn = boto3.client("stepfunctions")
-    if target.replay_state_machine_arn:
-        state_machine_arn = target.replay_state_machine_arn
-    elif target.local:
-        from inbox_local.replay import ensure_replay_state_machine  # noqa: PLC0415
-
-        state_machine_arn = ensure_replay_state_machine(sfn, target.inbox_table)
-    else:
-        raise click.ClickException(
-            f"the stack has no {definitions.OUTPUT_REPLAY_STATE_MACHINE} output: deploy the current version first"
-        )
     request = ReplayRequest(
         provider=provider,
         status=status,
@@ -355,9 +330,9 @@ def replay(
         max_events=max_events,
     )
     try:
-        report = run_replay(
-            sfn, state_machine_arn, request, timeout_seconds=timeout, poll_seconds=0.25 if target.local else 1.0
-        )
+        report = operations.replay(target, request, timeout_seconds=timeout)
+    except operations.StackNotReady as error:
+        raise click.ClickException(str(error)) from None
     except ReplayFailed as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
@@ -450,11 +425,9 @@ def simulate(
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Events by provider and status, the oldest pending event, payments by status."""
-    from inbox_cli.stats import collect_stats, render_stats  # noqa: PLC0415
-    from shared.sweeper import SweepStore  # noqa: PLC0415
+    from inbox_cli.stats import render_stats  # noqa: PLC0415
 
-    target = _target(ctx)
-    result = collect_stats(SweepStore(target.inbox_table, target.payments_table))
+    result = operations.stats(_target(ctx))
     if as_json:
         _echo_json(result)
     else:
@@ -694,6 +667,41 @@ def receiver(port: int, host: str, secrets: tuple[str, ...], fail_first: int, as
         click.echo("\n" + render_summary(summary, requests=server.requests, failed_on_purpose=server.failed_on_purpose))
     if summary["rejected"] or not summary["in_order"] or summary["mismatched_ids"]:
         raise SystemExit(1)
+
+
+# --------------------------------------------------------------------------------------------------- console
+
+
+@cli.command()
+@click.option("--port", default=8791, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME console`.")
+@click.pass_context
+def console(ctx: click.Context, port: int, stack: str | None) -> None:
+    """A web console on http://127.0.0.1:PORT: the flow at a glance, events and their payloads, a payment's
+    timeline, failed events, and replays (planned, confirmed, followed). Until Ctrl-C.
+
+    It reads the local stack, or with --stack a deployed one with your own AWS credentials: nothing is deployed,
+    and it answers on 127.0.0.1 only. Its replay is `inbox replay`'s, through the same functions."""
+    from werkzeug.serving import make_server  # noqa: PLC0415
+
+    from inbox_cli.console.app import create_app  # noqa: PLC0415
+
+    stack = stack or ctx.find_root().obj
+    target = resolve(stack)
+    try:
+        # The app is set once the socket is bound: with --port 0 only then is the port (which it checks the
+        # requests' Host against) known.
+        server = make_server("127.0.0.1", port, None, threaded=True)  # type: ignore[arg-type]
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
+    server.app = create_app(target, port=server.server_port, stack_name=stack)
+    click.echo(f"Console of the {stack or 'local'} stack on http://127.0.0.1:{server.server_port}/ (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ EVENT_STATUSES = tuple(status.value for status in EventStatus)
 _SETTLED = frozenset({EventStatus.PROCESSED.value, EventStatus.IGNORED.value})
 
 
-def _scan(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> list[dict[str, str]]:
+def scan_attributes(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> list[dict[str, str]]:
     names = {f"#a{index}": name for index, name in enumerate(attributes)}
     rows: list[dict[str, str]] = []
     for page in dynamodb.get_paginator("scan").paginate(
@@ -47,7 +47,7 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
         for shard in range(OPEN_EVENTS_SHARDS):
             for item in store.open_shard(status, shard, attributes=("provider",)):
                 events[str(item.get("provider", "unknown"))][status.value] += 1
-    for row in _scan(store.dynamodb, store.inbox_table, ("provider", "status")):
+    for row in scan_attributes(store.dynamodb, store.inbox_table, ("provider", "status")):
         if row.get("status") in _SETTLED:
             events[row.get("provider", "unknown")][row["status"]] += 1
 
@@ -60,7 +60,7 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
     payments: dict[str, Counter[str]] = defaultdict(Counter)
     payment_statuses: set[str] = set()
     if store.payments_table:
-        for row in _scan(store.dynamodb, store.payments_table, ("provider", "status")):
+        for row in scan_attributes(store.dynamodb, store.payments_table, ("provider", "status")):
             payments[row.get("provider", "unknown")][row.get("status", "unknown")] += 1
             payment_statuses.add(row.get("status", "unknown"))
 

@@ -207,11 +207,25 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             STACK + "test_events_list_with_stack_lists_the_deployed_stacks_events",
             f"{AWS_ONLY_MOTO}: `inbox --stack NAME events list [--json]`",
         ),
+        Run(
+            "tests/integration/test_console.py::test_with_stack_the_console_reads_the_deployed_stack",
+            f"{AWS_ONLY_MOTO}: `inbox console --stack NAME`'s app (the target its --stack resolves) in the test client",
+        ),
     ),
     "inbox --stack NAME stats": (
         Run(
             STACK + "test_stats_with_stack_counts_the_deployed_stacks_events",
             f"{AWS_ONLY_MOTO}: NAME a CloudFormation stack in moto with the outputs the CLI reads",
+        ),
+    ),
+    "inbox console [--port P]": (
+        Run(
+            "tests/e2e/test_console.py::test_the_overview_shows_what_inbox_stats_says",
+            "--port 0 (the URL it prints) on the local stack, its pages driven in headless Chromium",
+        ),
+        Run(
+            "tests/e2e/test_console.py::test_a_replay_started_from_the_page_changes_what_the_cli_shows",
+            "--port 0, a replay planned, confirmed and followed on the page",
         ),
     ),
     # --- Operate: scenarios to try by hand
