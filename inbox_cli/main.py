@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from inbox_cli.chaos import chaos as chaos_command
+from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, resolve
 from infra import definitions
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
@@ -374,7 +375,7 @@ def replay(
 
 @cli.command()
 @click.option("--payments", "payment_count", default=50, show_default=True, help="How many payments to drive.")
-@click.option("--provider", "providers", multiple=True, type=click.Choice(["stripe", "asaas"]), help="Repeatable.")
+@simulated_provider_option()
 @click.option("--seed", default=7, show_default=True, help="Same seed, same schedule.")
 @click.option("--duplicates", default=0.3, show_default=True, help="Share of webhooks delivered more than once.")
 @click.option("--concurrent-duplicates", default=0.1, show_default=True, help="Share sent twice at the same instant.")
@@ -406,7 +407,14 @@ def simulate(
     """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
     from dataclasses import asdict  # noqa: PLC0415
 
-    from inbox_cli.simulate import Simulation, SimulationOptions, SimulatorAdmin, render_report  # noqa: PLC0415
+    from inbox_cli.simulate import (  # noqa: PLC0415
+        EventTimeSender,
+        Gateways,
+        Simulation,
+        SimulationOptions,
+        SimulatorAdmin,
+        render_report,
+    )
     from inbox_local.config import LocalEndpoints  # noqa: PLC0415
 
     target = _target(ctx)
@@ -414,7 +422,7 @@ def simulate(
         raise click.UsageError("simulate drives the local gateway simulator: run it against `make run`")
     options = SimulationOptions(
         payments=payment_count,
-        providers=providers or ("stripe", "asaas"),
+        providers=providers,
         seed=seed,
         duplicate_rate=duplicates,
         concurrent_duplicate_rate=concurrent_duplicates,
@@ -427,7 +435,7 @@ def simulate(
     simulation = Simulation(
         options,
         api_url=target.api_url,
-        admin=SimulatorAdmin(LocalEndpoints.from_environ().gateway_url),
+        gateways=Gateways(SimulatorAdmin(LocalEndpoints.from_environ().gateway_url), EventTimeSender(seed)),
         inbox=InboxStore(target.inbox_table, target.body_bucket),
         payments=ProcessingStore(target.inbox_table, target.payments_table),
         secret_for=target.signing_secret,
