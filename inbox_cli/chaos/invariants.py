@@ -80,7 +80,7 @@ def no_transition_applied_twice(
                 }
             )
     return Invariant(
-        "no transition applied twice (transitions = processed events)",
+        "no transition applied twice (transitions = processed)",
         not doubled,
         f"{len(payments) - len(doubled)}/{len(payments)} payments",
         doubled,
