@@ -404,7 +404,8 @@ def simulate(
     settle_rounds: bool,
     as_json: bool,
 ) -> None:
-    """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
+    """Drive payments of every provider through realistic lifecycles (on the gateway simulator for those the
+    processor refetches from) and check every payment's state against its gateway's."""
     from dataclasses import asdict  # noqa: PLC0415
 
     from inbox_cli.simulate import (  # noqa: PLC0415

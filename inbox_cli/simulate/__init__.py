@@ -11,7 +11,7 @@ simulation), `report` (its verdict for a terminal).
 from __future__ import annotations
 
 from inbox_cli.simulate.gateways import EventTimeSender, Gateways, SimulatorAdmin, Truth, mismatches
-from inbox_cli.simulate.lifecycles import LIFECYCLE_NAMES, lifecycles_for, refetched, simulated_providers
+from inbox_cli.simulate.lifecycles import lifecycles_for, refetched, simulated_providers
 from inbox_cli.simulate.report import render_report
 from inbox_cli.simulate.run import (
     Delivery,
@@ -23,7 +23,6 @@ from inbox_cli.simulate.run import (
 )
 
 __all__ = [
-    "LIFECYCLE_NAMES",
     "Delivery",
     "EventTimeSender",
     "Gateways",

@@ -39,7 +39,6 @@ NAMED_LIFECYCLES: dict[str, tuple[str, ...]] = {
     "canceled": ("canceled",),
     "left pending": (),
 }
-LIFECYCLE_NAMES = tuple(sorted(NAMED_LIFECYCLES))
 _PROBE_AMOUNT = 1990
 _PROBE_TIME = 1_700_000_000
 

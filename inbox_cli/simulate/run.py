@@ -45,7 +45,11 @@ class SimulationOptions:
 
     @property
     def chosen_providers(self) -> tuple[str, ...]:
-        return self.providers or simulated_providers()
+        """The providers asked for; by default every simulated one that lives one of the lifecycles asked for."""
+        if self.providers:
+            return self.providers
+        wanted = set(self.lifecycles)
+        return tuple(p for p in simulated_providers() if not wanted or wanted & set(lifecycles_for(p)))
 
 
 def spread(rng: random.Random, payments: int, providers: Sequence[str]) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 
 from inbox_cli.simulate import (
     EventTimeSender,
+    SimulationOptions,
     Truth,
     lifecycles_for,
     mismatches,
@@ -147,3 +148,13 @@ def test_a_truth_without_a_refunded_amount_compares_the_status_only():
 def test_every_named_lifecycle_is_lived_by_some_provider():
     lived = {name for provider in simulated_providers() for name in lifecycles_for(provider)}
     assert lived == set(NAMED_LIFECYCLES)
+
+
+def test_asking_for_a_lifecycle_keeps_to_the_providers_that_live_it():
+    # Given no provider asked for, but a lifecycle that some providers cannot express (Kiwify has no dispute)
+    options = SimulationOptions(lifecycles=("dispute won",))
+    # Then the payments go to the providers that can live it, refetched or not
+    assert "kiwify" not in options.chosen_providers
+    assert {"stripe", "asaas", "standard"} <= set(options.chosen_providers)
+    assert SimulationOptions(providers=("kiwify",)).chosen_providers == ("kiwify",)
+    assert SimulationOptions().chosen_providers == simulated_providers()
