@@ -342,14 +342,14 @@ def _run_child(scenario: Scenario) -> dict[str, Any]:
     os.environ.update({"POWERTOOLS_LOG_LEVEL": "INFO", "POWERTOOLS_METRICS_DISABLED": "false"})
     _install(recorder)
 
-    from inbox_cli.simulate import Simulation, SimulationOptions, SimulatorAdmin  # noqa: PLC0415
+    from inbox_cli.simulate import EventTimeSender, Gateways, Simulation, SimulationOptions, SimulatorAdmin  # noqa: PLC0415
     from inbox_local.config import signing_secret  # noqa: PLC0415
     from inbox_local.runtime import LocalStack  # noqa: PLC0415
     from shared.inbox.store import InboxStore  # noqa: PLC0415
     from shared.payments.store import ProcessingStore  # noqa: PLC0415
 
     class PaddedSimulation(Simulation):
-        def _schedule(self, provider: str, resource_id: str, webhooks: list[dict[str, Any]], round_: int) -> Any:
+        def _schedule(self, provider: str, resource_id: str, webhooks: Any, round_: int) -> Any:
             deliveries = super()._schedule(provider, resource_id, webhooks, round_)
             for delivery in deliveries:
                 delivery.body = pad_stripe_body(delivery.body, scenario.body_bytes)
@@ -364,7 +364,7 @@ def _run_child(scenario: Scenario) -> dict[str, Any]:
         simulation = PaddedSimulation(
             options,
             api_url=stack.endpoints.api_url,
-            admin=SimulatorAdmin(stack.endpoints.gateway_url),
+            gateways=Gateways(SimulatorAdmin(stack.endpoints.gateway_url), EventTimeSender(scenario.seed)),
             inbox=InboxStore(stack.names.inbox_table, stack.names.body_bucket),
             payments=ProcessingStore(stack.names.inbox_table, stack.names.payments_table),
             secret_for=signing_secret,

@@ -16,6 +16,7 @@ import click
 from inbox_cli import operations
 from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.listen import listen as listen_command
+from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, resolve
 from inbox_local.senders import sender_for
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
@@ -350,7 +351,7 @@ def replay(
 
 @cli.command()
 @click.option("--payments", "payment_count", default=50, show_default=True, help="How many payments to drive.")
-@click.option("--provider", "providers", multiple=True, type=click.Choice(["stripe", "asaas"]), help="Repeatable.")
+@simulated_provider_option()
 @click.option("--seed", default=7, show_default=True, help="Same seed, same schedule.")
 @click.option("--duplicates", default=0.3, show_default=True, help="Share of webhooks delivered more than once.")
 @click.option("--concurrent-duplicates", default=0.1, show_default=True, help="Share sent twice at the same instant.")
@@ -379,10 +380,18 @@ def simulate(
     settle_rounds: bool,
     as_json: bool,
 ) -> None:
-    """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
+    """Drive payments of every provider through realistic lifecycles (on the gateway simulator for those the
+    processor refetches from) and check every payment's state against its gateway's."""
     from dataclasses import asdict  # noqa: PLC0415
 
-    from inbox_cli.simulate import Simulation, SimulationOptions, SimulatorAdmin, render_report  # noqa: PLC0415
+    from inbox_cli.simulate import (  # noqa: PLC0415
+        EventTimeSender,
+        Gateways,
+        Simulation,
+        SimulationOptions,
+        SimulatorAdmin,
+        render_report,
+    )
     from inbox_local.config import LocalEndpoints  # noqa: PLC0415
 
     target = _target(ctx)
@@ -390,7 +399,7 @@ def simulate(
         raise click.UsageError("simulate drives the local gateway simulator: run it against `make run`")
     options = SimulationOptions(
         payments=payment_count,
-        providers=providers or ("stripe", "asaas"),
+        providers=providers,
         seed=seed,
         duplicate_rate=duplicates,
         concurrent_duplicate_rate=concurrent_duplicates,
@@ -403,7 +412,7 @@ def simulate(
     simulation = Simulation(
         options,
         api_url=target.api_url,
-        admin=SimulatorAdmin(LocalEndpoints.from_environ().gateway_url),
+        gateways=Gateways(SimulatorAdmin(LocalEndpoints.from_environ().gateway_url), EventTimeSender(seed)),
         inbox=InboxStore(target.inbox_table, target.body_bucket),
         payments=ProcessingStore(target.inbox_table, target.payments_table),
         secret_for=target.signing_secret,
