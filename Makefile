@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 # the whole .venv on every sync ("does not satisfy the request").
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
-.PHONY: setup run test check lint format synth bootstrap deploy bench chaos clean
+.PHONY: setup browser run test check lint format synth bootstrap deploy bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -26,12 +26,20 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 
 setup: $(VENV)/.synced ## virtualenv with the locked dependencies
 
+# Debian's Chromium and its driver, for the console's browser tests (tests/e2e/test_console.py): a fresh machine
+# has neither, and a browser that a test tool downloads itself cannot be fetched on a closed network.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser: ## Debian's chromium and chromium-driver, where missing
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver; }
+
 run: setup ## the local stack on http://127.0.0.1:$${INBOX_PORT:-8787}, until Ctrl-C
 	$(BIN)/python -m inbox_local
 
 # The slowest tests are reported at the end of every run (--durations), so a test that grows shows up at once.
 PYTEST_REPORT := --durations=15 --durations-min=2
-test: setup lint ## lint, then every test tier (what CI runs)
+test: setup lint browser ## lint, then every test tier (what CI runs)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not soak" $(PYTEST_REPORT)
 
 check: setup lint ## the inner loop: lint, unit and integration tiers, no slow tests (a few minutes)

@@ -1,7 +1,7 @@
 """`make bench`: every figure is a ratio against a baseline measured in the same run.
 
-`python -m bench` runs every section; `python -m bench end_to_end` (or `cold_start`, `ingest_cost`) runs some,
-keeping the other sections of bench/results/latest.json as they were.
+`python -m bench` runs every section; `python -m bench end_to_end` (or `cold_start`, `ingest_cost`, `item_sizes`,
+`ingest_burst`) runs some, keeping the other sections of bench/results/latest.json as they were.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, end_to_end, ingest_cost
+from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 TARGETS = {"ingest: import + init": 1.3, "processor: import + init": 1.6}
 INGEST_OVERHEAD_TARGET = 1.5
-SECTIONS = ("cold_start", "ingest_cost", "end_to_end")
+SECTIONS = ("cold_start", "ingest_cost", "end_to_end", "item_sizes", "ingest_burst")
 
 
 def print_cold_start(cold: dict[str, Any]) -> None:
@@ -124,6 +124,38 @@ def print_end_to_end(e2e: dict[str, Any]) -> None:
         )
 
 
+def print_item_sizes(sizes: dict[str, Any]) -> None:
+    scenario, per = sizes["scenario"], sizes["per_event"]
+    print(
+        f"\nMeasured per event (bench/item_sizes.py): {scenario['events']} {scenario['provider']} events of "
+        f"{scenario['body_bytes']} bytes through a local stack, {scenario['deliveries_per_event']} deliveries and "
+        f"{scenario['transitions_per_event']} transitions per event (inbox simulate, seed {scenario['seed']}), "
+        f"forwarding {'on' if scenario['forwarding'] else 'off'}; simulation ok: {scenario['simulation_ok']}"
+    )
+    print(f"  {'figure':44} {'per event':>10}")
+    for name, value in per.items():
+        print(f"  {name:44} {value:>10}")
+    print("  write units by function and table:", sizes["detail_per_event"]["table_write_units"])
+    print("  index write units:", sizes["detail_per_event"]["index_write_units"])
+    print("  item sizes (median bytes):", sizes["item_bytes_median"])
+
+
+def print_ingest_burst(burst: dict[str, Any]) -> None:
+    ratio = burst["ratios"]["absorbed_per_s_vs_putitem_per_s"]
+    print(
+        f"\nIngest burst (bench/ingest_burst.py): {burst['deliveries']} signed {burst['body_bytes']}-byte deliveries "
+        f"from {burst['senders']} senders at once, processing paused"
+    )
+    print(
+        f"  absorbed {burst['absorbed_per_s']}/s, nothing lost: {burst['nothing_lost']} "
+        f"({burst['stored_items']} items for {burst['deliveries']} deliveries; answers {burst['answers']})"
+    )
+    print(
+        f"  bare PutItem, same stack, {burst['baseline_putitem']['clients']} clients: "
+        f"{burst['baseline_putitem']['puts_per_s']}/s -> ratio {ratio}x"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("sections", nargs="*", metavar="section", help=f"any of {', '.join(SECTIONS)} (default: all)")
@@ -150,12 +182,22 @@ def main(argv: list[str] | None = None) -> int:
     if "end_to_end" in chosen:
         print("measuring end to end on a local stack of its own (then a profiled one)...", flush=True)
         document["end_to_end"] = end_to_end.measure()
+    if "item_sizes" in chosen:
+        print("measuring item sizes and write units per event (a local stack in a child process)...", flush=True)
+        document["item_sizes"] = item_sizes.measure()
+    if "ingest_burst" in chosen:
+        print("measuring an ingest burst (a local stack of its own, processing paused)...", flush=True)
+        document["ingest_burst"] = ingest_burst.measure()
     if "cold_start" in document:
         print_cold_start(document["cold_start"])
     if "ingest_cost" in document:
         print_ingest_cost(document["ingest_cost"])
     if "end_to_end" in document:
         print_end_to_end(document["end_to_end"])
+    if "item_sizes" in document:
+        print_item_sizes(document["item_sizes"])
+    if "ingest_burst" in document:
+        print_ingest_burst(document["ingest_burst"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(document, indent=2) + "\n")
     where = RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS

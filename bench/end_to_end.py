@@ -187,17 +187,17 @@ def process_cpu_seconds(pid: int | None) -> float | None:
 def signed_webhook(event_id: str, resource_id: str, *, now: int) -> tuple[bytes, dict[str, str]]:
     """A Standard Webhooks `payment.paid` delivery with a body of exactly BODY_BYTES, signed as the gateway would."""
     from inbox_local.config import signing_secret  # noqa: PLC0415
-    from shared.providers import get_driver  # noqa: PLC0415
+    from inbox_local.senders import sender_for  # noqa: PLC0415
 
-    driver = get_driver(PROVIDER)
+    sender = sender_for(PROVIDER)
     sample = json.loads(
-        driver.sample_body(event_id=event_id, resource_id=resource_id, status="paid", amount=1990, occurred_at=now)
+        sender.sample_body(event_id=event_id, resource_id=resource_id, status="paid", amount=1990, occurred_at=now)
     )
     sample["data"]["description"] = ""
     padding = BODY_BYTES - len(json.dumps(sample, separators=(",", ":")))
     sample["data"]["description"] = "x" * max(0, padding)
     body = json.dumps(sample, separators=(",", ":")).encode()
-    signed = driver.sign(body, signing_secret(PROVIDER), now=now, event_id=event_id)
+    signed = sender.sign(body, signing_secret(PROVIDER), now=now, event_id=event_id)
     return body, {"content-type": "application/json", **signed.headers}
 
 

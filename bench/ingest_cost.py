@@ -48,6 +48,7 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
 
         from functions.ingest.handler import lambda_handler  # noqa: PLC0415
         from inbox_local.lambda_context import LocalLambdaContext  # noqa: PLC0415
+        from inbox_local.senders import sender_for  # noqa: PLC0415
         from inbox_local.server import api_gateway_event  # noqa: PLC0415
         from shared import aws  # noqa: PLC0415
         from shared.inbox.model import StoredBody, build_item  # noqa: PLC0415
@@ -60,14 +61,14 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         aws.reset_clients()
         default_ingest_service.cache_clear()
         bare = boto3.client("dynamodb")
-        driver = get_driver("standard")
+        driver, sender = get_driver("standard"), sender_for("standard")
         context = LocalLambdaContext("ingest")
         for label, size in BODY_SIZES.items():
             ours, baseline = [], []
             for index in range(events):
                 event_id = f"{label}-{index}"
                 body = _body(size, event_id)
-                signed = driver.sign(body, DEV_SECRETS["standard"], now=int(time.time()), event_id=f"msg_{event_id}")
+                signed = sender.sign(body, DEV_SECRETS["standard"], now=int(time.time()), event_id=f"msg_{event_id}")
                 event = api_gateway_event(
                     "POST",
                     "/webhooks/standard",

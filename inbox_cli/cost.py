@@ -1,8 +1,13 @@
 """`inbox cost`: what the stack costs per month and per million webhooks, line by line.
 
-A model, not a bill: per-event resource use is derived from how the code writes (item sizes, index projection,
-transactions, batching) and from measured durations (`bench/results/latest.json` when present); prices come from
-the dated table `prices.json`. Every assumption is a parameter with its default printed.
+A model, not a bill. Per-event resource use (write units per table and index, read units, stream records, Pipe
+events, Lambda invocations, log bytes, SQS requests) comes from measurement when `make bench` has recorded one
+(`bench/results/latest.json`, section `item_sizes`: realistic events through the local stack, each written item
+billed by DynamoDB's documented sizing rules; bench/item_sizes.py). Without one, it falls back to `Assumptions`,
+formulas from how the code writes, kept in agreement with the last measurement by
+tests/unit/test_cost_model.py. The output says which was used and the scenario. Lambda durations are never
+measured locally (a loaded laptop is not Lambda): they stay assumptions. Prices come from the dated table
+`prices.json`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from infra import definitions
+from shared import definitions
 
 PRICES = Path(__file__).with_name("prices.json")
 BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "latest.json"
@@ -21,12 +26,16 @@ BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "lat
 
 @dataclass(frozen=True)
 class Assumptions:
-    body_kb: float = 2.0  # average raw webhook body
+    body_kb: float = (
+        1.82  # average raw webhook body: Stripe's documented event example, 1,863 bytes (bench/item_sizes.py)
+    )
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 120.0  # refetch round trip dominates
-    events_per_processor_batch: float = 2.0  # FIFO groups keep batches small
-    log_bytes_per_event: int = 1200  # two structured lines (ingest + processor)
+    events_per_processor_batch: float = 3.0  # FIFO groups keep batches small (measured: 2.97, item_sizes)
+    # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes.
+    log_bytes_per_delivery: int = 720  # the ingest's, paid again by every duplicate delivery
+    log_bytes_per_processed_event: int = 690  # the processor's
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     xray_sampled_share: float = 0.05
     fixed_custom_metrics: int = 40  # metric x dimension combinations (per provider)
@@ -45,49 +54,138 @@ def _wru(kilobytes: float) -> int:
     return max(1, math.ceil(kilobytes))
 
 
-def monthly_cost(events: int, region: str, assumptions: Assumptions | None = None) -> dict[str, Any]:
+# A per-item storage overhead DynamoDB bills for indexing, in the table and in each index copy
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html).
+STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
+PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one webhook event uses: its first delivery and its processing; a duplicate delivery's extra cost;
+    and what each published transition adds downstream."""
+
+    source: str  # "measured ..." or "assumed ..."
+    write_units_ingest: float  # the stored item and its index entries
+    write_units_per_duplicate: float  # a duplicate delivery: the conditional put that fails (billed all the same)
+    write_units_processing: float  # the processor's transaction (inbox item, payment) and its index writes
+    write_units_outbox_per_transition: float  # the outbox record, inside the transaction
+    write_units_forwarding_per_transition: float  # the forwarder's checkpoint in the control table
+    read_units_processing: float
+    pipe_events: float  # events the dispatch Pipe passes (its filter drops the processor's own status changes)
+    processor_invocations: float
+    sqs_requests: float  # the Pipe's SendMessageBatch, the event source mapping's receive and delete
+    log_bytes_per_delivery: float
+    log_bytes_per_processed_event: float
+    stored_bytes: float  # the processed inbox item and the index entries that stay, with DynamoDB's overhead
+
+
+def assumed_usage(a: Assumptions) -> Usage:
+    """The fallback: formulas from how the code writes, for any body size (tests keep them in agreement with the
+    last measurement)."""
+    item_kb = a.body_kb + 0.75  # the body plus the attributes and the headers stored to re-verify it (~750 bytes)
+    indexes = len(definitions.INBOX_GLOBAL_INDEXES)
+    projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: small fields
+    per_batch = 1 / a.events_per_processor_batch
+    return Usage(
+        source=f"assumed (formulas from how the code writes, {a.body_kb} KB bodies; no measurement used)",
+        write_units_ingest=_wru(item_kb) + indexes * _wru(projected_kb),
+        write_units_per_duplicate=_wru(item_kb),
+        # the inbox item rewritten in a transaction (2x, billed on the whole item, body included), the payment put
+        # or updated when the event changes it, and each index entry updated (the open-events one removed)
+        write_units_processing=2 * _wru(item_kb)
+        + a.transitions_per_event * 2 * _wru(PAYMENT_ITEM_KB)
+        + indexes * _wru(projected_kb),
+        write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
+        write_units_forwarding_per_transition=1,
+        # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
+        read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event,
+        pipe_events=1.0,
+        processor_invocations=per_batch,
+        sqs_requests=3 * per_batch,
+        log_bytes_per_delivery=a.log_bytes_per_delivery,
+        log_bytes_per_processed_event=a.log_bytes_per_processed_event,
+        stored_bytes=item_kb * 1024 + projected_kb * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
+    )
+
+
+def measured_usage(results_path: Path | None = None) -> Usage | None:
+    """The per-event figures of the last `item_sizes` measurement, or None when there is none."""
+    results_path = results_path or BENCH_RESULTS
+    if not results_path.exists():
+        return None
+    document = json.loads(results_path.read_text())
+    section = document.get("item_sizes")
+    if not section:
+        return None
+    per, scenario = section["per_event"], section["scenario"]
+    transitions = per["transitions"] or 1.0
+    sizes = section["item_bytes_median"]
+    stored = (
+        sizes.get("inbox item after processor Update", 0)
+        + sizes.get("inbox/events-by-resource entry", 0)
+        + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM
+    )
+    return Usage(
+        source=(
+            f"measured ({results_path.name}, item_sizes, {section.get('measured_at', '?')}: "
+            f"{scenario['events']} {scenario['provider']} events of {scenario['body_bytes']} bytes)"
+        ),
+        write_units_ingest=per["write_units_ingest"],
+        write_units_per_duplicate=per["write_units_per_duplicate_delivery"],
+        write_units_processing=per["write_units_processing"],
+        write_units_outbox_per_transition=round(per["write_units_outbox"] / transitions, 3),
+        write_units_forwarding_per_transition=round(per["write_units_forwarding_checkpoints"] / transitions, 3),
+        read_units_processing=per["read_units_processing"],
+        pipe_events=per["pipe_events"],
+        processor_invocations=per["processor_invocations"],
+        sqs_requests=per["sqs_requests"],
+        log_bytes_per_delivery=per["log_bytes_ingest_per_delivery"],
+        log_bytes_per_processed_event=per["log_bytes_processor"],
+        stored_bytes=stored,
+    )
+
+
+def monthly_cost(
+    events: int, region: str, assumptions: Assumptions | None = None, usage: Usage | None = None
+) -> dict[str, Any]:
+    """The month's cost, line by line. `usage` (per-event figures) defaults to the formulas of `assumptions`."""
     table = json.loads(PRICES.read_text())
     if region not in table["regions"]:
         raise ValueError(f"no price table for {region!r}; known: {', '.join(sorted(table['regions']))}")
     p = table["regions"][region]
     a = assumptions or Assumptions()
+    u = usage or assumed_usage(a)
     million = events / 1_000_000
     deliveries = events * a.deliveries_per_event
-    item_kb = a.body_kb + 1.0  # the body plus ~1 KB of attributes and stored headers
-    projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: a few small fields
-    indexes = len(definitions.INBOX_GLOBAL_INDEXES)
-    # Writes per event: the ingest's put (table + each index it lands in); the processor's transaction (2x for
-    # transactional writes) updating the inbox item and putting the payment, plus the index changes it causes.
-    wru_ingest = _wru(item_kb) + indexes * _wru(projected_kb)
-    wru_processing = 2 * _wru(item_kb) + 2 * _wru(1.0) + indexes * _wru(projected_kb)
-    rru_processing = 1 * math.ceil(item_kb / 4) + 1  # strongly consistent reads: the item and the payment
+    duplicates = deliveries - events
+    wru_price = p["dynamodb_per_million_write_request_units"]
     gb_ingest = definitions.INGEST_MEMORY_MB / 1024
     gb_processor = definitions.PROCESSOR_MEMORY_MB / 1024
     published = events * a.transitions_per_event
     outbox_readers = 2 if a.forwarding else 1  # Pipes on the outbox stream
     gb_publisher = definitions.PUBLISHER_MEMORY_MB / 1024
     gb_forwarder = definitions.FORWARDER_MEMORY_MB / 1024
-    storage_gb = events * item_kb * a.retention_days / 30 / 1024 / 1024 * (1 + indexes * projected_kb / item_kb)
+    storage_gb = events * u.stored_bytes * a.retention_days / 30 / 1024**3
     lines = {
         "API Gateway HTTP API": deliveries / 1e6 * p["api_gateway_http_per_million_requests"],
         "Lambda ingest (requests)": deliveries / 1e6 * p["lambda_per_million_requests"],
         "Lambda ingest (GB-seconds)": deliveries * a.ingest_ms / 1000 * gb_ingest * p["lambda_arm64_per_gb_second"],
-        "Lambda processor (requests)": events / a.events_per_processor_batch / 1e6 * p["lambda_per_million_requests"],
+        "Lambda processor (requests)": events * u.processor_invocations / 1e6 * p["lambda_per_million_requests"],
         "Lambda processor (GB-seconds)": events
         * a.processor_ms_per_event
         / 1000
         * gb_processor
         * p["lambda_arm64_per_gb_second"],
-        "DynamoDB writes (ingest)": events * wru_ingest / 1e6 * p["dynamodb_per_million_write_request_units"],
-        "DynamoDB writes (processing, transactions)": events
-        * wru_processing
+        "DynamoDB writes (ingest)": (events * u.write_units_ingest + duplicates * u.write_units_per_duplicate)
         / 1e6
-        * p["dynamodb_per_million_write_request_units"],
-        "DynamoDB reads": events * rru_processing / 1e6 * p["dynamodb_per_million_read_request_units"],
+        * wru_price,
+        "DynamoDB writes (processing, transactions)": events * u.write_units_processing / 1e6 * wru_price,
+        "DynamoDB reads": events * u.read_units_processing / 1e6 * p["dynamodb_per_million_read_request_units"],
         "DynamoDB Streams reads (Pipe)": events / 100 / 100_000 * p["dynamodb_streams_per_100k_read_requests"],
         "DynamoDB storage + PITR": storage_gb * (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"]),
-        "EventBridge Pipes": events / 1e6 * p["pipes_per_million_requests"],
-        "SQS FIFO (send, receive, delete)": events * 2.2 / 1e6 * p["sqs_fifo_per_million_requests"],
+        "EventBridge Pipes": events * u.pipe_events / 1e6 * p["pipes_per_million_requests"],
+        "SQS FIFO (send, receive, delete)": events * u.sqs_requests / 1e6 * p["sqs_fifo_per_million_requests"],
         "Step Functions (replay, ~1% of events)": events
         * 0.01
         * 6
@@ -95,8 +193,7 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
         * p["step_functions_per_1000_state_transitions"],
         "S3 (archive puts, bodies > 256 KB)": events / 1000 / 1000 * p["s3_put_per_1000_requests"]
         + events * a.body_kb / 1024 / 1024 * 0.3 * p["s3_standard_per_gb_month"],
-        "CloudWatch Logs": events
-        * a.log_bytes_per_event
+        "CloudWatch Logs": (deliveries * u.log_bytes_per_delivery + events * u.log_bytes_per_processed_event)
         / 1e9
         * (p["cloudwatch_logs_ingestion_per_gb"] + p["cloudwatch_logs_storage_per_gb_month"]),
         "CloudWatch metrics, alarms, dashboard (fixed)": a.fixed_custom_metrics
@@ -105,8 +202,8 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
         + p["cloudwatch_dashboard_per_month"],
         "Secrets Manager (fixed)": a.secrets * p["secrets_manager_per_secret_month"],
         "X-Ray traces": deliveries * a.xray_sampled_share / 1e6 * p["xray_per_million_traces_recorded"],
-        # Downstream: each transition's outbox Put rides in the processor's transaction (2 WRU for 1 KB).
-        "Outbox writes (in the transaction)": published * 2 / 1e6 * p["dynamodb_per_million_write_request_units"],
+        # Downstream: each transition's outbox Put rides in the processor's transaction.
+        "Outbox writes (in the transaction)": published * u.write_units_outbox_per_transition / 1e6 * wru_price,
         "Outbox stream reads + Pipes": published
         * outbox_readers
         * (p["pipes_per_million_requests"] / 1e6 + p["dynamodb_streams_per_100k_read_requests"] / 100 / 100_000),
@@ -121,6 +218,9 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
             + (a.forwarder_ms_per_event / 1000 * gb_forwarder if a.forwarding else 0.0)
         )
         * p["lambda_arm64_per_gb_second"],
+        "Forwarding checkpoints (control table)": (
+            published * u.write_units_forwarding_per_transition / 1e6 * wru_price if a.forwarding else 0.0
+        ),
         "EventBridge bus events + archive": published / 1e6 * p["eventbridge_custom_events_per_million"]
         + published * a.published_event_kb / 1024 / 1024 * p["eventbridge_archive_per_gb"],
     }
@@ -134,27 +234,54 @@ def monthly_cost(events: int, region: str, assumptions: Assumptions | None = Non
         "total_per_month": round(total, 2),
         "variable_per_million_events": round((total - fixed) / million, 2) if events else 0.0,
         "fixed_per_month": round(fixed, 2),
-        "write_units_per_event": {"ingest": wru_ingest, "processing": wru_processing},
+        "write_units_per_event": {
+            "ingest": u.write_units_ingest,
+            "per_duplicate_delivery": u.write_units_per_duplicate,
+            "processing": u.write_units_processing,
+            "outbox_per_transition": u.write_units_outbox_per_transition,
+        },
+        "per_event_figures": u.source,
+        "usage": asdict(u),
+        "scenario": {
+            "body_kb": a.body_kb,
+            "deliveries_per_event": a.deliveries_per_event,
+            "transitions_per_event": a.transitions_per_event,
+            "forwarding": a.forwarding,
+        },
         "assumptions": asdict(a),
         "index_projection": definitions.INBOX_INDEX_PROJECTION,
     }
 
 
-def measured_assumptions() -> Assumptions:
-    """Defaults, with the ingest duration taken from the latest benchmark when one was run (scaled for the
-    network round trip to DynamoDB that the in-process benchmark does not pay)."""
-    if not BENCH_RESULTS.exists():
+def measured_assumptions(results_path: Path | None = None) -> Assumptions:
+    """Defaults, with what the latest benchmark measured: the ingest duration (scaled for the network round trip
+    to DynamoDB that the in-process benchmark does not pay), and the measured scenario's body size and
+    transitions per event (the share of events that change a payment, as `inbox simulate` drove them)."""
+    results_path = results_path or BENCH_RESULTS
+    if not results_path.exists():
         return Assumptions()
-    results = json.loads(BENCH_RESULTS.read_text())
+    results = json.loads(results_path.read_text())
+    measured: dict[str, Any] = {}
     handler_ms = results.get("ingest_cost", {}).get("2 KB", {}).get("handler_median_ms")
-    return Assumptions(ingest_ms=round(handler_ms + 20.0, 1)) if handler_ms else Assumptions()
+    if handler_ms:
+        measured["ingest_ms"] = round(handler_ms + 20.0, 1)
+    scenario = results.get("item_sizes", {}).get("scenario")
+    if scenario:
+        measured["body_kb"] = round(scenario["body_bytes"] / 1024, 2)
+        measured["transitions_per_event"] = scenario["transitions_per_event"]
+    return Assumptions(**measured)
 
 
 def render(report: dict[str, Any]) -> str:
     width = max(len(name) for name in report["lines"])
+    scenario = report["scenario"]
     rows = [
         f"AWS cost model, {report['region']}, prices as of {report['prices_as_of']}",
         f"{report['events_per_month']:,} webhooks per month (index projection {report['index_projection']})",
+        f"scenario: {scenario['body_kb']} KB bodies, {scenario['deliveries_per_event']} deliveries per event, "
+        f"{scenario['transitions_per_event']} transitions per event, "
+        f"forwarding {'on' if scenario['forwarding'] else 'off'}",
+        f"per-event figures: {report['per_event_figures']}",
         "",
     ]
     rows += [f"  {name:<{width}}  ${value:>10,.2f}" for name, value in report["lines"].items()]
@@ -163,7 +290,17 @@ def render(report: dict[str, Any]) -> str:
         f"  {'total per month':<{width}}  ${report['total_per_month']:>10,.2f}",
         f"  {'variable cost per million webhooks':<{width}}  ${report['variable_per_million_events']:>10,.2f}",
         f"  {'fixed per month':<{width}}  ${report['fixed_per_month']:>10,.2f}",
+    ]
+    for key in ("with_forwarding_off", "with_forwarding_on"):
+        if key in report:
+            rows.append(
+                f"  {key.replace('_', ' ')}: ${report[key]['variable_per_million_events']:,.2f} per million, "
+                f"${report[key]['fixed_per_month']:,.2f} fixed"
+            )
+    rows += [
         "",
-        f"  write units per event: {report['write_units_per_event']}; assumptions: {report['assumptions']}",
+        f"  write units per event: {report['write_units_per_event']}",
+        f"  usage per event: {report['usage']}",
+        f"  assumptions: {report['assumptions']}",
     ]
     return "\n".join(rows)

@@ -13,12 +13,14 @@ from typing import Any
 
 import click
 
+from inbox_cli import operations
 from inbox_cli.chaos import chaos as chaos_command
+from inbox_cli.listen import listen as listen_command
+from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, resolve
-from infra import definitions
+from inbox_local.senders import sender_for
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared import aws
-from shared.inbox.model import event_key
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid, get_driver, provider_names
@@ -155,7 +157,7 @@ def send(
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
 
     target = _target(ctx)
-    driver = get_driver(provider)
+    driver, sender = get_driver(provider), sender_for(provider)
     refetched = provider in supported_providers()
     if target.local and refetched:
         from inbox_local.config import LocalEndpoints  # noqa: PLC0415
@@ -169,12 +171,12 @@ def send(
     event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
     resource_id = resource_id or f"pay_{uuid.uuid4().hex[:20]}"
     try:
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id=event_id, resource_id=resource_id, status=status, amount=amount, occurred_at=now
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    signed = driver.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
+    signed = sender.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
     try:  # the id the inbox stores it under: some providers derive it from the body (docs/providers*.md)
         stored_id = driver.parse(signed).event_id
     except PayloadInvalid:
@@ -201,9 +203,6 @@ def events() -> None:
     """Read the inbox."""
 
 
-_LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_id", "status", "attempts"]
-
-
 @events.command("list")
 @click.option("--provider", default=None)
 @click.option("--status", type=click.Choice(["pending", "processed", "ignored", "failed"]), default=None)
@@ -212,19 +211,13 @@ _LIST_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_
 @click.pass_context
 def list_events(ctx: click.Context, provider: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """List events, newest first."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    items = [
-        item
-        for item in store.scan()
-        if (provider is None or item.get("provider") == provider) and (status is None or item.get("status") == status)
-    ]
-    items.sort(key=lambda item: item.get("received_at", ""), reverse=True)
-    summaries = [{column: item.get(column) for column in _LIST_COLUMNS} for item in items[:limit]]
+    summaries = operations.list_events(
+        _target(ctx), operations.EventFilter(provider=provider, status=status), limit=limit
+    )
     if as_json:
         _echo_json(summaries)
     else:
-        _table(summaries, _LIST_COLUMNS)
+        _table(summaries, operations.EVENT_SUMMARY_COLUMNS)
 
 
 @events.command("show")
@@ -234,13 +227,11 @@ def list_events(ctx: click.Context, provider: str | None, status: str | None, li
 @click.pass_context
 def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) -> None:
     """Show one event, with its raw body."""
-    target = _target(ctx)
-    store = InboxStore(target.inbox_table, target.body_bucket)
-    item = store.get(event_key(provider, event_id))
-    if item is None:
-        click.echo(f"no event {provider}#{event_id}", err=True)
-        raise SystemExit(1)
-    item["body"] = store.read_body(item)
+    try:
+        item = operations.show_event(_target(ctx), provider, event_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(item)
         return
@@ -266,12 +257,11 @@ def payments() -> None:
 @click.pass_context
 def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: bool) -> None:
     """Show one payment as the processor last applied it."""
-    target = _target(ctx)
-    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(f"{provider}#{resource_id}")
-    if stored is None:
-        click.echo(f"no payment {provider}#{resource_id}", err=True)
-        raise SystemExit(1)
-    document = stored.to_item()
+    try:
+        document = operations.show_payment(_target(ctx), provider, resource_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
     if as_json:
         _echo_json(document)
         return
@@ -320,9 +310,7 @@ def replay(
     Runs the replay workflow, a Step Functions execution (locally: the same state machine in the embedded AWS),
     and waits for its result. Safe to re-run: an event is only changed while it is still in the selected status.
     """
-    import boto3  # noqa: PLC0415
-
-    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time, run_replay  # noqa: PLC0415
+    from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time  # noqa: PLC0415
 
     for name, value in (("--since", since), ("--until", until)):
         if value is not None:
@@ -331,17 +319,6 @@ def replay(
             except ValueError as error:
                 raise click.BadParameter(str(error), param_hint=name) from None
     target = resolve(stack) if stack else _target(ctx)
-    sfn = boto3.client("stepfunctions")
-    if target.replay_state_machine_arn:
-        state_machine_arn = target.replay_state_machine_arn
-    elif target.local:
-        from inbox_local.replay import ensure_replay_state_machine  # noqa: PLC0415
-
-        state_machine_arn = ensure_replay_state_machine(sfn, target.inbox_table)
-    else:
-        raise click.ClickException(
-            f"the stack has no {definitions.OUTPUT_REPLAY_STATE_MACHINE} output: deploy the current version first"
-        )
     request = ReplayRequest(
         provider=provider,
         status=status,
@@ -354,9 +331,9 @@ def replay(
         max_events=max_events,
     )
     try:
-        report = run_replay(
-            sfn, state_machine_arn, request, timeout_seconds=timeout, poll_seconds=0.25 if target.local else 1.0
-        )
+        report = operations.replay(target, request, timeout_seconds=timeout)
+    except operations.StackNotReady as error:
+        raise click.ClickException(str(error)) from None
     except ReplayFailed as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
@@ -374,7 +351,7 @@ def replay(
 
 @cli.command()
 @click.option("--payments", "payment_count", default=50, show_default=True, help="How many payments to drive.")
-@click.option("--provider", "providers", multiple=True, type=click.Choice(["stripe", "asaas"]), help="Repeatable.")
+@simulated_provider_option()
 @click.option("--seed", default=7, show_default=True, help="Same seed, same schedule.")
 @click.option("--duplicates", default=0.3, show_default=True, help="Share of webhooks delivered more than once.")
 @click.option("--concurrent-duplicates", default=0.1, show_default=True, help="Share sent twice at the same instant.")
@@ -403,10 +380,18 @@ def simulate(
     settle_rounds: bool,
     as_json: bool,
 ) -> None:
-    """Drive payments through realistic lifecycles on the gateway simulator and check every payment's state."""
+    """Drive payments of every provider through realistic lifecycles (on the gateway simulator for those the
+    processor refetches from) and check every payment's state against its gateway's."""
     from dataclasses import asdict  # noqa: PLC0415
 
-    from inbox_cli.simulate import Simulation, SimulationOptions, SimulatorAdmin, render_report  # noqa: PLC0415
+    from inbox_cli.simulate import (  # noqa: PLC0415
+        EventTimeSender,
+        Gateways,
+        Simulation,
+        SimulationOptions,
+        SimulatorAdmin,
+        render_report,
+    )
     from inbox_local.config import LocalEndpoints  # noqa: PLC0415
 
     target = _target(ctx)
@@ -414,7 +399,7 @@ def simulate(
         raise click.UsageError("simulate drives the local gateway simulator: run it against `make run`")
     options = SimulationOptions(
         payments=payment_count,
-        providers=providers or ("stripe", "asaas"),
+        providers=providers,
         seed=seed,
         duplicate_rate=duplicates,
         concurrent_duplicate_rate=concurrent_duplicates,
@@ -427,7 +412,7 @@ def simulate(
     simulation = Simulation(
         options,
         api_url=target.api_url,
-        admin=SimulatorAdmin(LocalEndpoints.from_environ().gateway_url),
+        gateways=Gateways(SimulatorAdmin(LocalEndpoints.from_environ().gateway_url), EventTimeSender(seed)),
         inbox=InboxStore(target.inbox_table, target.body_bucket),
         payments=ProcessingStore(target.inbox_table, target.payments_table),
         secret_for=target.signing_secret,
@@ -449,11 +434,9 @@ def simulate(
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Events by provider and status, the oldest pending event, payments by status."""
-    from inbox_cli.stats import collect_stats, render_stats  # noqa: PLC0415
-    from shared.sweeper import SweepStore  # noqa: PLC0415
+    from inbox_cli.stats import render_stats  # noqa: PLC0415
 
-    target = _target(ctx)
-    result = collect_stats(SweepStore(target.inbox_table, target.payments_table))
+    result = operations.stats(_target(ctx))
     if as_json:
         _echo_json(result)
     else:
@@ -523,18 +506,35 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
 @cli.command()
 @click.option("--events-per-month", "events", type=click.IntRange(min=0), default=1_000_000, show_default=True)
 @click.option("--region", default="us-east-1", show_default=True)
-@click.option("--body-kb", default=2.0, show_default=True, help="Average webhook body size.")
+@click.option(
+    "--body-kb",
+    type=float,
+    default=None,
+    help="Average webhook body size; the measured scenario's when omitted. Another size prices with the formulas "
+    "(the measurement holds for its own size only).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
-    """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json)."""
+def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None:
+    """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
+    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import measured_assumptions, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
 
+    assumptions = measured_assumptions()
+    usage = measured_usage()
+    if body_kb is not None and body_kb != assumptions.body_kb:
+        assumptions, usage = replace(assumptions, body_kb=body_kb), None
     try:
-        report = monthly_cost(events, region, replace(measured_assumptions(), body_kb=body_kb))
+        report = monthly_cost(events, region, assumptions, usage)
+        # the same scenario with forwarding the other way: what the forwarding costs, in the same output
+        other = monthly_cost(events, region, replace(assumptions, forwarding=not assumptions.forwarding), usage)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
+    report["with_forwarding_" + ("off" if assumptions.forwarding else "on")] = {
+        "variable_per_million_events": other["variable_per_million_events"],
+        "fixed_per_month": other["fixed_per_month"],
+    }
     if as_json:
         _echo_json(report)
     else:
@@ -542,6 +542,7 @@ def cost(events: int, region: str, body_kb: float, as_json: bool) -> None:
 
 
 cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
+cli.add_command(listen_command)  # `inbox listen`: inbox_cli/listen.py
 
 # ---------------------------------------------------------------------------------------------------- outbox
 
@@ -675,6 +676,41 @@ def receiver(port: int, host: str, secrets: tuple[str, ...], fail_first: int, as
         click.echo("\n" + render_summary(summary, requests=server.requests, failed_on_purpose=server.failed_on_purpose))
     if summary["rejected"] or not summary["in_order"] or summary["mismatched_ids"]:
         raise SystemExit(1)
+
+
+# --------------------------------------------------------------------------------------------------- console
+
+
+@cli.command()
+@click.option("--port", default=8791, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME console`.")
+@click.pass_context
+def console(ctx: click.Context, port: int, stack: str | None) -> None:
+    """A web console on http://127.0.0.1:PORT: the flow at a glance, events and their payloads, a payment's
+    timeline, failed events, and replays (planned, confirmed, followed). Until Ctrl-C.
+
+    It reads the local stack, or with --stack a deployed one with your own AWS credentials: nothing is deployed,
+    and it answers on 127.0.0.1 only. Its replay is `inbox replay`'s, through the same functions."""
+    from werkzeug.serving import make_server  # noqa: PLC0415
+
+    from inbox_cli.console.app import create_app  # noqa: PLC0415
+
+    stack = stack or ctx.find_root().obj
+    target = resolve(stack)
+    try:
+        # The app is set once the socket is bound: with --port 0 only then is the port (which it checks the
+        # requests' Host against) known.
+        server = make_server("127.0.0.1", port, None, threaded=True)  # type: ignore[arg-type]
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
+    server.app = create_app(target, port=server.server_port, stack_name=stack)
+    click.echo(f"Console of the {stack or 'local'} stack on http://127.0.0.1:{server.server_port}/ (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def main() -> None:

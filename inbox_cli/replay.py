@@ -189,14 +189,37 @@ def run_replay(
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayReport:
     """Start an execution, then wait for it and for each successor it started (DescribeExecution polling)."""
+    return wait_for_replay(
+        sfn,
+        start_replay(sfn, state_machine_arn, request),
+        timeout_seconds=timeout_seconds,
+        poll_seconds=poll_seconds,
+        sleep=sleep,
+    )
+
+
+def start_replay(sfn: SFNClient, state_machine_arn: str, request: ReplayRequest) -> str:
+    """Start the replay's first execution; returns its ARN (follow it with `wait_for_replay` or `replay_progress`)."""
     started = sfn.start_execution(
         stateMachineArn=state_machine_arn,
         name=request.execution_name(),
         input=json.dumps(request.execution_input()),
     )
+    return started["executionArn"]
+
+
+def wait_for_replay(
+    sfn: SFNClient,
+    first_execution_arn: str,
+    *,
+    timeout_seconds: float = 900,
+    poll_seconds: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ReplayReport:
+    """Wait for a replay's execution and each successor it started; the report of the whole chain."""
     deadline = time.monotonic() + timeout_seconds
     chain: list[tuple[str, dict[str, Any]]] = []
-    execution_arn: str | None = started["executionArn"]
+    execution_arn: str | None = first_execution_arn
     while execution_arn is not None:
         output = _wait_for(sfn, execution_arn, deadline, timeout_seconds, poll_seconds, sleep)
         chain.append((execution_arn, output))
@@ -224,8 +247,54 @@ def _wait_for(
             )
         sleep(poll_seconds)
     if status != "SUCCEEDED":
-        error = described.get("error", status)
-        cause = described.get("cause", "")
-        raise ReplayFailed(f"execution {execution_arn} {status}: {error}: {cause}".rstrip(": "))
+        raise ReplayFailed(_failure(execution_arn, status, described))
     output: dict[str, Any] = json.loads(described.get("output") or "{}")
     return output
+
+
+def _failure(execution_arn: str, status: str, described: Any) -> str:
+    error = described.get("error", status)
+    cause = described.get("cause", "")
+    return f"execution {execution_arn} {status}: {error}: {cause}".rstrip(": ")
+
+
+@dataclass(frozen=True)
+class ReplayProgress:
+    """Where a replay stands now, without waiting: each execution of its chain so far and, once the last one
+    finished, the report (or why it failed)."""
+
+    executions: list[dict[str, str]]  # [{"execution_arn", "status"}], first to last
+    report: ReplayReport | None = None
+    error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.report is None and self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "executions": self.executions,
+            "running": self.running,
+            "error": self.error,
+            "headline": self.report.headline() if self.report else None,
+            "report": self.report.to_json() if self.report else None,
+        }
+
+
+def replay_progress(sfn: SFNClient, first_execution_arn: str) -> ReplayProgress:
+    """One look at a replay's chain of executions (DescribeExecution on each, first to last)."""
+    executions: list[dict[str, str]] = []
+    chain: list[tuple[str, dict[str, Any]]] = []
+    execution_arn: str | None = first_execution_arn
+    while execution_arn is not None:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        status = described["status"]
+        executions.append({"execution_arn": execution_arn, "status": status})
+        if status not in FINAL_STATUSES:
+            return ReplayProgress(executions)
+        if status != "SUCCEEDED":
+            return ReplayProgress(executions, error=_failure(execution_arn, status, described))
+        output: dict[str, Any] = json.loads(described.get("output") or "{}")
+        chain.append((execution_arn, output))
+        execution_arn = output.get("next_execution")
+    return ReplayProgress(executions, report=ReplayReport.from_chain(chain))

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.retention import ARCHIVE_KEY_PREFIX
+from shared.definitions import ARCHIVE_KEY_PREFIX
 
 _read_objects: dict[tuple[str, str, str], frozenset[str]] = {}  # (bucket, key, etag) -> pks: objects never change
 

@@ -11,14 +11,15 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.inbox.model import OPEN_EVENT_SHARDS, EventStatus, iso_utc
+from shared.definitions import OPEN_EVENTS_SHARDS
+from shared.inbox.model import EventStatus, iso_utc
 from shared.sweeper import SweepStore, parse_iso
 
 EVENT_STATUSES = tuple(status.value for status in EventStatus)
 _SETTLED = frozenset({EventStatus.PROCESSED.value, EventStatus.IGNORED.value})
 
 
-def _scan(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> list[dict[str, str]]:
+def scan_attributes(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> list[dict[str, str]]:
     names = {f"#a{index}": name for index, name in enumerate(attributes)}
     rows: list[dict[str, str]] = []
     for page in dynamodb.get_paginator("scan").paginate(
@@ -43,10 +44,10 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
     now = datetime.fromtimestamp(clock(), tz=UTC)
     events: dict[str, Counter[str]] = defaultdict(Counter)
     for status in (EventStatus.PENDING, EventStatus.FAILED):
-        for shard in range(OPEN_EVENT_SHARDS):
+        for shard in range(OPEN_EVENTS_SHARDS):
             for item in store.open_shard(status, shard, attributes=("provider",)):
                 events[str(item.get("provider", "unknown"))][status.value] += 1
-    for row in _scan(store.dynamodb, store.inbox_table, ("provider", "status")):
+    for row in scan_attributes(store.dynamodb, store.inbox_table, ("provider", "status")):
         if row.get("status") in _SETTLED:
             events[row.get("provider", "unknown")][row["status"]] += 1
 
@@ -59,7 +60,7 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
     payments: dict[str, Counter[str]] = defaultdict(Counter)
     payment_statuses: set[str] = set()
     if store.payments_table:
-        for row in _scan(store.dynamodb, store.payments_table, ("provider", "status")):
+        for row in scan_attributes(store.dynamodb, store.payments_table, ("provider", "status")):
             payments[row.get("provider", "unknown")][row.get("status", "unknown")] += 1
             payment_statuses.add(row.get("status", "unknown"))
 

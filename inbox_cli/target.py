@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, signing_secret
-from infra import definitions
+from shared import definitions
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,15 @@ class Target:
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
     control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
     forward_secret_name: str | None = None  # the forwarding signing secret's ARN (output ForwardSigningSecretArn)
+    # The bus the published events go to (output EventBusName). None locally: the local stack has no bus, `inbox
+    # listen` reads its outbox stream instead.
+    event_bus_name: str | None = None
     # {provider: secret ARN} of a deployed stack's signing secrets (output SigningSecretArns): CloudFormation names
     # them, so the outputs are how the CLI finds them.
     signing_secret_arns: dict[str, str] = field(default_factory=dict)
+    # {what it holds: queue URL, or locally the queue's name} of the stack's dead-letter queues (the console's
+    # depths). Locally the name: its URL is the embedded AWS's to give (GetQueueUrl), not a string to guess.
+    dead_letter_queues: dict[str, str] = field(default_factory=dict)
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
@@ -54,6 +60,7 @@ def resolve(stack: str | None) -> Target:
             local=True,
             outbox_table=names.outbox_table,
             control_table=names.control_table,
+            dead_letter_queues={"processor": names.dead_letter_queue},
         )
 
     import boto3  # noqa: PLC0415
@@ -72,8 +79,21 @@ def resolve(stack: str | None) -> Target:
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
         control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
         forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
+        event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
         signing_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS)),
+        dead_letter_queues={
+            label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)
+        },
     )
+
+
+# The deployed stack's dead-letter queues, by what ends in each.
+_DEAD_LETTER_QUEUE_OUTPUTS = {
+    "processor": definitions.OUTPUT_DEAD_LETTER_QUEUE_URL,
+    "pipe": definitions.OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL,
+    "outbox": definitions.OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL,
+    "forwarding": definitions.OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL,
+}
 
 
 def _arn_map(raw: str | None) -> dict[str, str]:

@@ -21,7 +21,7 @@ from moto.events.models import EventPattern
 
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.stream_reader import StreamReader
-from infra import definitions
+from shared import definitions
 
 TTL_USER_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 

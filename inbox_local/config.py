@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import os
 from dataclasses import dataclass
 
-from infra import definitions
+from shared import definitions
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
 REGION = "us-east-1"
 
-# Development signing secrets, used when INBOX_SECRET_<PROVIDER> is not set. Printed at start-up: they are
-# for the local stack only and sign nothing real.
-DEV_SECRETS: dict[str, str] = {
-    "stripe": "whsec_local_development_only",
-    "standard": "whsec_" + base64.b64encode(b"local-development-only-key-32byt").decode(),
-    "asaas": "local-development-only-asaas-token",
-    "pagarme": "ak_local_development_only_pagarme",
-    "kiwify": "local-development-only-kiwify-token",
-    "hotmart": "local-development-only-hotmart-hottok",
-    "pagbank": "local-development-only-pagbank-token",
-    "iugu": "local-development-only-iugu-token",
-    "github": "local-development-only-github-secret",
-    "shopify": "local-development-only-shopify-client-secret",
-    "paddle": "pdl_ntfset_local_development_only_paddle",
-    "mercadopago": "local-development-only-mercadopago-secret",
-    # Adyen's HMAC key is hex (it is hex-decoded before use)
-    "adyen": "6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
-    "generic": "local-development-only-generic-secret",
-}
+# Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<PROVIDER> is not
+# set. Printed at start-up: they are for the local stack only and sign nothing real.
+DEV_SECRETS: dict[str, str] = {entry.id: entry.dev_secret for entry in definitions.PROVIDER_CATALOG}
 
 
 def signing_secret(provider: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from infra import definitions
+from shared import definitions
 
 
 @dataclass

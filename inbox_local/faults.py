@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from infra import definitions
+from shared import definitions
 from shared.gateway.http import READ_TIMEOUT_SECONDS
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore

@@ -25,7 +25,7 @@ from typing import Any
 from moto.events.models import EventPattern
 
 from inbox_local.stream_reader import StreamReader
-from infra import definitions
+from shared import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
 from shared.payments.publishing import outbox_events
 

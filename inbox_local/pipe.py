@@ -1,7 +1,7 @@
 """Emulation of the EventBridge Pipe: inbox stream -> filter -> SQS FIFO, from the stack's own definitions.
 
 The filter, the message group id, the deduplication id and the input template are the very values the CDK
-stack gives the real Pipe (`infra.definitions`), interpreted here the way Pipes interprets them.
+stack gives the real Pipe (`shared.definitions`), interpreted here the way Pipes interprets them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from moto.events.models import EventPattern
 from inbox_local.aws_limits import SQS_MAX_BATCH_ENTRIES
 from inbox_local.polling import IdleBackoff
 from inbox_local.stream_reader import StreamReader
-from infra import definitions
+from shared import definitions
 
 _TEMPLATE_PATH = re.compile(r'("?)<(\$[^>]*)>("?)')
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inbox_local.config import LocalNames
-from infra import definitions
+from shared import definitions
 
 
 def inbox_table_spec(name: str) -> dict[str, Any]:

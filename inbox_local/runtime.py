@@ -25,7 +25,7 @@ from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
-from infra import definitions
+from shared import definitions
 from shared.providers import provider_names
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from inbox_local.lambda_context import LocalLambdaContext
-from infra import definitions
+from shared import definitions
 
 # HTTP API quota "Payload size: 10 MB" (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html);
 # above it API Gateway answers 413 with this plain-text message.

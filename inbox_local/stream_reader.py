@@ -35,22 +35,36 @@ def as_delivered(raw_record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
 Consumer = Callable[[list[dict[str, Any]]], None]
 
 
+TRIM_HORIZON = "TRIM_HORIZON"
+LATEST = "LATEST"
+
+
 class StreamReader:
-    def __init__(self, streams: Any, stream_arn: str, *, limit: int = 1000) -> None:
+    """`starting_position`: TRIM_HORIZON (every record the stream holds, the pollers' way) or LATEST (only what is
+    written after the first poll: the shards open then are read from their end; a shard that opens later holds only
+    newer records, so it is read from its start)."""
+
+    def __init__(
+        self, streams: Any, stream_arn: str, *, limit: int = 1000, starting_position: str = TRIM_HORIZON
+    ) -> None:
         self._streams = streams
         self.stream_arn = stream_arn
         self.limit = limit
+        self.starting_position = starting_position
         self._iterators: dict[str, str | None] = {}
+        self._polled = False
 
     def poll(self, consume: Consumer) -> int:
         """Hand each shard's new records (if any) to `consume`, then move past them. Returns how many were read."""
         read = 0
         shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+        position = TRIM_HORIZON if self._polled else self.starting_position
+        self._polled = True
         for shard in shards:
             shard_id = shard["ShardId"]
             if shard_id not in self._iterators:
                 self._iterators[shard_id] = self._streams.get_shard_iterator(
-                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType=position
                 )["ShardIterator"]
             iterator = self._iterators[shard_id]
             if iterator is None:

@@ -11,9 +11,9 @@ from typing import Any
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra import definitions
 from infra.config import stack_name_from_context
 from infra.stack import WebhookInboxStack
+from shared import definitions
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 

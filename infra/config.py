@@ -19,6 +19,10 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
   Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
   ``https://``.
+- ``inbox_warm_write_units``: pre-warm the inbox table and its indexes to this many write units per second
+  (DynamoDB warm throughput; default: none, a new on-demand table sustains ON_DEMAND_INITIAL_WRITE_UNITS). For a
+  known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
+  Raising it is charged, and a raised value can never be lowered again.
 
 There is no layer setting: the functions' third-party code (Powertools, pydantic, cryptography, tzdata) is a layer
 the stack builds from uv.lock (infra/dependency_layer.py), so the versions tested are the versions deployed.
@@ -31,7 +35,7 @@ from typing import Any
 
 from constructs import Node
 
-from infra import definitions
+from shared import definitions
 
 DEFAULT_STACK_NAME = "WebhookInbox"
 MAX_SWEEP_INTERVAL_MINUTES = 60
@@ -40,6 +44,10 @@ ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS = 30
 ARCHIVE_GLACIER_AFTER_DAYS = 90
 # The public Powertools layer's version number, a context value until the stack built its own layer.
 REMOVED_LAYER_SETTING = "powertools_layer_version"
+# What a new on-demand table sustains without pre-warming: 4,000 writes per second (and 12,000 reads)
+# (https://docs.amazonaws.cn/en_us/amazondynamodb/latest/developerguide/pre-warming-on-demand-capacity-mode.html).
+# Warm throughput below it would change nothing.
+ON_DEMAND_INITIAL_WRITE_UNITS = 4_000
 
 
 class SettingsError(ValueError):
@@ -80,8 +88,15 @@ class StackSettings:
     alarm_email: str | None = None
     forward_url: str | None = None
     forwarder_reserved_concurrency: int | None = None  # None: no reserved concurrency anywhere in the template
+    inbox_warm_write_units: int | None = None  # None: no warm throughput set (DynamoDB's own)
 
     def __post_init__(self) -> None:
+        if self.inbox_warm_write_units is not None and self.inbox_warm_write_units <= ON_DEMAND_INITIAL_WRITE_UNITS:
+            raise SettingsError(
+                f"context value 'inbox_warm_write_units' must be above {ON_DEMAND_INITIAL_WRITE_UNITS} (what a new "
+                "on-demand table sustains already; it cannot be lowered once raised), "
+                f"got {self.inbox_warm_write_units}"
+            )
         if self.forwarder_reserved_concurrency is not None and self.forwarder_reserved_concurrency < 1:
             raise SettingsError(
                 "context value 'forwarder_reserved_concurrency' must be 1 or more (0 would stop the forwarding; "
@@ -149,6 +164,7 @@ class StackSettings:
             alarm_email=_text(node, "alarm_email"),
             forward_url=_text(node, "forward_url"),
             forwarder_reserved_concurrency=_optional_integer(node, "forwarder_reserved_concurrency"),
+            inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
         )
 
 

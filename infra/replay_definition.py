@@ -20,7 +20,8 @@ What an execution does. Input (every field but ``provider`` optional)::
 - Replay, per selected event: one UpdateItem ``SET status = pending, open_status = pending#<same shard>,
   dispatch_id = <new uuid>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
   REMOVE last_error``, conditioned on ``status`` still being the selected one: the inbox lifecycle's replay write
-  (shared/inbox/lifecycle.py builds it; this module embeds it, its varying values as Step Functions paths).
+  (shared/definitions.py composes it from the lifecycle's table, as it does for shared/inbox/lifecycle.py, the
+  run-time owner; this module embeds it, its varying values as Step Functions paths).
   ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
   the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
   is what the Pipe's filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's
@@ -54,15 +55,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from infra import definitions
-from shared.inbox import lifecycle
-from shared.inbox.lifecycle import EventStatus
+from shared import definitions
+from shared.definitions import EventStatus
 
 # The CloudFormation DefinitionSubstitutions key the stack fills with the inbox table's name.
 TABLE_SUBSTITUTION: Final = "InboxTable"
 
 # The statuses a replay moves an item from (the lifecycle's); the default is the one replays are for.
-SELECTABLE_STATUSES: Final = tuple(sorted(status.value for status in lifecycle.REPLAYABLE_STATUSES))
+SELECTABLE_STATUSES: Final = tuple(sorted(status.value for status in definitions.REPLAYABLE_STATUSES))
 DEFAULT_STATUS: Final = EventStatus.FAILED.value
 DEFAULT_PAGE_SIZE: Final = 25
 MAX_PAGE_SIZE: Final = 100
@@ -192,11 +192,12 @@ def _added_counts(*, page: bool) -> dict[str, Any]:
 
 
 def replay_update() -> dict[str, Any]:
-    """The replay's UpdateItem, as the inbox's lifecycle builds it (shared/inbox/lifecycle.py, the one owner of
-    the item's writes), its varying values taken from the state: the item's own index shard, a fresh uuid, the
-    state's entered time (ISO-8601 UTC) and the execution's ARN, conditioned on the status the input selected."""
+    """The replay's UpdateItem, as the inbox's lifecycle composes it (shared/definitions.py's table, which
+    shared/inbox/lifecycle.py, the run-time owner of the item's writes, uses too), its varying values taken from
+    the state: the item's own index shard, a fresh uuid, the state's entered time (ISO-8601 UTC) and the
+    execution's ARN, conditioned on the status the input selected."""
     shard = "States.ArrayGetItem(States.StringSplit($.item.open_status.S, '#'), 1)"
-    return lifecycle.replay_update(
+    return definitions.replay_update(
         selected={"S.$": "$.input.status"},
         open_status={"S.$": f"States.Format('{EventStatus.PENDING.value}#{{}}', {shard})"},
         dispatch_id={"S.$": "States.UUID()"},

@@ -7,7 +7,6 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
@@ -23,6 +22,7 @@ from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.constructs.sweeper_function import SweeperFunction
+from shared import definitions
 
 
 class WebhookInboxStack(Stack):
@@ -33,7 +33,12 @@ class WebhookInboxStack(Stack):
         self.settings = settings
 
         # Ingest: gateway -> API -> verified, deduplicated inbox item.
-        self.storage = InboxStorage(self, "InboxStorage", retention_days=settings.retention_days)
+        self.storage = InboxStorage(
+            self,
+            "InboxStorage",
+            retention_days=settings.retention_days,
+            warm_write_units=settings.inbox_warm_write_units,
+        )
         self.signing_secrets = SigningSecrets(self, "SigningSecrets", stack_name=self.stack_name)
         self.ingest = IngestFunction(
             self, "IngestFunction", storage=self.storage, secrets=self.signing_secrets, settings=settings

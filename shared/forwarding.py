@@ -29,17 +29,19 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from shared.definitions import (
+    ENV_CONTROL_TABLE,
+    ENV_FORWARD_SECRET,
+    ENV_FORWARD_SECRET_NAME,
+    ENV_FORWARD_SECRET_PREVIOUS,
+    ENV_FORWARD_URL,
+)
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
-from shared.settings import ENV_CONTROL_TABLE, EnvironmentSettings, text
+from shared.settings import EnvironmentSettings, text
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-ENV_FORWARD_URL = "INBOX_FORWARD_URL"  # equal to infra.definitions.ENV_FORWARD_* (a test compares)
-ENV_FORWARD_SECRET = "INBOX_FORWARD_SECRET"  # noqa: S105 - a variable name
-ENV_FORWARD_SECRET_PREVIOUS = "INBOX_FORWARD_SECRET_PREVIOUS"  # noqa: S105 - a variable name
-# In AWS: the name of the Secrets Manager secret holding {"current": "whsec_...", "previous": ...}.
-ENV_FORWARD_SECRET_NAME = "INBOX_FORWARD_SECRET_NAME"  # noqa: S105 - a variable name
 CHECKPOINT_PREFIX = "outbox-forward#"
 
 
@@ -63,6 +65,17 @@ def signature_headers(
         f"{SCHEME},{compute_signature(msg_id, stamp, body, decode_secret(secret))}" for secret in secrets
     )
     return {"webhook-id": msg_id, "webhook-timestamp": stamp, "webhook-signature": signatures}
+
+
+def signed_request(
+    url: str, event: Mapping[str, Any], secrets: tuple[str, ...], *, timestamp: int | None = None
+) -> urllib.request.Request:
+    """The POST of one event: its body (`event_body`) signed with every secret, `webhook-id` = the event's `id`."""
+    body = event_body(event)
+    headers = signature_headers(str(event["id"]), body, secrets, timestamp=timestamp)
+    return urllib.request.Request(  # noqa: S310 - the operator's configured URL
+        url, data=body, method="POST", headers={"content-type": "application/json", **headers}
+    )
 
 
 def backoff(attempt: int, base: float, cap: float) -> float:
@@ -110,11 +123,7 @@ class Forwarder:
 
     def post_once(self, event: Mapping[str, Any]) -> int:
         """One signed POST; returns the HTTP status (0 for a network error)."""
-        body = event_body(event)
-        headers = signature_headers(str(event["id"]), body, self.secrets)
-        request = urllib.request.Request(  # noqa: S310 - the operator's configured URL
-            self.url, data=body, method="POST", headers={"content-type": "application/json", **headers}
-        )
+        request = signed_request(self.url, event, self.secrets)
         self.attempts += 1
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310

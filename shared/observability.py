@@ -17,8 +17,10 @@ from aws_lambda_powertools import Logger, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", "webhook-inbox")
-METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookInbox")
+from shared import definitions
+
+SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", definitions.SERVICE_NAME)
+METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", definitions.METRICS_NAMESPACE)
 
 logger = Logger(service=SERVICE_NAME)
 

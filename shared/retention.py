@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import aws
+from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
 from shared.settings import EnvironmentSettings, text
@@ -46,7 +47,6 @@ from shared.settings import EnvironmentSettings, text
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-ARCHIVE_KEY_PREFIX = "archive/"  # must equal infra.definitions.ARCHIVE_KEY_PREFIX (a test compares them)
 REDACTED = "[redacted]"
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -272,9 +272,9 @@ class Archiver:
 
 @dataclass(frozen=True, slots=True)
 class ArchiverSettings(EnvironmentSettings):
-    archive_bucket: str = text("INBOX_ARCHIVE_BUCKET")
-    body_bucket: str | None = text("INBOX_BODY_BUCKET", None)  # where large bodies live, to archive them too
-    redact_fields: str = text("INBOX_REDACT_FIELDS", "")  # comma-separated keys (parse_redact_fields)
+    archive_bucket: str = text(ENV_ARCHIVE_BUCKET)
+    body_bucket: str | None = text(ENV_BODY_BUCKET, None)  # where large bodies live, to archive them too
+    redact_fields: str = text(ENV_REDACT_FIELDS, "")  # comma-separated keys (parse_redact_fields)
 
 
 @cache

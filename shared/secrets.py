@@ -20,8 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from shared.definitions import ENV_SIGNING_SECRETS
 from shared.providers.base import SigningSecrets
-from shared.settings import ENV_SIGNING_SECRETS
 
 SECRET_CACHE_SECONDS = 300
 

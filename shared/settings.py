@@ -21,19 +21,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Self
 
-DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300
-DEFAULT_RETENTION_DAYS = 30
-MINIMUM_RETENTION_DAYS = 7
-# DynamoDB items are limited to 400 KB: bodies above this go to S3 and the item references them.
-INLINE_BODY_LIMIT_BYTES = 256 * 1024
-
-
-# The control table (circuit breakers, forwarding checkpoints): read by the processor and the forwarder.
-ENV_CONTROL_TABLE = "CONTROL_TABLE"  # equals infra.definitions.ENV_CONTROL_TABLE (a test compares)
-# The deployed stack's {provider: secret ARN} maps of the signing secrets and of the gateways' API keys (equal to
-# infra.definitions.ENV_SIGNING_SECRETS and ENV_API_KEY_SECRETS; a test compares). shared/secrets.py explains.
-ENV_SIGNING_SECRETS = "INBOX_SIGNING_SECRETS"
-ENV_API_KEY_SECRETS = "INBOX_API_KEY_SECRETS"
+from shared.definitions import (
+    DEFAULT_RETENTION_DAYS,
+    DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+    ENV_BODY_BUCKET,
+    ENV_INBOX_TABLE,
+    ENV_RETENTION_DAYS,
+    ENV_SECRET_PREFIX,
+    ENV_SIGNATURE_TOLERANCE,
+    ENV_SIGNING_SECRETS,
+    INLINE_BODY_LIMIT_BYTES,
+    MINIMUM_RETENTION_DAYS,
+)
 
 
 class ConfigurationError(ValueError):
@@ -224,16 +223,14 @@ class EnvironmentSettings:
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings(EnvironmentSettings):
-    inbox_table: str = text("INBOX_TABLE")
-    body_bucket: str = text("INBOX_BODY_BUCKET")
-    secret_prefix: str = text("INBOX_SECRET_PREFIX", "")
+    inbox_table: str = text(ENV_INBOX_TABLE)
+    body_bucket: str = text(ENV_BODY_BUCKET)
+    secret_prefix: str = text(ENV_SECRET_PREFIX, "")
     # {provider: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
     signing_secret_ids: Mapping[str, str] = text_map_of(ENV_SIGNING_SECRETS)
-    signature_tolerance_seconds: int = whole(
-        "INBOX_SIGNATURE_TOLERANCE_SECONDS", DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0
-    )
+    signature_tolerance_seconds: int = whole(ENV_SIGNATURE_TOLERANCE, DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0)
     retention_days: int = whole(
-        "INBOX_RETENTION_DAYS",
+        ENV_RETENTION_DAYS,
         DEFAULT_RETENTION_DAYS,
         low=MINIMUM_RETENTION_DAYS,
         why=f"at least {MINIMUM_RETENTION_DAYS} days are needed to replay a week-long gateway outage",

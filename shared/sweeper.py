@@ -31,11 +31,26 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 
 from shared import aws
-from shared.inbox.lifecycle import OPEN_EVENT_SHARDS, EventStatus
+from shared.definitions import (
+    DEFAULT_RECONCILE_AFTER_SECONDS,
+    DEFAULT_STALE_AFTER_SECONDS,
+    ENV_INBOX_TABLE,
+    ENV_PAYMENTS_TABLE,
+    ENV_QUEUE_URL,
+    ENV_RECONCILE_AFTER,
+    ENV_STALE_AFTER,
+    ENV_SWEEP_MAX_ITEMS,
+    OPEN_EVENTS_INDEX,
+    OPEN_EVENTS_SHARDS,
+    RECONCILE_INDEX,
+)
+from shared.definitions import DEFAULT_SWEEP_MAX_ITEMS as DEFAULT_MAX_ITEMS
+from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
+from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
+from shared.inbox.lifecycle import EventStatus
 from shared.inbox.model import fifo_group_id, iso_utc
-from shared.inbox.store import OPEN_EVENTS_INDEX, InboxStore, from_attributes
+from shared.inbox.store import InboxStore, from_attributes
 from shared.observability import logger, put_gauge
-from shared.payments.model import CHECKED_AT, RECONCILE_INDEX, RECONCILE_KEY
 from shared.payments.status import INTERMEDIATE_STATUSES
 from shared.process.service import MAX_BACKOFF_SECONDS, ReconcileMessage
 from shared.settings import EnvironmentSettings, text, whole
@@ -45,9 +60,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
-DEFAULT_STALE_AFTER_SECONDS = 900  # must equal infra.definitions.DEFAULT_STALE_AFTER_SECONDS (a test compares)
-DEFAULT_RECONCILE_AFTER_SECONDS = 3600
-DEFAULT_MAX_ITEMS = 500
 MIN_REMAINING_MS = 10_000  # stop paging when the invocation has less than this left
 # A run re-dispatches at most `max_items` stale events, and reads at most this many times as many old pending
 # events to find them: old events that are busy (being retried) must not use up the budget of the stale ones.
@@ -59,18 +71,18 @@ _PAGE_SIZE = 100
 
 @dataclass(frozen=True, slots=True)
 class SweeperSettings(EnvironmentSettings):
-    inbox_table: str = text("INBOX_TABLE")
-    payments_table: str = text("PAYMENTS_TABLE")
-    queue_url: str = text("INBOX_QUEUE_URL")
+    inbox_table: str = text(ENV_INBOX_TABLE)
+    payments_table: str = text(ENV_PAYMENTS_TABLE)
+    queue_url: str = text(ENV_QUEUE_URL)
     stale_after_seconds: int = whole(
-        "INBOX_STALE_AFTER_SECONDS",
+        ENV_STALE_AFTER,
         DEFAULT_STALE_AFTER_SECONDS,
         low=MAX_BACKOFF_SECONDS + 1,
         why=f"above the processor's longest backoff, {MAX_BACKOFF_SECONDS} s: events that are only waiting "
         "would be re-dispatched",
     )
-    reconcile_after_seconds: int = whole("INBOX_RECONCILE_AFTER_SECONDS", DEFAULT_RECONCILE_AFTER_SECONDS, low=60)
-    max_items: int = whole("INBOX_SWEEP_MAX_ITEMS", DEFAULT_MAX_ITEMS, low=1)
+    reconcile_after_seconds: int = whole(ENV_RECONCILE_AFTER, DEFAULT_RECONCILE_AFTER_SECONDS, low=60)
+    max_items: int = whole(ENV_SWEEP_MAX_ITEMS, DEFAULT_MAX_ITEMS, low=1)
 
 
 @dataclass
@@ -186,14 +198,14 @@ class SweepStore:
         """Every shard merged, oldest first overall: a bounded run works on the oldest events of all shards."""
         shards = [
             self.open_shard(status, shard, received_before=received_before, attributes=attributes)
-            for shard in range(OPEN_EVENT_SHARDS)
+            for shard in range(OPEN_EVENTS_SHARDS)
         ]
         return heapq.merge(*shards, key=lambda item: str(item.get("received_at", "")))
 
     def oldest_open(self, status: EventStatus) -> dict[str, Any] | None:
         """The oldest open event of this status: one single-item query per shard."""
         oldest: dict[str, Any] | None = None
-        for shard in range(OPEN_EVENT_SHARDS):
+        for shard in range(OPEN_EVENTS_SHARDS):
             query = self._open_query(status, shard, None, ("pk", "received_at", "provider"))
             response = self.dynamodb.query(**query, Limit=1, ScanIndexForward=True)
             for attributes in response.get("Items", []):
@@ -205,7 +217,7 @@ class SweepStore:
     def count_open(self, status: EventStatus) -> int:
         total = 0
         paginator = self.dynamodb.get_paginator("query")
-        for shard in range(OPEN_EVENT_SHARDS):
+        for shard in range(OPEN_EVENTS_SHARDS):
             for page in paginator.paginate(**self._open_query(status, shard, None), Select="COUNT"):
                 total += int(page.get("Count", 0))
         return total

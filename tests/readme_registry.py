@@ -165,6 +165,25 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "P=a free port, --secret whsec_<the block's secret> --json",
         ),
     ),
+    "inbox listen": (
+        Run(
+            "tests/e2e/test_listen.py::test_listen_forwards_a_local_payments_event_signed_with_the_secret_it_printed",
+            "as `inbox listen --forward-to URL` on the local stack (the command needs a URL)",
+        ),
+    ),
+    "inbox listen --forward-to URL [--secret whsec_...]": (
+        Run(
+            "tests/e2e/test_listen.py::test_listen_forwards_a_local_payments_event_signed_with_the_secret_it_printed",
+            "URL=a receiver on a free port; without --secret (the receiver holds the secret the listener printed)",
+        ),
+    ),
+    "inbox listen --stack NAME --forward-to URL [--secret whsec_...]": (
+        Run(
+            "tests/integration/test_listen.py::test_the_readme_command_forwards_a_published_event_and_sigterm_cleans_up",
+            f"{AWS_ONLY_MOTO}: the CLI command in-process, NAME a CloudFormation stack with an EventBusName output, "
+            "URL=a receiver on a free port, --secret whsec_<the test's>; stopped by SIGTERM",
+        ),
+    ),
     "inbox send PROVIDER [--status paid] [--resource-id ...]": (
         Run(OPERATE + "test_send_with_status_and_resource_id", "PROVIDER=asaas --status paid --resource-id pay_..."),
         Run("tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed", "PROVIDER=stripe/asaas/standard"),
@@ -188,11 +207,25 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             STACK + "test_events_list_with_stack_lists_the_deployed_stacks_events",
             f"{AWS_ONLY_MOTO}: `inbox --stack NAME events list [--json]`",
         ),
+        Run(
+            "tests/integration/test_console.py::test_with_stack_the_console_reads_the_deployed_stack",
+            f"{AWS_ONLY_MOTO}: `inbox console --stack NAME`'s app (the target its --stack resolves) in the test client",
+        ),
     ),
     "inbox --stack NAME stats": (
         Run(
             STACK + "test_stats_with_stack_counts_the_deployed_stacks_events",
             f"{AWS_ONLY_MOTO}: NAME a CloudFormation stack in moto with the outputs the CLI reads",
+        ),
+    ),
+    "inbox console [--port P]": (
+        Run(
+            "tests/e2e/test_console.py::test_the_overview_shows_what_inbox_stats_says",
+            "--port 0 (the URL it prints) on the local stack, its pages driven in headless Chromium",
+        ),
+        Run(
+            "tests/e2e/test_console.py::test_a_replay_started_from_the_page_changes_what_the_cli_shows",
+            "--port 0, a replay planned, confirmed and followed on the page",
         ),
     ),
     # --- Operate: scenarios to try by hand

@@ -10,7 +10,8 @@
 - `POST /_sim/payments/known`: every payment answers its fetches from now on, whatever `unknown_fetches` it was
   created with -> `{"revealed"}`.
 - `GET /_sim/payments` (every payment's truth); `GET|POST /_sim/faults` (read / change the fault knobs; POST
-  takes any subset); `GET /_sim/stats` (requests served and faults injected).
+  takes any subset); `GET /_sim/stats` (requests served and faults injected); `GET /_sim/stats/providers` (the
+  faults injected per provider and kind: `{"stripe": {"error": 2, "unknown": 1}, ...}`).
 
 Each webhook is `{"event_type", "body" (the exact UTF-8 text), "occurred_at" (epoch s)}`.
 """
@@ -40,6 +41,8 @@ def admin_route(simulator: GatewaySimulator, method: str, path: list[str], body:
         return _transition(simulator, path[1], path[2], body)
     if path == ["stats"] and method == "GET":
         return 200, {}, simulator.stats()
+    if path == ["stats", "providers"] and method == "GET":
+        return 200, {}, simulator.faults_by_provider()
     if path == ["faults"] and method == "GET":
         return 200, {}, asdict(simulator.faults)
     if path == ["faults"] and method == "POST":

@@ -74,6 +74,7 @@ class GatewaySimulator:
         self._faults = faults or Faults()
         self._faults.validate()
         self._stats: dict[str, int] = {}
+        self._faults_by_provider: dict[str, dict[str, int]] = {}
         self._server: QuietServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -138,8 +139,16 @@ class GatewaySimulator:
         with self._lock:
             return dict(self._stats)
 
-    def _count(self, name: str) -> None:
+    def faults_by_provider(self) -> dict[str, dict[str, int]]:
+        """The faults injected so far, per provider and kind (`error`, `throttle`, `slow`, `unknown`)."""
+        with self._lock:
+            return {provider: dict(kinds) for provider, kinds in self._faults_by_provider.items()}
+
+    def _count(self, name: str, provider: str | None = None) -> None:
         self._stats[name] = self._stats.get(name, 0) + 1
+        if provider is not None:
+            kinds = self._faults_by_provider.setdefault(provider, {})
+            kinds[name] = kinds.get(name, 0) + 1
 
     # ----------------------------------------------------------------------------------------------- model
 
@@ -316,8 +325,9 @@ class GatewaySimulator:
 
     # ------------------------------------------------------------------------------------------------ HTTP
 
-    def _draw_fault(self) -> tuple[str | None, float]:
-        """(fault, slow delay) for one API request: "error", "throttle" or None; delay 0 when not slow."""
+    def _draw_fault(self, provider: str) -> tuple[str | None, float]:
+        """(fault, slow delay) for one API request of `provider`: "error", "throttle" or None; delay 0 when not
+        slow."""
         with self._lock:
             faults = self._faults
             delay = faults.slow_seconds if faults.slow_rate and self._chaos.random() < faults.slow_rate else 0.0
@@ -329,9 +339,9 @@ class GatewaySimulator:
             else:
                 fault = None
             if delay:
-                self._count("slow")
+                self._count("slow", provider)
             if fault:
-                self._count(fault)
+                self._count(fault, provider)
             return fault, delay
 
     def _fetch(self, provider: str, resource_id: str) -> SimulatedPayment | None:
@@ -342,7 +352,7 @@ class GatewaySimulator:
                 return None
             p.fetches += 1
             if p.fetches <= p.unknown_fetches:
-                self._count("unknown")
+                self._count("unknown", provider)
                 return None
             return p
 
@@ -364,7 +374,7 @@ class GatewaySimulator:
         if expected and not shape.authorized(request, expected):
             return shape.unauthorized_status, {}, shape.unauthorized(request)
 
-        fault, delay = self._draw_fault()
+        fault, delay = self._draw_fault(shape.name)
         if delay:
             self._sleep(delay)
         if fault == "error":

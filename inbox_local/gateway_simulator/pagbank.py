@@ -17,8 +17,8 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import HEX_UPPER, SimulatedPayment, Tokens
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, SampledLifecycle, bearer
+from inbox_local.senders.pagbank import local_iso
 from shared.payments.status import PaymentStatus
-from shared.providers.pagbank import _local_iso
 
 S = PaymentStatus
 
@@ -44,7 +44,7 @@ def charge(p: SimulatedPayment) -> dict[str, Any]:
         "id": _charge_id(p.resource_id),
         "reference_id": p.resource_id[-12:].lower(),
         "status": _STATUS[p.status],
-        "created_at": _local_iso(p.created),
+        "created_at": local_iso(p.created),
         "description": "Simulated payment",
         "amount": {
             "value": p.amount,
@@ -60,7 +60,7 @@ def charge(p: SimulatedPayment) -> dict[str, Any]:
     }
     paid_at = p.last_at(S.PAID)
     if paid and paid_at is not None:
-        document["paid_at"] = _local_iso(paid_at)
+        document["paid_at"] = local_iso(paid_at)
     return document
 
 
@@ -68,7 +68,7 @@ def order(p: SimulatedPayment) -> dict[str, Any]:
     return {
         "id": p.resource_id,
         "reference_id": p.resource_id[-12:].lower(),
-        "created_at": _local_iso(p.created),
+        "created_at": local_iso(p.created),
         "customer": {"name": "Cliente Simulado", "email": "cliente@example.com", "tax_id": "12345678909"},
         "items": [{"reference_id": "item-1", "name": "Produto", "quantity": 1, "unit_amount": p.amount}],
         "charges": [charge(p)],

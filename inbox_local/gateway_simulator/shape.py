@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from inbox_local.config import signing_secret
 from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens, Webhook
+from inbox_local.senders import sender_for
 from shared.payments.status import PaymentStatus
 from shared.providers import get_driver
 from shared.providers.base import utc_from_epoch
@@ -106,16 +107,16 @@ def sample_webhook(
 ) -> Webhook | None:
     """The notification the provider's own driver renders for `status` (`sample_body`, what `inbox send` posts),
     with its event type read back by the same driver; None when the driver has no sample for that status."""
-    driver = get_driver(provider)
+    driver, sender = get_driver(provider), sender_for(provider)
     try:
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id=event_id, resource_id=p.resource_id, status=str(status), amount=p.amount, occurred_at=when
         )
     except ValueError:
         return None
     # parse() reads the request as the ingest does: sign it (any secret) so providers that read headers or the
     # query string (Mercado Pago's data.id) see a complete delivery.
-    event = driver.parse(driver.sign(body, signing_secret(provider), now=when, event_id=event_id))
+    event = driver.parse(sender.sign(body, signing_secret(provider), now=when, event_id=event_id))
     return Webhook(event.event_type, body, when)
 
 

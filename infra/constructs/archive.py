@@ -34,12 +34,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import definitions
 from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS, StackSettings
 from infra.constructs.dispatch_pipe import LIST_STREAMS_REASON, grant_stream_read
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
 from infra.nag import acknowledge
+from shared import definitions
 
 NONCURRENT_VERSION_DAYS = 90
 

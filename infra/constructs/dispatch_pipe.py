@@ -1,6 +1,6 @@
 """The EventBridge Pipe that dispatches: inbox table stream -> filter -> SQS FIFO.
 
-Filter, message group id, deduplication id and input template are the values of infra/definitions.py, the very
+Filter, message group id, deduplication id and input template are the values of shared/definitions.py, the very
 values the local runtime's Pipe emulation (inbox_local/pipe.py) interprets: local and cloud dispatch the same.
 
 Choices:
@@ -29,8 +29,8 @@ from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import definitions
 from infra.nag import acknowledge
+from shared import definitions
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 LOG_LEVEL = "ERROR"

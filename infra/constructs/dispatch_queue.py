@@ -1,6 +1,6 @@
 """The dispatch queue: SQS FIFO, one message group per payment, and its FIFO dead-letter queue.
 
-Settings come from infra/definitions.py, the values the local runtime creates its moto queues with.
+Settings come from shared/definitions.py, the values the local runtime creates its moto queues with.
 
 Choices:
 - High-throughput FIFO (deduplication per message group, throughput limit per message group): ordering is only
@@ -26,7 +26,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import definitions
+from shared import definitions
 
 
 def _fifo_queue(

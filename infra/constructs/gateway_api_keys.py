@@ -17,9 +17,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra import definitions
 from infra.constructs.secrets import retained_secret, secret_arn_map
 from infra.nag import acknowledge
+from shared import definitions
 
 
 class GatewayApiKeys(Construct):

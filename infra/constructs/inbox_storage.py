@@ -1,5 +1,5 @@
 """The inbox: the DynamoDB table that deduplicates and records every accepted event, and the S3 bucket for
-bodies too large to sit in an item. Key names, indexes and TTL come from infra/definitions.py, the values the
+bodies too large to sit in an item. Key names, indexes and TTL come from shared/definitions.py, the values the
 local runtime builds its moto table from.
 
 Choices:
@@ -12,6 +12,8 @@ Choices:
   because TTL deletes lazily (typically within days of the expiry) and an item must never point at a body
   that is already gone.
 - Nothing here is deleted with the stack: the table has deletion protection and RETAIN, both buckets RETAIN.
+- Warm throughput (context ``inbox_warm_write_units``, opt-in): the table and each index pre-warmed for a known
+  peak (docs/scale.md). Every ingest write also writes each index, so the indexes get the same value.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra import definitions
+from shared import definitions
 
 BODY_EXPIRY_MARGIN_DAYS = 7
 NONCURRENT_VERSION_DAYS = 7  # an overwritten or deleted body stays recoverable this long
@@ -30,8 +32,11 @@ POINT_IN_TIME_RECOVERY_DAYS = 35  # the maximum DynamoDB offers
 
 
 class InboxStorage(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, retention_days: int) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, retention_days: int, warm_write_units: int | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
+        warm = None if warm_write_units is None else dynamodb.WarmThroughput(write_units_per_second=warm_write_units)
 
         self.table = dynamodb.Table(
             self,
@@ -47,6 +52,7 @@ class InboxStorage(Construct):
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
+            warm_throughput=warm,
         )
         projection = dynamodb.ProjectionType(definitions.INBOX_INDEX_PROJECTION)
         for index_name, partition_key, sort_key in definitions.INBOX_GLOBAL_INDEXES:
@@ -56,6 +62,7 @@ class InboxStorage(Construct):
                 sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
                 projection_type=projection,
                 non_key_attributes=list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[index_name]),
+                warm_throughput=warm,
             )
 
         # The destination of the body bucket's server access logs. It is not logged itself (that would only log

@@ -18,8 +18,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import definitions
 from infra.nag import acknowledge
+from shared import definitions
 
 ACCESS_LOG_FIELDS = {
     "requestId": "$context.requestId",

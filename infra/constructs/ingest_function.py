@@ -13,12 +13,12 @@ from aws_cdk import CfnElement, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.nag import acknowledge
+from shared import definitions
 
 
 class IngestFunction(Construct):

@@ -53,8 +53,8 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
+from shared import definitions
 
 FIVE_MINUTES = Duration.minutes(5)
 OLDEST_PENDING_THRESHOLD_SECONDS = 1800  # twice the sweeper's stale threshold: re-dispatching did not help

@@ -59,7 +59,6 @@ from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.dispatch_pipe import ON_PARTIAL_BATCH_ITEM_FAILURE, StreamPipeEssentials
 from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
@@ -67,6 +66,7 @@ from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
 from infra.constructs.secrets import retained_secret
 from infra.nag import acknowledge
+from shared import definitions
 
 INVOCATION_TYPE = "REQUEST_RESPONSE"  # synchronous: the Pipe learns of a failure and retries the batch
 

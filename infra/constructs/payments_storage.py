@@ -1,5 +1,5 @@
 """The processor's own state: the payments table (the domain projection) and the small control table (the
-gateways' shared circuit breakers). Keys come from infra/definitions.py, as the local runtime's moto tables do.
+gateways' shared circuit breakers). Keys come from shared/definitions.py, as the local runtime's moto tables do.
 
 Choices:
 - Payments: on-demand, point-in-time recovery (35 days, the maximum), the AWS managed key (same reasoning as the
@@ -18,8 +18,8 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra import definitions
 from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
+from shared import definitions
 
 
 class PaymentsStorage(Construct):

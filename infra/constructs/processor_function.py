@@ -27,7 +27,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.gateway_api_keys import GatewayApiKeys
@@ -35,6 +34,7 @@ from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
+from shared import definitions
 
 
 class ProcessorFunction(Construct):

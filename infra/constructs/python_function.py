@@ -2,7 +2,8 @@
 
 - Python 3.13 on arm64 with one dependency layer per stack, built from uv.lock (Powertools, pydantic,
   cryptography, tzdata and their dependencies, as wheels for that platform: infra/dependency_layer.py); boto3 comes
-  with the runtime, so the asset holds only our code (``functions/<name>/`` + ``shared/``, see infra/assets.py).
+  with the runtime, so the asset holds only our code (``functions/<name>/`` + the ``shared/`` modules it
+  imports, see infra/assets.py).
 - An explicit role with no managed policy: ``AWSLambdaBasicExecutionRole`` would allow creating log groups
   and writing to any of them. The role may write to the function's own log group only; everything else is
   granted by the stack, resource by resource.
@@ -21,10 +22,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import definitions
 from infra.assets import stage_function_asset
 from infra.dependency_layer import REQUIREMENTS_FILE, pinned_versions, stage_dependency_layer
 from infra.nag import acknowledge
+from shared import definitions
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64

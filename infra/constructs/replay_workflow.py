@@ -32,9 +32,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra import definitions
 from infra.nag import acknowledge
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
+from shared import definitions
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 

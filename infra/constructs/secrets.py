@@ -32,8 +32,8 @@ from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra import definitions
 from infra.config import SettingsError
+from shared import definitions
 
 SECRET_REMOVAL_POLICY = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
 

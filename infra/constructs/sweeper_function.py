@@ -22,12 +22,12 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra import definitions
 from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
+from shared import definitions
 
 
 class SweeperFunction(Construct):

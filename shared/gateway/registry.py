@@ -1,7 +1,7 @@
 """Which gateway client refetches a provider's payments, built once per process.
 
 Configuration (environment):
-- `INBOX_API_BASE_<PROVIDER>`: the API base URL (defaults: the real Stripe and Asaas APIs). Any server speaking
+- `INBOX_API_BASE_<PROVIDER>`: the API base URL (default: the provider's real API). Any server speaking
   the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
 - `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
   deployed stack lists for the provider in `INBOX_API_KEY_SECRETS` (a JSON object `{provider: secret ARN}`:
@@ -9,6 +9,7 @@ Configuration (environment):
   local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
   every instance within that time). Resolved on every call, never at import or construction.
 - `CONTROL_TABLE`: the table holding the shared circuit breakers. Unset: no breaker (plain calls).
+- `INBOX_BREAKER_COOLDOWN_SECONDS`: how long an open circuit refuses calls (default 30 s, at most 3600).
 
 Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
 gateway) get None: the processor then orders their events by `occurred_at` instead.
@@ -22,38 +23,38 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from shared.definitions import ENV_API_KEY_SECRET_PREFIX, ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, PROVIDER_CATALOG
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
-from shared.gateway.breaker import CircuitBreaker, GuardedClient
+from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
 from shared.secrets import secret_id
-from shared.settings import ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, ConfigurationError, text_map
+from shared.settings import ConfigurationError, positive_number, text_map
 
-ENV_API_KEY_SECRET_PREFIX = "INBOX_API_KEY_SECRET_PREFIX"  # noqa: S105 - a variable name, not a secret
 API_KEY_CACHE_SECONDS = 300
+# How long an open circuit refuses calls before it lets one through (shared/gateway/breaker.py). An operator may
+# shorten it for a gateway that recovers fast, or lengthen it for one whose outages last; at most an hour.
+ENV_BREAKER_COOLDOWN = "INBOX_BREAKER_COOLDOWN_SECONDS"
+MAX_BREAKER_COOLDOWN_SECONDS = 3600.0
 # Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.
 _CONFIGURATION_ERRORS = frozenset(
     {"ResourceNotFoundException", "AccessDeniedException", "AccessDeniedFault", "DecryptionFailure"}
 )
 
 _ClientFactory = Callable[[JsonHttpClient, Callable[[], str]], GatewayClient]
-# provider -> its client class in `shared.gateway.<provider>` (whose PROVIDER is that name and DEFAULT_BASE_URL its
-# API). A module is imported with the first client of its provider: a processor only loads the gateways it
-# refetches from (all seven at import were ~12 ms of its cold start, `python -X importtime`).
+# provider -> "module:Class" of its client (the provider catalog's `refetch_client`; the module's PROVIDER is the
+# provider's id and DEFAULT_BASE_URL its API). A module is imported with the first client of its provider: a
+# processor only loads the gateways it refetches from (all seven at import were ~12 ms of its cold start,
+# `python -X importtime`).
 _PROVIDERS: dict[str, str] = {
-    "stripe": "StripeClient",
-    "asaas": "AsaasClient",
-    "pagarme": "PagarmeClient",
-    "pagbank": "PagbankClient",
-    "iugu": "IuguClient",
-    "paddle": "PaddleClient",
-    "mercadopago": "MercadoPagoClient",
+    entry.id: entry.refetch_client for entry in PROVIDER_CATALOG if entry.refetch_client is not None
 }
 
 
 def client_class(provider: str) -> tuple[_ClientFactory, str]:
     """The client class of `provider` and its API's default base URL (KeyError for a provider with no API)."""
-    module = importlib.import_module(f"shared.gateway.{provider}")
-    factory: _ClientFactory = getattr(module, _PROVIDERS[provider])
+    module_name, class_name = _PROVIDERS[provider].split(":")
+    module = importlib.import_module(module_name)
+    factory: _ClientFactory = getattr(module, class_name)
     return factory, module.DEFAULT_BASE_URL
 
 
@@ -136,7 +137,8 @@ def build_gateway_client(provider: str, environ: Mapping[str, str] | None = None
     http = JsonHttpClient(env.get(base_url_variable(provider), "").strip() or default_base, provider=provider)
     client = factory(http, ApiKeySource(provider, env))
     table = env.get(ENV_CONTROL_TABLE, "").strip()
-    breaker = CircuitBreaker(table, provider) if table else None
+    cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
+    breaker = CircuitBreaker(table, provider, cooldown_seconds=cooldown) if table else None
     return GuardedClient(client, breaker)
 
 

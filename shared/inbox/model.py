@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-# The statuses, and the writes that move an item between them, are the lifecycle's (shared/inbox/lifecycle.py);
-# named here too for the readers of the item's layout.
+# The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
+# table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
 from shared.inbox.lifecycle import (
-    OPEN_EVENT_SHARDS,
     OPEN_STATUSES,
     DispatchReason,
     EventStatus,
@@ -27,7 +26,6 @@ from shared.providers.base import NormalizedEvent, WebhookRequest
 __all__ = [
     "FIFO_ID_CHARACTERS",
     "FIFO_ID_MAX_LENGTH",
-    "OPEN_EVENT_SHARDS",
     "OPEN_STATUSES",
     "DispatchReason",
     "EventStatus",

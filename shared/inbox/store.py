@@ -13,14 +13,13 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
+from shared.definitions import OPEN_EVENTS_INDEX, OPEN_EVENTS_SHARDS
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import OPEN_EVENT_SHARDS, EventStatus
+from shared.inbox.lifecycle import EventStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
-
-OPEN_EVENTS_INDEX = "open-events-by-age"  # must equal infra.definitions.OPEN_EVENTS_INDEX (a test compares them)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -169,7 +168,7 @@ class InboxStore:
 
         The index only holds open events, so this costs what is open, not what the table holds."""
         returned = 0
-        for shard in range(OPEN_EVENT_SHARDS):
+        for shard in range(OPEN_EVENTS_SHARDS):
             query: dict[str, Any] = {
                 "TableName": self.table_name,
                 "IndexName": OPEN_EVENTS_INDEX,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
+from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
 
-# The payments table's sparse index of payments to reconcile (must equal infra.definitions.RECONCILE_INDEX*; a
-# test compares them): present only while the payment is in an intermediate status.
-RECONCILE_INDEX = "payments-to-reconcile"
-RECONCILE_KEY = "reconcile_key"  # "{provider}#{status}"
-CHECKED_AT = "checked_at"  # when the payment was last confirmed against its source (ISO-8601 UTC)
+# The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
+# present only while the payment is in an intermediate status. RECONCILE_KEY = "{provider}#{status}"; CHECKED_AT =
+# when the payment was last confirmed against its source (ISO-8601 UTC).
 
 
 @dataclass(frozen=True, slots=True)

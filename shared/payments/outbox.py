@@ -20,14 +20,14 @@ import hashlib
 import time
 from typing import Any
 
+from shared.definitions import OUTBOX_RETENTION_DAYS
 from shared.inbox.store import from_attributes
 from shared.payments.model import Payment
 
 SCHEMA_VERSION = "1"
 STATUS_CHANGED = "payment.status_changed"
 WEBHOOK_FAILED = "webhook.failed"
-OUTBOX_RETENTION_SECONDS = 7 * 86_400  # must equal infra.definitions.OUTBOX_RETENTION_DAYS (a test compares)
-ENV_OUTBOX_TABLE = "OUTBOX_TABLE"  # must equal infra.definitions.ENV_OUTBOX_TABLE
+OUTBOX_RETENTION_SECONDS = OUTBOX_RETENTION_DAYS * 86_400
 FAILED_PREFIX = "failed#"
 # Attributes of the outbox item that are storage, not part of the published event.
 STORAGE_ATTRIBUTES = frozenset({"pk", "expires_at"})

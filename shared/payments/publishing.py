@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from shared.definitions import ENV_EVENT_BUS_NAME, OUTBOX_EVENT_SOURCE
 from shared.payments.outbox import event_from_stream_record
 from shared.settings import EnvironmentSettings, text
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
 
-OUTBOX_EVENT_SOURCE = "webhook-inbox"  # equals infra.definitions.OUTBOX_EVENT_SOURCE (a test compares)
-ENV_EVENT_BUS_NAME = "INBOX_EVENT_BUS_NAME"  # equals infra.definitions.ENV_EVENT_BUS_NAME
 MAX_ENTRIES_PER_CALL = 10  # PutEvents' limit
 INSERT = "INSERT"
 

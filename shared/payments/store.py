@@ -13,6 +13,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
+from shared.definitions import ENV_OUTBOX_TABLE
 from shared.inbox import lifecycle
 from shared.inbox.lifecycle import EventStatus
 from shared.inbox.model import iso_utc
@@ -58,7 +59,7 @@ class ProcessingStore:
         self._dynamodb = dynamodb
         # The transactional outbox (shared/payments/outbox.py). Taken from OUTBOX_TABLE when not given: every
         # function and the local stack set it. Without one (some unit tests), nothing is published.
-        self.outbox_table = outbox_table or os.environ.get(outbox.ENV_OUTBOX_TABLE) or None
+        self.outbox_table = outbox_table or os.environ.get(ENV_OUTBOX_TABLE) or None
 
     @property
     def dynamodb(self) -> DynamoDBClient:

@@ -11,14 +11,25 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 
 from shared import aws
+from shared.definitions import (
+    ENV_CONTROL_TABLE,
+    ENV_DLQ_URL,
+    ENV_INBOX_TABLE,
+    ENV_MAX_ATTEMPTS,
+    ENV_OUTBOX_TABLE,
+    ENV_PAYMENTS_TABLE,
+    ENV_QUEUE_URL,
+    ENV_RETRY_BASE_SECONDS,
+    MAX_PROCESSING_ATTEMPTS,
+    RETRY_BASE_SECONDS,
+)
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
-from shared.payments.outbox import ENV_OUTBOX_TABLE
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
 from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
-from shared.settings import ENV_CONTROL_TABLE, EnvironmentSettings, number, text, whole
+from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -35,14 +46,14 @@ class ProcessorSettings(EnvironmentSettings):
     importtime`), for seven values. Required strings non-blank, numbers within their ranges, unknown variables
     ignored (tests/unit/process/test_processor_settings.py)."""
 
-    inbox_table: str = text("INBOX_TABLE")
-    payments_table: str = text("PAYMENTS_TABLE")
-    queue_url: str = text("INBOX_QUEUE_URL")
-    dead_letter_queue_url: str = text("INBOX_DLQ_URL")
+    inbox_table: str = text(ENV_INBOX_TABLE)
+    payments_table: str = text(ENV_PAYMENTS_TABLE)
+    queue_url: str = text(ENV_QUEUE_URL)
+    dead_letter_queue_url: str = text(ENV_DLQ_URL)
     control_table: str | None = text(ENV_CONTROL_TABLE, None)
     outbox_table: str | None = text(ENV_OUTBOX_TABLE, None)  # none: nothing is published (shared/payments/outbox.py)
-    max_attempts: int = whole("INBOX_MAX_ATTEMPTS", 8, low=1, high=50)
-    retry_base_seconds: float = number("INBOX_RETRY_BASE_SECONDS", 5.0, high=600)
+    max_attempts: int = whole(ENV_MAX_ATTEMPTS, MAX_PROCESSING_ATTEMPTS, low=1, high=50)
+    retry_base_seconds: float = number(ENV_RETRY_BASE_SECONDS, float(RETRY_BASE_SECONDS), high=600)
     # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
     # handlers of one's own event types (or replacements for ours) without touching the core.
     handler_modules: str = text("INBOX_HANDLER_MODULES", "")

@@ -1,14 +1,23 @@
-"""The built-in payment handlers and the default routing table."""
+"""The built-in payment handlers and the default routing table, built from the provider catalog's routes
+(`shared.definitions.PROVIDER_CATALOG`): each route names a handler kind, mapped here to its handler class."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 
+from shared.definitions import (
+    HANDLER_OCCURRED_AT,
+    HANDLER_REFETCH,
+    PROVIDER_CATALOG,
+    HandlerKind,
+    ProviderEntry,
+    Route,
+)
 from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
-from shared.process.router import InboxEvent, Router, StateMachineApply, UnprocessableEvent
-from shared.providers import adyen, generic, hotmart, kiwify, shopify
+from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
 
 ClientLookup = Callable[[str], GatewayClient | None]
 
@@ -85,36 +94,27 @@ class EventTimeOrderedHandler(StateMachineApply):
         )
 
 
-def default_router(clients: ClientLookup) -> Router:
+def route_event_types(route: Route) -> tuple[str, ...]:
+    """The route's event types: its own, then those its `event_types_from` names (a tuple kept beside a driver's
+    status tables, or a function returning one: the `generic` driver's come from its configuration)."""
+    named: tuple[str, ...] = ()
+    if route.event_types_from:
+        module_name, attribute = route.event_types_from.split(":")
+        value = getattr(importlib.import_module(module_name), attribute)
+        named = tuple(value() if callable(value) else value)
+    return (*route.event_types, *named)
+
+
+def default_router(clients: ClientLookup, catalog: Iterable[ProviderEntry] = PROVIDER_CATALOG) -> Router:
+    """Every catalog route, registered with the handler of its kind. A provider without routes (GitHub: its events
+    are not payments) has its events stored and ignored."""
+    handlers: dict[HandlerKind, EventHandler] = {
+        HANDLER_REFETCH: RefetchPaymentHandler(clients),
+        HANDLER_OCCURRED_AT: EventTimeOrderedHandler(),
+    }
     router = Router()
-    refetch = RefetchPaymentHandler(clients)
-    for event_type in ("payment_intent.*", "charge.*", "refund.*"):
-        router.register("stripe", event_type, refetch)
-    router.register("asaas", "PAYMENT_*", refetch)
-    router.register("standard", "payment.*", EventTimeOrderedHandler())
-    # Brazilian gateways (docs/providers-brazil.md): Pagar.me, PagBank and iugu are refetched; Kiwify and Hotmart
-    # have no payment API and are ordered by event time (their provider_status is already canonical).
-    for event_type in ("charge.*", "order.*", "transaction_status_changed"):
-        router.register("pagarme", event_type, refetch)
-    for event_type in ("charge.*", "order.*"):
-        router.register("pagbank", event_type, refetch)
-    router.register("iugu", "invoice.*", refetch)
-    by_event_time = EventTimeOrderedHandler()
-    for event_type in (*kiwify.SALE_EVENTS, *(f"{prefix}*" for prefix in kiwify.BANKING_EVENT_PREFIXES)):
-        router.register("kiwify", event_type, by_event_time)
-    for event_type in hotmart.PURCHASE_EVENTS:
-        router.register("hotmart", event_type, by_event_time)
-    # International providers (docs/providers.md). GitHub events are not payments: no route, they end ignored.
-    # Paddle and Mercado Pago are refetched; Shopify (order and dispute topics only: a transaction alone does not
-    # say what the order became), Adyen and the configurable `generic` driver are ordered by event time.
-    for event_type in ("transaction.*", "adjustment.*"):
-        router.register("paddle", event_type, refetch)
-    for event_type in ("payment", "payment.*"):
-        router.register("mercadopago", event_type, refetch)
-    for event_type in shopify.PAYMENT_TOPICS:
-        router.register("shopify", event_type, by_event_time)
-    for event_type in adyen.PAYMENT_EVENT_CODES:
-        router.register("adyen", event_type, by_event_time)
-    for event_type in generic.payment_event_patterns():
-        router.register("generic", event_type, by_event_time)
+    for entry in catalog:
+        for route in entry.routes:
+            for event_type in route_event_types(route):
+                router.register(entry.id, event_type, handlers[route.handler])
     return router

@@ -6,7 +6,7 @@ on `+` versus `%20`, on key order and on which characters they escape.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from shared.providers.base import PayloadInvalid
 
@@ -39,11 +39,6 @@ def parse_form(body: bytes) -> dict[str, str]:
     for key, value in pairs:
         fields.setdefault(key, value)
     return fields
-
-
-def encode_form(fields: list[tuple[str, str]]) -> bytes:
-    """Fields as a form body, in the given order (how the samples are written)."""
-    return urlencode(fields).encode("ascii")
 
 
 def form_value(fields: dict[str, str], key: str, *, required: bool = False) -> str | None:

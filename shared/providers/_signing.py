@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -37,6 +37,15 @@ def constant_time_equals(expected: str | bytes, received: str | bytes) -> bool:
     a = expected.encode("utf-8", "surrogatepass") if isinstance(expected, str) else expected
     b = received.encode("utf-8", "surrogatepass") if isinstance(received, str) else received
     return hmac.compare_digest(a, b)
+
+
+def matches_any(expected: Sequence[str], presented: Sequence[str]) -> bool:
+    """Whether any presented value equals any expected one; every pair compared in constant time, no early exit."""
+    matched = False
+    for value in presented:
+        for candidate in expected:
+            matched |= constant_time_equals(candidate, value)
+    return matched
 
 
 def usable_secrets(secrets: SigningSecrets, provider: str) -> tuple[str, ...]:

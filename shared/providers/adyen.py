@@ -57,13 +57,13 @@ from typing import Any
 
 from shared.providers._signing import (
     JsonObject,
-    constant_time_equals,
     get_currency,
     get_int,
     get_object,
     get_str,
     iso_to_utc,
     load_json_object,
+    matches_any,
     require_str,
     usable_secrets,
 )
@@ -76,7 +76,6 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 SIGNING_FIELDS = (
@@ -89,7 +88,6 @@ SIGNING_FIELDS = (
     "eventCode",
     "success",
 )
-MERCHANT_ACCOUNT = "InboxMerchantECOM"  # only written into sample bodies
 
 # eventCode -> (canonical status when success is "true", when "false")
 STATUS_TABLE: dict[str, tuple[str | None, str | None]] = {
@@ -153,7 +151,7 @@ def compute_signature(text: str, key: bytes) -> str:
     return base64.b64encode(hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()).decode("ascii")
 
 
-def _items(payload: Any) -> list[JsonObject] | None:
+def notification_items(payload: Any) -> list[JsonObject] | None:
     """The NotificationRequestItem objects of a notification, or None if it is not shaped like one."""
     if not isinstance(payload, dict):
         return None
@@ -204,7 +202,7 @@ class AdyenDriver:
             payload = json.loads(request.body)
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise SignatureInvalid("body is not an Adyen notification") from None
-        items = _items(payload)
+        items = notification_items(payload)
         if items is None:
             raise SignatureInvalid("body is not an Adyen notification")
         if not items:
@@ -217,15 +215,12 @@ class AdyenDriver:
             text = signing_string(item)
             if text is None:
                 raise SignatureInvalid("malformed notification item")
-            matched = False
-            for key in keys:  # no early exit: each key compared in constant time
-                matched |= constant_time_equals(compute_signature(text, key), signature)
-            if not matched:
+            if not matches_any([compute_signature(text, key) for key in keys], [signature]):
                 raise SignatureInvalid("no signature matches")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         payload = load_json_object(request.body)
-        items = _items(payload)
+        items = notification_items(payload)
         if items is None:
             raise PayloadInvalid("missing field notificationItems[].NotificationRequestItem")
         if len(items) != 1:
@@ -254,66 +249,5 @@ class AdyenDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """Put an hmacSignature into every item (Adyen signs inside the body). A body that is not a notification
-        is returned unchanged: there is nothing to sign. `now` and `event_id` are unused."""
-        key = decode_key(secret)
-        try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            payload = None
-        items = _items(payload)
-        if items:
-            for item in items:
-                text = signing_string(item)
-                if text is None:
-                    continue
-                additional = item.get("additionalData")
-                if not isinstance(additional, dict):
-                    additional = item["additionalData"] = {}
-                additional["hmacSignature"] = compute_signature(text, key)
-            body = json.dumps(payload).encode("utf-8")
-        return WebhookRequest(body=body, headers={"content-type": "application/json", "user-agent": "Adyen HttpClient"})
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A one-item notification for the canonical `status` (see SAMPLE_STATUSES), not yet signed (`sign` adds
-        the hmacSignature). An AUTHORISATION is about `resource_id` itself; a modification gets `event_id` as its
-        own pspReference and `resource_id` as originalReference."""
-        try:
-            event_code, success = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Adyen sample for status {status!r}; supported: {supported}") from None
-        item: JsonObject = {
-            "additionalData": {"authCode": "058705", "cardSummary": "1111", "expiryDate": "03/2030"},
-            "amount": {"currency": "EUR", "value": amount},
-            "eventCode": event_code,
-            "eventDate": utc_from_epoch(occurred_at).isoformat(timespec="seconds"),
-            "merchantAccountCode": MERCHANT_ACCOUNT,
-            "merchantReference": f"order-{resource_id}",
-            "paymentMethod": "visa",
-            "reason": "" if success == "true" else "Refused",
-            "success": success,
-        }
-        if event_code == "AUTHORISATION":
-            item["pspReference"] = resource_id
-            item["operations"] = ["CANCEL", "CAPTURE", "REFUND"]
-        else:
-            item["pspReference"] = event_id
-            item["originalReference"] = resource_id
-        return json.dumps({"live": "false", "notificationItems": [{"NotificationRequestItem": item}]}).encode()
-
-
-# canonical status -> (eventCode, success)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "authorized": ("AUTHORISATION", "true"),
-    "failed": ("AUTHORISATION", "false"),
-    "paid": ("CAPTURE", "true"),
-    "canceled": ("CANCELLATION", "true"),
-    "refunded": ("REFUND", "true"),
-    "disputed": ("NOTIFICATION_OF_CHARGEBACK", "true"),
-    "charged_back": ("CHARGEBACK", "true"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = AdyenDriver()

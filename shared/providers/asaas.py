@@ -19,30 +19,25 @@ so that `10.1` becomes exactly 1010 centavos (as a float, 10.1 * 100 = 1009.9999
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from shared.providers._schemes import SchemeVerified, TokenScheme
 from shared.providers._signing import (
-    constant_time_equals,
     get_str,
     iso_to_utc,
     load_json_object,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    time_zone,
 )
 
 TOKEN_HEADER = "asaas-access-token"  # noqa: S105 - a header name, not a secret
@@ -74,23 +69,16 @@ def value_to_minor_units(value: Any, where: str) -> int:
     return int((amount * 100).to_integral_value(rounding=ROUND_HALF_UP))
 
 
-class AsaasDriver:
+AUTHENTICATION = TokenScheme(headers=(TOKEN_HEADER,), called="access token")
+
+
+class AsaasDriver(SchemeVerified):
     name: str = "asaas"
-    replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
+    authentication = AUTHENTICATION
+    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the only auth header is the secret
     replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        token = request.header(TOKEN_HEADER)
-        if not token:
-            raise SignatureInvalid("missing asaas-access-token header")
-        matched = False
-        for candidate in candidates:  # no early exit: each candidate compared in constant time
-            matched |= constant_time_equals(candidate, token)
-        if not matched:
-            raise SignatureInvalid("access token does not match")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body, parse_float=Decimal)
@@ -115,61 +103,5 @@ class AsaasDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """Asaas signs nothing: the delivery carries the configured token. `now` and `event_id` are unused."""
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/json", TOKEN_HEADER: secret},
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """An Asaas payment webhook for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
-        try:
-            event_type, asaas_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Asaas sample for status {status!r}; supported: {supported}") from None
-        local = datetime.fromtimestamp(occurred_at, tz=UTC).astimezone(sao_paulo())
-        paid = asaas_status in {"RECEIVED", "REFUNDED", "CHARGEBACK_REQUESTED"}
-        day = local.date().isoformat()
-        # amount / 100 as a float prints as the exact decimal (e.g. 10.1), and Asaas sends JSON numbers.
-        value = amount / 100
-        body = {
-            "id": event_id,
-            "event": event_type,
-            "dateCreated": local.strftime("%Y-%m-%d %H:%M:%S"),
-            "payment": {
-                "object": "payment",
-                "id": resource_id,
-                "dateCreated": day,
-                "customer": "cus_000005219613",
-                "value": value,
-                "netValue": value,
-                "description": "Pedido 1234",
-                "billingType": "PIX",
-                "status": asaas_status,
-                "dueDate": day,
-                "paymentDate": day if paid else None,
-                "clientPaymentDate": day if paid else None,
-                "externalReference": None,
-                "deleted": False,
-            },
-        }
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
-
-
-def sao_paulo() -> tzinfo:
-    """The zone of Brazil's gateways' local times (Asaas, Kiwify, PagBank samples)."""
-    return time_zone(TIMEZONE)
-
-
-# canonical status -> (Asaas event, Asaas payment status)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("PAYMENT_CREATED", "PENDING"),
-    "paid": ("PAYMENT_RECEIVED", "RECEIVED"),
-    "refunded": ("PAYMENT_REFUNDED", "REFUNDED"),
-    "disputed": ("PAYMENT_CHARGEBACK_REQUESTED", "CHARGEBACK_REQUESTED"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = AsaasDriver()

@@ -1,8 +1,9 @@
 """The provider driver interface: what the ingest needs from each payment gateway.
 
-A driver knows three things about its gateway: how a delivery is signed (verify, and sign for tests and
-`inbox send`), how a body becomes a normalized event, and which key deduplicates redeliveries. Adding a
-provider is adding a driver to the registry; the handler never changes.
+A driver knows three things about its gateway: how a delivery's origin is proven (verify), how a body becomes a
+normalized event, and which key deduplicates redeliveries. It knows nothing about producing deliveries: signing and
+sample bodies are what the CLI, the simulator and the tests need, and they live with them (`inbox_local/senders/`),
+outside every Lambda asset. Adding a provider is adding a driver to the registry; the handler never changes.
 """
 
 from __future__ import annotations
@@ -83,14 +84,6 @@ class ProviderDriver(Protocol):
 
     def fallback_event_id(self, request: WebhookRequest) -> str:
         """An id for a verified body that could not be parsed, so it can be stored as failed and deduplicated."""
-        ...
-
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """Produce the delivery a gateway would send for this body: used by `inbox send` and the tests."""
-        ...
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A realistic body of this provider's payment notification, for `inbox send` and the simulator."""
         ...
 
 

@@ -34,27 +34,20 @@ raises ValueError (the ingest answers 503 and the sender retries once it is fixe
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
 import json
 import os
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from shared.providers._schemes import HmacScheme, SchemeError
 from shared.providers._signing import (
     JsonObject,
-    check_timestamp,
-    constant_time_equals,
     epoch_to_utc,
     iso_to_utc,
     load_json_object,
     parse_epoch_seconds,
-    usable_secrets,
 )
 from shared.providers.base import (
     NormalizedEvent,
@@ -65,14 +58,9 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 ENV_CONFIG = "INBOX_GENERIC_CONFIG"
-ALGORITHMS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
-ENCODINGS = ("hex", "base64")
-SECRET_ENCODINGS = ("utf8", "hex", "base64")
-PLACEHOLDERS = frozenset({"body", "timestamp", "id"})
 # Fields that may be null in the JSON configuration (the feature is then off).
 _OPTIONAL = frozenset(
     {
@@ -117,30 +105,30 @@ class GenericConfig:
     payment_event_types: tuple[str, ...] = ("payment.*",)
 
     def __post_init__(self) -> None:
-        if not self.signature_header.strip():
-            raise GenericConfigError("generic: signature_header is empty")
-        if self.algorithm not in ALGORITHMS:
-            raise GenericConfigError(f"generic: algorithm must be one of {', '.join(ALGORITHMS)}")
-        if self.encoding not in ENCODINGS:
-            raise GenericConfigError(f"generic: encoding must be one of {', '.join(ENCODINGS)}")
-        if self.secret_encoding not in SECRET_ENCODINGS:
-            raise GenericConfigError(f"generic: secret_encoding must be one of {', '.join(SECRET_ENCODINGS)}")
-        if self.signature_separator == "":
-            raise GenericConfigError("generic: signature_separator is empty (omit it for a single signature)")
-        if self.tolerance_seconds is not None and self.tolerance_seconds < 0:
-            raise GenericConfigError("generic: tolerance_seconds cannot be negative")
-        names = _template_fields(self.signed_content)
-        if names.count("body") != 1:
-            raise GenericConfigError("generic: signed_content must contain {body} exactly once")
-        if "timestamp" in names and not self.timestamp_header:
-            raise GenericConfigError("generic: signed_content uses {timestamp} but timestamp_header is not set")
-        if "id" in names and not self.id_header:
-            raise GenericConfigError("generic: signed_content uses {id} but id_header is not set")
+        self.scheme()  # the signature fields are a row of the HMAC engine: it refuses what cannot work
         if not self.type_path.strip():
             raise GenericConfigError("generic: type_path is empty")
         for key, value in self.status_map.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise GenericConfigError("generic: status_map must map strings to strings")
+
+    def scheme(self) -> HmacScheme:
+        """The signature part of this configuration, as a row of the HMAC engine (`_schemes.HmacScheme`)."""
+        try:
+            return HmacScheme(
+                headers=(self.signature_header.strip(),) if self.signature_header.strip() else (),
+                algorithm=self.algorithm,
+                encoding=self.encoding,
+                prefix=self.prefix,
+                separator=self.signature_separator,
+                signed_content=self.signed_content,
+                secret_encoding=self.secret_encoding,
+                timestamp_header=self.timestamp_header,
+                tolerance_seconds=self.tolerance_seconds,
+                id_header=self.id_header,
+            )
+        except SchemeError as error:
+            raise GenericConfigError(f"generic: {error}") from None
 
     @classmethod
     def from_json(cls, text: str) -> GenericConfig:
@@ -174,34 +162,6 @@ class GenericConfig:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> GenericConfig:
         text = (os.environ if environ is None else environ).get(ENV_CONFIG, "").strip()
         return cls.from_json(text) if text else cls()
-
-
-def _template_fields(template: str) -> list[str]:
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError:
-        raise GenericConfigError("generic: signed_content is not a valid template") from None
-    names = []
-    for _, name, spec, conversion in parsed:
-        if name is None:
-            continue
-        if name not in PLACEHOLDERS or spec or conversion:
-            raise GenericConfigError("generic: signed_content may only use {body}, {timestamp} and {id}")
-        names.append(name)
-    return names
-
-
-def signed_bytes(template: str, body: bytes, *, timestamp: str = "", event_id: str = "") -> bytes:
-    """The bytes the sender signs: the template with the raw body spliced in, never re-encoded."""
-    values = {"timestamp": timestamp, "id": event_id}
-    parts: list[bytes] = []
-    for literal, name, _, _ in string.Formatter().parse(template):  # literal text comes back unescaped
-        parts.append(literal.encode("utf-8"))
-        if name == "body":
-            parts.append(body)
-        elif name is not None:
-            parts.append(values[name].encode("utf-8"))
-    return b"".join(parts)
 
 
 def _lookup(document: Any, path: str) -> Any:
@@ -246,78 +206,26 @@ class GenericHmacDriver:
             except GenericConfigError as error:
                 self._error, config = str(error), GenericConfig()
         self.config = config
-        self.signs_timestamp = bool(config.timestamp_header)
-        self.replay_headers = tuple(
-            header.lower() for header in (config.signature_header, config.timestamp_header, config.id_header) if header
-        )
+        self.scheme = config.scheme()
+        self.signs_timestamp = self.scheme.signs_timestamp
+        self.replay_headers = self.scheme.replay_headers
 
-    def _usable_config(self) -> GenericConfig:
+    def usable_config(self) -> GenericConfig:
+        """The configuration, or GenericConfigError when the one in the environment could not be read."""
         if self._error is not None:
             raise GenericConfigError(self._error)
         return self.config
 
-    def _key(self, secret: str) -> bytes:
-        encoding = self.config.secret_encoding
-        try:
-            if encoding == "hex":
-                return binascii.unhexlify(secret.strip())
-            if encoding == "base64":
-                return base64.b64decode(secret.strip(), validate=True)
-        except (binascii.Error, ValueError):
-            raise GenericConfigError(f"signing secret for {self.name!r} is not {encoding}") from None
-        return secret.encode("utf-8")
-
     def compute_signature(self, body: bytes, secret: str, *, timestamp: str = "", event_id: str = "") -> str:
         """The signature (without prefix) the configured scheme produces."""
-        config = self.config
-        message = signed_bytes(config.signed_content, body, timestamp=timestamp, event_id=event_id)
-        digest = hmac.new(self._key(secret), message, ALGORITHMS[config.algorithm]).digest()
-        return digest.hex() if config.encoding == "hex" else base64.b64encode(digest).decode("ascii")
+        return self.scheme.signature(body, secret, timestamp=timestamp, event_id=event_id)
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        config = self._usable_config()
-        candidates = usable_secrets(secrets, self.name)
-        header = request.header(config.signature_header)
-        if not header:
-            raise SignatureInvalid(f"missing {config.signature_header} header")
-        timestamp_text = ""
-        timestamp: int | None = None
-        if config.timestamp_header:
-            timestamp_text = (request.header(config.timestamp_header) or "").strip()
-            if not timestamp_text:
-                raise SignatureInvalid(f"missing {config.timestamp_header} header")
-            timestamp = parse_epoch_seconds(timestamp_text)
-        event_id = (request.header(config.id_header) or "").strip() if config.id_header else ""
-
-        received = header.split(config.signature_separator) if config.signature_separator else [header]
-        signatures = []
-        for item in received:
-            value = item.strip()
-            if config.prefix:
-                if not value.startswith(config.prefix):
-                    continue
-                value = value[len(config.prefix) :]
-            if value:
-                signatures.append(value.lower() if config.encoding == "hex" else value)
-        if not signatures:
-            raise SignatureInvalid("no signature in header")
-
-        expected = [
-            self.compute_signature(request.body, secret, timestamp=timestamp_text, event_id=event_id)
-            for secret in candidates
-        ]
-        matched = False
-        for signature in signatures:
-            for candidate in expected:
-                matched |= constant_time_equals(candidate, signature)
-        if not matched:
-            raise SignatureInvalid("no signature matches")
-        if timestamp is not None:
-            limit = tolerance_seconds if config.tolerance_seconds is None else config.tolerance_seconds
-            check_timestamp(timestamp, now=now, tolerance_seconds=limit)
+        self.usable_config()
+        self.scheme.verify(request, secrets, provider=self.name, now=now, tolerance_seconds=tolerance_seconds)
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
-        config = self._usable_config()
+        config = self.usable_config()
         body = load_json_object(request.body)
         event_type = _text_at(body, config.type_path)
         if event_type is None:
@@ -375,61 +283,15 @@ class GenericHmacDriver:
         header = self.config.id_header
         return ((request.header(header) or "").strip() if header else "") or body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        config = self._usable_config()
-        message_id = event_id or "msg_" + hashlib.sha256(body).hexdigest()[:24]
-        timestamp = str(now) if config.timestamp_header else ""
-        signature = config.prefix + self.compute_signature(
-            body, secret, timestamp=timestamp, event_id=message_id if config.id_header else ""
-        )
-        headers = {"content-type": "application/json", config.signature_header.lower(): signature}
-        if config.timestamp_header:
-            headers[config.timestamp_header.lower()] = timestamp
-        if config.id_header:
-            headers[config.id_header.lower()] = message_id
-        return WebhookRequest(body=body, headers=headers)
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A body shaped by the configured paths: `payment.{status}` at `type_path`, the payment under the other
-        paths. The event id is put at `id_path` only when there is no `id_header` (then it travels in the header)."""
-        config = self._usable_config()
-        when = utc_from_epoch(occurred_at).isoformat().replace("+00:00", "Z")
-        reverse_map = {canonical: sent for sent, canonical in config.status_map.items()}
-        document: JsonObject = {}
-        values: list[tuple[str | None, Any]] = [
-            (config.type_path, f"payment.{status}"),
-            (config.resource_path, resource_id),
-            (config.status_path, reverse_map.get(status, status)),
-            (config.amount_path, amount),
-            (config.currency_path, "USD"),
-            (config.occurred_at_path, when),
-            (None if config.id_header else config.id_path, event_id),
-        ]
-        for path, value in values:
-            if path:
-                _assign(document, path, value)
-        return json.dumps(document).encode("utf-8")
-
     def payment_event_patterns(self) -> tuple[str, ...]:
         """The event types the processor applies (router patterns); the default ones if the config is unusable."""
         return self.config.payment_event_types
 
 
-def _assign(document: JsonObject, path: str, value: Any) -> None:
-    parts = path.split(".")
-    target = document
-    for part in parts[:-1]:
-        child = target.get(part)
-        if not isinstance(child, dict):
-            child = target[part] = {}
-        target = child
-    target[parts[-1]] = value
-
-
 def payment_event_patterns() -> tuple[str, ...]:
     """The router patterns for the built-in `generic` provider (read by `shared.process.handlers`)."""
-    return _builtin.payment_event_patterns()
+    return BUILTIN.payment_event_patterns()
 
 
-_builtin = GenericHmacDriver()
-driver: ProviderDriver = _builtin
+BUILTIN = GenericHmacDriver()  # the built-in `generic` provider, configured by INBOX_GENERIC_CONFIG
+driver: ProviderDriver = BUILTIN

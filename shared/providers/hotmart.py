@@ -25,13 +25,12 @@ carries the canonical status `data.purchase.status` maps to (`PURCHASE_STATUS`),
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from shared.payments.status import PaymentStatus
+from shared.providers._schemes import SchemeVerified, TokenScheme
 from shared.providers._signing import (
-    constant_time_equals,
     get_currency,
     get_object,
     get_str,
@@ -39,22 +38,18 @@ from shared.providers._signing import (
     require_int,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers.asaas import value_to_minor_units
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
     derive_event_id,
 )
 
 TOKEN_HEADER = "x-hotmart-hottok"  # noqa: S105 - a header name, not a secret
-VERSION = "2.0.0"
 
 S = PaymentStatus
 
@@ -104,24 +99,17 @@ def canonical_status(purchase_status: str | None) -> PaymentStatus | None:
     return PURCHASE_STATUS.get((purchase_status or "").upper())
 
 
-class HotmartDriver:
+AUTHENTICATION = TokenScheme(headers=(TOKEN_HEADER,), called="hottok", described_as="X-HOTMART-HOTTOK header")
+
+
+class HotmartDriver(SchemeVerified):
     name: str = "hotmart"
-    replay_headers: tuple[str, ...] = ()  # the only auth header is the secret itself: never stored
+    authentication = AUTHENTICATION
+    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the only auth header is the secret
     replay_query: tuple[str, ...] = ()
     # The token is repeated inside the (unsigned) body: its value is redacted from the stored body.
     secret_body_fields: tuple[str, ...] = ("hottok",)
     signs_timestamp: bool = False
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        token = request.header(TOKEN_HEADER)
-        if not token:
-            raise SignatureInvalid("missing X-HOTMART-HOTTOK header")
-        matched = False
-        for candidate in candidates:  # no early exit: each candidate compared in constant time
-            matched |= constant_time_equals(candidate, token)
-        if not matched:
-            raise SignatureInvalid("hottok does not match")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body, parse_float=Decimal)
@@ -164,65 +152,9 @@ class HotmartDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """Hotmart signs nothing: the delivery carries the configured token. `now` and `event_id` are unused."""
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/json", TOKEN_HEADER: secret},
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A 2.0.0 purchase webhook for the canonical `status` (see SAMPLE_STATUSES).
-
-        The `hottok` body field is left out on purpose: the sample is stored as is, and needs no secret in it."""
-        try:
-            event_type, purchase_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Hotmart sample for status {status!r}; supported: {supported}") from None
-        ms = occurred_at * 1000
-        value = Decimal(amount) / 100
-        body = {
-            "id": event_id,
-            "creation_date": ms,
-            "event": event_type,
-            "version": VERSION,
-            "data": {
-                "product": {"id": 213344, "ucode": "fb056612-bcc6-4217-9e6d-2a5d1110ac2f", "name": "Curso Exemplo"},
-                "buyer": {"email": "comprador@example.com", "name": "Comprador Exemplo"},
-                "purchase": {
-                    "transaction": resource_id,
-                    "status": purchase_status,
-                    "order_date": ms - 60_000,
-                    "approved_date": ms if purchase_status in {"APPROVED", "COMPLETE", "REFUNDED"} else None,
-                    "price": {"value": value, "currency_value": "BRL"},
-                    "payment": {"type": "PIX", "installments_number": 1},
-                },
-            },
-        }
-        return json.dumps(body, default=_decimal_number).encode("utf-8")
-
 
 def _value(status: PaymentStatus | None) -> str | None:
     return status.value if status is not None else None
 
-
-def _decimal_number(value: object) -> float | int:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    raise TypeError(type(value).__name__)
-
-
-# canonical status -> (event, purchase status)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("PURCHASE_BILLET_PRINTED", "PRINTED_BILLET"),
-    "paid": ("PURCHASE_APPROVED", "APPROVED"),
-    "failed": ("PURCHASE_EXPIRED", "EXPIRED"),
-    "canceled": ("PURCHASE_CANCELED", "CANCELED"),
-    "refunded": ("PURCHASE_REFUNDED", "REFUNDED"),
-    "disputed": ("PURCHASE_PROTEST", "PROTESTED"),
-    "charged_back": ("PURCHASE_CHARGEBACK", "CHARGEBACK"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = HotmartDriver()

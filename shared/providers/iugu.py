@@ -27,13 +27,11 @@ import time
 from collections.abc import Callable
 
 from shared.payments.status import PaymentStatus
-from shared.providers._forms import encode_form, form_value, parse_form
-from shared.providers._signing import constant_time_equals, usable_secrets
+from shared.providers._forms import form_value, parse_form
+from shared.providers._schemes import SchemeVerified, TokenScheme
 from shared.providers.base import (
     NormalizedEvent,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
     derive_event_id,
@@ -43,7 +41,13 @@ from shared.providers.base import (
 AUTHORIZATION_HEADER = "authorization"
 TOKEN_PARAM = "token"  # noqa: S105 - a parameter name, not a secret
 INVOICE_PREFIX = "invoice."
-_SCHEMES = ("basic ", "bearer ", "token ")
+# Both carriers hold the token itself; the header may spell it after a scheme word (Basic, Bearer, Token).
+AUTHENTICATION = TokenScheme(
+    headers=(AUTHORIZATION_HEADER,),
+    query_param=TOKEN_PARAM,
+    authorization_schemes=("basic ", "bearer ", "token "),
+    described_as="Authorization header or token parameter",
+)
 
 S = PaymentStatus
 
@@ -65,42 +69,16 @@ INVOICE_STATUS: dict[str, PaymentStatus] = {
 }
 
 
-def _presented_tokens(request: WebhookRequest) -> list[str]:
-    presented: list[str] = []
-    header = request.header(AUTHORIZATION_HEADER)
-    if header:
-        presented.append(header.strip())
-        lowered = header.strip().lower()
-        for scheme in _SCHEMES:
-            if lowered.startswith(scheme):
-                presented.append(header.strip()[len(scheme) :].strip())
-    query_token = request.query.get(TOKEN_PARAM)
-    if query_token:
-        presented.append(query_token)
-    return presented
-
-
-class IuguDriver:
+class IuguDriver(SchemeVerified):
     name: str = "iugu"
-    replay_headers: tuple[str, ...] = ()  # Authorization carries the token itself: never stored
+    authentication = AUTHENTICATION
+    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: Authorization carries the token itself
     replay_query: tuple[str, ...] = ()  # so does ?token=
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        presented = _presented_tokens(request)
-        if not presented:
-            raise SignatureInvalid("missing Authorization header or token parameter")
-        matched = False
-        for value in presented:  # every pair compared, each in constant time
-            for candidate in candidates:
-                matched |= constant_time_equals(candidate, value)
-        if not matched:
-            raise SignatureInvalid("token does not match")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         fields = parse_form(request.body)
@@ -121,43 +99,5 @@ class IuguDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """iugu signs nothing: the delivery carries the webhook's `authorization` value (the token)."""
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/x-www-form-urlencoded", AUTHORIZATION_HEADER: secret},
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """An `invoice.status_changed` trigger for the canonical `status` (see SAMPLE_STATUSES). iugu sends no
-        event id, time or amount: `event_id`, `amount` and `occurred_at` are not used."""
-        try:
-            iugu_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no iugu sample for status {status!r}; supported: {supported}") from None
-        return encode_form(
-            [
-                ("event", "invoice.status_changed"),
-                ("data[id]", resource_id),
-                ("data[status]", iugu_status),
-                ("data[account_id]", "70CA2A8AAB8E4C4D8B0E2B2F1F7E0D11"),
-                ("data[subscription_id]", ""),
-            ]
-        )
-
-
-# canonical status -> iugu invoice status
-_SAMPLES: dict[str, str] = {
-    "pending": "pending",
-    "authorized": "authorized",
-    "paid": "paid",
-    "failed": "expired",
-    "canceled": "canceled",
-    "refunded": "refunded",
-    "disputed": "in_protest",
-    "charged_back": "chargeback",
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = IuguDriver()

@@ -35,10 +35,7 @@ carries the canonical status (`ORDER_STATUS`, `banking_status`) that the process
 from __future__ import annotations
 
 import hashlib
-import hmac
-import json
 import os
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -51,17 +48,16 @@ from shared.providers._public_keys import (
     parse_ed25519_keys,
     verify_any,
 )
+from shared.providers._schemes import HmacScheme
 from shared.providers._signing import (
     JsonObject,
     check_timestamp,
-    constant_time_equals,
     get_object,
     get_str,
     iso_to_utc,
     load_json_object,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers.asaas import parse_asaas_time
 from shared.providers.base import (
@@ -108,8 +104,8 @@ BANKING_STATUS: dict[str, PaymentStatus] = {
     "COMPLETED": S.PAID,
     "FAILED": S.FAILED,
 }
-# The event types that are about a payment (the processor's routing table registers these; subscription and
-# cart events are stored and left alone).
+# The sales event types that are about a payment (the provider catalog routes these, and every Banking event, to
+# the processor; subscription and cart events are stored and left alone).
 SALE_EVENTS: tuple[str, ...] = (
     "order_approved",
     "order_rejected",
@@ -118,7 +114,6 @@ SALE_EVENTS: tuple[str, ...] = (
     "billet_created",
     "pix_created",
 )
-BANKING_EVENT_PREFIXES: tuple[str, ...] = ("CASHIN.", "CASHOUT.")
 _BANKING_RESOURCE_KEYS: tuple[tuple[str, str], ...] = (
     ("CASHOUT.PIX.REFUNDS.", "refund_id"),
     ("CASHOUT.PIX.TRANSFERS.", "transfer_id"),
@@ -127,9 +122,10 @@ _BANKING_RESOURCE_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-def compute_signature(body: bytes, token: str) -> str:
-    """The hex HMAC-SHA1 Kiwify appends as `?signature=` to a sales webhook."""
-    return hmac.new(token.encode("utf-8"), body, hashlib.sha1).hexdigest()
+# Sales webhooks: the hex HMAC-SHA1 of the raw body, keyed with the webhook's token, in `?signature=`.
+SALES_AUTHENTICATION = HmacScheme(
+    query_param=SIGNATURE_PARAM, algorithm="sha1", described_as="signature query parameter"
+)
 
 
 def banking_message(path: str, body: bytes, timestamp: str) -> bytes:
@@ -178,7 +174,7 @@ def _cents(value: Any, where: str) -> int | None:
 class KiwifyDriver:
     name: str = "kiwify"
     replay_headers: tuple[str, ...] = (BANKING_SIGNATURE_HEADER, BANKING_TIMESTAMP_HEADER)
-    replay_query: tuple[str, ...] = (SIGNATURE_PARAM,)  # an HMAC, not the token: safe to keep
+    replay_query: tuple[str, ...] = SALES_AUTHENTICATION.replay_query  # an HMAC, not the token: safe to keep
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False  # sales webhooks sign none (Banking ones do, and are checked)
 
@@ -197,15 +193,7 @@ class KiwifyDriver:
         if request.header(BANKING_SIGNATURE_HEADER) is not None:
             self._verify_banking(request, now=now, tolerance_seconds=tolerance_seconds)
             return
-        candidates = usable_secrets(secrets, self.name)
-        signature = request.query.get(SIGNATURE_PARAM)
-        if not signature:
-            raise SignatureInvalid("missing signature query parameter")
-        matched = False
-        for token in candidates:
-            matched |= constant_time_equals(compute_signature(request.body, token), signature.lower())
-        if not matched:
-            raise SignatureInvalid("no signature matches")
+        SALES_AUTHENTICATION.verify(request, secrets, provider=self.name, now=now, tolerance_seconds=tolerance_seconds)
 
     def _verify_banking(self, request: WebhookRequest, *, now: float, tolerance_seconds: int) -> None:
         signature_text = request.header(BANKING_SIGNATURE_HEADER) or ""
@@ -303,47 +291,6 @@ class KiwifyDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    # -------------------------------------------------------------------------------------------------- sign
-
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """A sales webhook: `?signature=` with the token (`secret`). Banking deliveries are signed with Kiwify's
-        private key: tests sign those with a key of their own (see the tests' `sign_banking`)."""
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/json"},
-            query={SIGNATURE_PARAM: compute_signature(body, secret)},
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A sales webhook for the canonical `status` (see SAMPLE_STATUSES). It has no event id of its own:
-        `event_id` is not used (the id is derived from the sale)."""
-        try:
-            event_type, order_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Kiwify sample for status {status!r}; supported: {supported}") from None
-        local = _sao_paulo_text(occurred_at)
-        sale = {
-            "order_id": resource_id,
-            "order_ref": resource_id[-8:].upper(),
-            "order_status": order_status,
-            "product_type": "membership",
-            "payment_method": "pix",
-            "store_id": "Aa1Bb2Cc3Dd4",
-            "installments": 1,
-            "sale_type": "producer",
-            "created_at": local,
-            "updated_at": local,
-            "approved_date": local if order_status in {"paid", "refunded", "chargedback"} else None,
-            "refunded_at": local if order_status in {"refunded", "chargedback"} else None,
-            "webhook_event_type": event_type,
-            "Product": {"product_id": "0c1d2e3f-0000-4000-8000-000000000001", "product_name": "Curso Exemplo"},
-            "Customer": {"full_name": "Maria Exemplo", "email": "maria@example.com", "mobile": "+5511999999999"},
-            "Commissions": {"charge_amount": amount, "product_base_price": amount, "currency": "BRL"},
-            "TrackingParameters": {"src": None, "utm_source": None},
-        }
-        return json.dumps(sale, ensure_ascii=False).encode("utf-8")
-
 
 def _fact_time_field(sale: JsonObject, status: str) -> str | None:
     preferred = {"paid": "approved_date", "refunded": "refunded_at", "chargedback": "refunded_at"}.get(status.lower())
@@ -362,22 +309,5 @@ def _banking_id(data: JsonObject, key: str) -> str:
             return value
     raise PayloadInvalid(f"missing field data.{key}")
 
-
-def _sao_paulo_text(epoch: int) -> str:
-    """Kiwify's "YYYY-MM-DD HH:MM:SS", Sao Paulo local time."""
-    from shared.providers.asaas import sao_paulo  # noqa: PLC0415 - samples only; verify stays light
-
-    return datetime.fromtimestamp(epoch, tz=UTC).astimezone(sao_paulo()).strftime("%Y-%m-%d %H:%M:%S")
-
-
-# canonical status -> (webhook_event_type, order_status) of a sales webhook
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("pix_created", "waiting_payment"),
-    "paid": ("order_approved", "paid"),
-    "failed": ("order_rejected", "refused"),
-    "refunded": ("order_refunded", "refunded"),
-    "charged_back": ("chargeback", "chargedback"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = KiwifyDriver()

@@ -36,18 +36,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import uuid
 from datetime import datetime
 from typing import Any
 
 from shared.providers._signing import (
     JsonObject,
-    constant_time_equals,
     get_id,
     get_object,
     get_str,
     iso_to_utc,
     load_json_object,
+    matches_any,
     require_str,
     usable_secrets,
 )
@@ -60,7 +59,6 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 SIGNATURE_HEADER = "x-signature"
@@ -109,7 +107,7 @@ def _parse_signature_header(value: str) -> tuple[str, list[str]]:
     return ts, signatures
 
 
-def _body_data_id(body: bytes) -> str | None:
+def body_data_id(body: bytes) -> str | None:
     """`data.id` of the body, if the body is a JSON object that has one; None otherwise (verify never fails on it)."""
     try:
         payload = json.loads(body)
@@ -122,7 +120,7 @@ def _body_data_id(body: bytes) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _spellings(data_id: str) -> list[str]:
+def data_id_spellings(data_id: str) -> list[str]:
     lowered = data_id.lower()
     return [data_id] if lowered == data_id or not data_id.isalnum() else [data_id, lowered]
 
@@ -146,19 +144,15 @@ class MercadoPagoDriver:
         request_id = (request.header(REQUEST_ID_HEADER) or "").strip() or None
 
         signed_id = (request.query.get(DATA_ID_QUERY) or "").strip() or None
-        body_id = _body_data_id(request.body)
+        body_id = body_data_id(request.body)
         ids: list[str | None]
         if signed_id is not None:
-            ids = list(_spellings(signed_id))
+            ids = list(data_id_spellings(signed_id))
         else:
-            ids = [*(_spellings(body_id) if body_id else []), None]
+            ids = [*(data_id_spellings(body_id) if body_id else []), None]
 
         expected = [compute_signature(i, request_id, ts, s) for i in ids for s in candidates]
-        matched = False
-        for signature in signatures:
-            for candidate in expected:
-                matched |= constant_time_equals(candidate, signature)
-        if not matched:
+        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
             raise SignatureInvalid("no signature matches")
         if signed_id is not None and body_id is not None and body_id.lower() != signed_id.lower():
             raise SignatureInvalid("data.id in the body differs from the signed one")
@@ -193,60 +187,5 @@ class MercadoPagoDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """A notification as Mercado Pago sends it: `?data.id=...&type=...` on the URL, x-signature, x-request-id."""
-        data_id = _body_data_id(body)
-        request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{hashlib.sha256(body).hexdigest()}:{now}"))
-        ts = str(now)
-        signature = compute_signature(_spellings(data_id)[-1] if data_id else None, request_id, ts, secret)
-        query = {DATA_ID_QUERY: data_id} if data_id else {}
-        try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            payload = None
-        if isinstance(payload, dict) and isinstance(payload.get("type"), str):
-            query[TYPE_QUERY] = payload["type"]
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/json",
-                "user-agent": "MercadoPago WebHook v1.0 payment",
-                SIGNATURE_HEADER: f"ts={ts},{SCHEME}={signature}",
-                REQUEST_ID_HEADER: request_id,
-            },
-            query=query,
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A `payment` notification. Mercado Pago states no status or amount in it: `status` only picks the action
-        (`payment.created` for pending, `payment.updated` otherwise) and `amount` is unused."""
-        if status not in SAMPLE_STATUSES:
-            raise ValueError(f"no Mercado Pago sample for status {status!r}; supported: {', '.join(SAMPLE_STATUSES)}")
-        when = utc_from_epoch(occurred_at).isoformat(timespec="milliseconds")
-        notification_id: int | str = int(event_id) if event_id.isdigit() else event_id
-        body = {
-            "id": notification_id,
-            "live_mode": False,
-            "type": PAYMENT_TYPE,
-            "date_created": when,
-            "user_id": 44444,
-            "api_version": "v1",
-            "action": "payment.created" if status == "pending" else "payment.updated",
-            "data": {"id": resource_id},
-        }
-        return json.dumps(body).encode("utf-8")
-
-
-SAMPLE_STATUSES: tuple[str, ...] = (
-    "pending",
-    "authorized",
-    "paid",
-    "failed",
-    "canceled",
-    "partially_refunded",
-    "refunded",
-    "disputed",
-    "charged_back",
-)
 
 driver: ProviderDriver = MercadoPagoDriver()

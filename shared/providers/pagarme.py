@@ -35,8 +35,6 @@ are sent; Python keeps microseconds).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import time
 from collections.abc import Callable
@@ -44,7 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.payments.status import PaymentStatus
-from shared.providers._forms import encode_form, form_value, parse_form
+from shared.providers._forms import form_value, parse_form
 from shared.providers._public_keys import (
     RS256,
     CachedKeySource,
@@ -55,16 +53,15 @@ from shared.providers._public_keys import (
     parse_jwks,
     verify_any,
 )
+from shared.providers._schemes import HmacScheme
 from shared.providers._signing import (
     JsonObject,
-    constant_time_equals,
     get_currency,
     get_int,
     get_str,
     load_json_object,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers.base import (
     NormalizedEvent,
@@ -123,9 +120,11 @@ def canonical_status(status: str | None, *, legacy: bool = False) -> str | None:
     return found.value if found is not None else None
 
 
-def compute_hub_signature(body: bytes, api_key: str) -> str:
-    """The hex HMAC-SHA1 Pagar.me puts (after `sha1=`) in `X-Hub-Signature` for a legacy postback."""
-    return hmac.new(api_key.encode("utf-8"), body, hashlib.sha1).hexdigest()
+# Legacy postbacks: `X-Hub-Signature: sha1=<hex>`, HMAC-SHA1 of the raw body keyed with the API key. Another
+# scheme word than `sha1` (or none) is refused as malformed.
+HUB_AUTHENTICATION = HmacScheme(
+    headers=(HUB_HEADER,), algorithm="sha1", prefix=f"{HUB_SCHEME}=", unreadable="malformed header"
+)
 
 
 def parse_asymmetric_header(value: str) -> tuple[str, str, bytes]:
@@ -182,7 +181,7 @@ def _last_charge(data: JsonObject) -> JsonObject | None:
 class PagarmeDriver:
     name: str = "pagarme"
     # Signatures, not secrets: both are kept so that a stored event can be re-verified.
-    replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, HUB_HEADER)
+    replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, *HUB_AUTHENTICATION.replay_headers)
     replay_query: tuple[str, ...] = ()
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
@@ -204,18 +203,9 @@ class PagarmeDriver:
         if asymmetric:
             self._verify_asymmetric(request.body, asymmetric)
             return
-        hub = request.header(HUB_HEADER)
-        if not hub:
+        if not request.header(HUB_HEADER):
             raise SignatureInvalid("missing X-Webhook-Asymmetric-Signature or X-Hub-Signature header")
-        candidates = usable_secrets(secrets, self.name)
-        scheme, sep, signature = hub.strip().partition("=")
-        if not sep or scheme.lower() != HUB_SCHEME or not signature:
-            raise SignatureInvalid("malformed header")
-        matched = False
-        for secret in candidates:  # every candidate compared, each in constant time
-            matched |= constant_time_equals(compute_hub_signature(request.body, secret), signature.lower())
-        if not matched:
-            raise SignatureInvalid("no signature matches")
+        HUB_AUTHENTICATION.verify(request, secrets, provider=self.name, now=now, tolerance_seconds=tolerance_seconds)
 
     def _verify_asymmetric(self, body: bytes, header: str) -> None:
         alg, kid, signature = parse_asymmetric_header(header)
@@ -317,59 +307,5 @@ class PagarmeDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    # -------------------------------------------------------------------------------------------------- sign
-
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """A legacy postback signed with the API key (`secret`). v5 deliveries are signed by Pagar.me's private
-        key, which nobody else holds: tests sign those with a key of their own (see `sign_v5`)."""
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/x-www-form-urlencoded",
-                "user-agent": "PagarMe-Hookshot/1.0",
-                HUB_HEADER: f"{HUB_SCHEME}={compute_hub_signature(body, secret)}",
-            },
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A legacy transaction postback for the canonical `status` (see SAMPLE_STATUSES).
-
-        The event id is derived from the postback (it has none of its own), so `event_id` is not used."""
-        try:
-            old_status, current = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Pagar.me sample for status {status!r}; supported: {supported}") from None
-        when = utc_from_epoch(occurred_at).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        created = utc_from_epoch(max(0, occurred_at - 60)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        return encode_form(
-            [
-                ("id", resource_id),
-                ("event", "transaction_status_changed"),
-                ("old_status", old_status),
-                ("desired_status", "paid"),
-                ("current_status", current),
-                ("object", LEGACY_OBJECT),
-                ("transaction[object]", LEGACY_OBJECT),
-                ("transaction[status]", current),
-                ("transaction[id]", resource_id),
-                ("transaction[amount]", str(amount)),
-                ("transaction[payment_method]", "credit_card"),
-                ("transaction[date_created]", created),
-                ("transaction[date_updated]", when),
-            ]
-        )
-
-
-# canonical status -> (old_status, current_status) of a legacy transaction postback
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("processing", "waiting_payment"),
-    "authorized": ("processing", "authorized"),
-    "paid": ("processing", "paid"),
-    "failed": ("processing", "refused"),
-    "refunded": ("paid", "refunded"),
-    "charged_back": ("paid", "chargedback"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = PagarmeDriver()

@@ -22,19 +22,18 @@ kept. Event type: PagBank sends none; it is `{kind}.{STATUS}` (e.g. `charge.PAID
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 
 from shared.payments.status import PaymentStatus
 from shared.providers._signing import (
     JsonObject,
-    constant_time_equals,
     get_currency,
     get_int,
     get_object,
     get_str,
     iso_to_utc,
     load_json_object,
+    matches_any,
     require_str,
     usable_secrets,
 )
@@ -47,7 +46,6 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 SIGNATURE_HEADER = "x-authenticity-token"  # a digest of token + body, not the token
@@ -105,10 +103,8 @@ class PagbankDriver:
         received = request.header(SIGNATURE_HEADER)
         if not received:
             raise SignatureInvalid("missing x-authenticity-token header")
-        matched = False
-        for token in candidates:  # every candidate compared, each in constant time
-            matched |= constant_time_equals(compute_signature(request.body, token), received.strip().lower())
-        if not matched:
+        expected = [compute_signature(request.body, token) for token in candidates]
+        if not matches_any(expected, [received.strip().lower()]):
             raise SignatureInvalid("no signature matches")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
@@ -157,74 +153,5 @@ class PagbankDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        return WebhookRequest(
-            body=body,
-            headers={"content-type": "application/json", SIGNATURE_HEADER: compute_signature(body, secret)},
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """An Orders API notification (an order with one charge) for the canonical `status`. The order id is
-        `resource_id`; PagBank bodies carry no event id, so `event_id` is not used (the id is derived)."""
-        try:
-            charge_status = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no PagBank sample for status {status!r}; supported: {supported}") from None
-        created = _local_iso(occurred_at - 60)
-        paid = amount if charge_status in {"PAID", "CANCELED_PAID"} else 0
-        refunded = (
-            amount
-            if charge_status == "CANCELED_PAID"
-            else (max(1, amount // 2) if status == "partially_refunded" else 0)
-        )
-        wire_status = "CANCELED" if charge_status == "CANCELED_PAID" else charge_status
-        charge: JsonObject = {
-            "id": "CHAR_" + resource_id.removeprefix("ORDE_"),
-            "reference_id": "pedido-1234",
-            "status": wire_status,
-            "created_at": created,
-            "description": "Pedido 1234",
-            "amount": {
-                "value": amount,
-                "currency": "BRL",
-                "summary": {"total": amount, "paid": paid, "refunded": refunded},
-            },
-            "payment_response": {"code": "20000", "message": "SUCESSO"},
-            "payment_method": {"type": "PIX"},
-        }
-        if paid:
-            charge["paid_at"] = _local_iso(occurred_at)
-        order = {
-            "id": resource_id,
-            "reference_id": "pedido-1234",
-            "created_at": created,
-            "customer": {"name": "Jose da Silva", "email": "jose@example.com", "tax_id": "12345678909"},
-            "items": [{"reference_id": "item-1", "name": "Produto", "quantity": 1, "unit_amount": amount}],
-            "charges": [charge],
-            "notification_urls": ["https://example.com/webhooks/pagbank"],
-        }
-        return json.dumps(order, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _local_iso(epoch: int) -> str:
-    """PagBank's format: Sao Paulo offset, milliseconds ("2024-06-12T16:45:03.000-03:00")."""
-    from shared.providers.asaas import sao_paulo  # noqa: PLC0415 - samples only
-
-    local = utc_from_epoch(epoch).astimezone(sao_paulo())
-    return local.isoformat(timespec="milliseconds")
-
-
-# canonical status -> charge status (CANCELED_PAID: a paid charge canceled, i.e. refunded)
-_SAMPLES: dict[str, str] = {
-    "pending": "WAITING",
-    "authorized": "AUTHORIZED",
-    "paid": "PAID",
-    "partially_refunded": "PAID",
-    "failed": "DECLINED",
-    "canceled": "CANCELED",
-    "refunded": "CANCELED_PAID",
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = PagbankDriver()

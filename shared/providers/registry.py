@@ -1,10 +1,14 @@
-"""Provider id -> driver. Drivers are imported lazily so one function pays only for the drivers it uses."""
+"""Provider id -> driver. Drivers are imported lazily so one function pays only for the drivers it uses.
+
+The built-in drivers are the provider catalog's (`shared.definitions.PROVIDER_CATALOG`): a new provider is
+declared there, not here."""
 
 from __future__ import annotations
 
 import importlib
 from functools import cache
 
+from shared.definitions import PROVIDER_CATALOG
 from shared.providers.base import ProviderDriver
 
 
@@ -13,22 +17,7 @@ class UnknownProvider(LookupError):
 
 
 # provider id -> "module:attribute" of its driver instance
-_BUILTIN: dict[str, str] = {
-    "stripe": "shared.providers.stripe:driver",
-    "standard": "shared.providers.standard:driver",
-    "asaas": "shared.providers.asaas:driver",
-    "pagarme": "shared.providers.pagarme:driver",
-    "kiwify": "shared.providers.kiwify:driver",
-    "hotmart": "shared.providers.hotmart:driver",
-    "pagbank": "shared.providers.pagbank:driver",
-    "iugu": "shared.providers.iugu:driver",
-    "github": "shared.providers.github:driver",
-    "shopify": "shared.providers.shopify:driver",
-    "paddle": "shared.providers.paddle:driver",
-    "mercadopago": "shared.providers.mercadopago:driver",
-    "adyen": "shared.providers.adyen:driver",
-    "generic": "shared.providers.generic:driver",
-}
+_BUILTIN: dict[str, str] = {entry.id: entry.driver for entry in PROVIDER_CATALOG}
 _registered: dict[str, ProviderDriver] = {}
 
 

@@ -51,35 +51,26 @@ Canonical statuses (`provider_status` carries the canonical value; the processor
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
-import uuid
 from datetime import datetime
 from typing import Any
 
 from shared.providers._money import decimal_to_minor_units
+from shared.providers._schemes import HmacScheme, SchemeVerified
 from shared.providers._signing import (
     JsonObject,
-    constant_time_equals,
     get_currency,
     get_id,
     get_str,
     iso_to_utc,
     load_json_object,
-    usable_secrets,
 )
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 HMAC_HEADERS = ("x-shopify-hmac-sha256", "shopify-hmac-sha256")
@@ -89,7 +80,6 @@ WEBHOOK_ID_HEADER = "x-shopify-webhook-id"
 TRIGGERED_AT_HEADERS = ("x-shopify-triggered-at", "shopify-triggered-at")
 SHOP_DOMAIN_HEADER = "x-shopify-shop-domain"
 API_VERSION_HEADER = "x-shopify-api-version"
-API_VERSION = "2025-01"  # only written into sample deliveries
 
 FINANCIAL_STATUS: dict[str, str] = {
     "pending": "pending",
@@ -122,9 +112,8 @@ DISPUTE_STATUS: dict[str, str] = {
 }
 
 
-def compute_signature(body: bytes, secret: str) -> str:
-    """The base64 X-Shopify-Hmac-Sha256 value for `body` signed with `secret`."""
-    return base64.b64encode(hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()).decode("ascii")
+# The base64 HMAC-SHA256 of the raw body, in either header family (`x-shopify-*` first).
+AUTHENTICATION = HmacScheme(headers=HMAC_HEADERS, encoding="base64", described_as="X-Shopify-Hmac-Sha256 header")
 
 
 def transaction_status(kind: str | None, status: str | None) -> str | None:
@@ -154,10 +143,11 @@ def _minor_units(obj: JsonObject, key: str, currency: str | None, where: str) ->
         raise PayloadInvalid(f"field {where} is not a decimal amount") from None
 
 
-class ShopifyDriver:
+class ShopifyDriver(SchemeVerified):
     name: str = "shopify"
+    authentication = AUTHENTICATION
     replay_headers: tuple[str, ...] = (
-        *HMAC_HEADERS,
+        *AUTHENTICATION.replay_headers,
         *TOPIC_HEADERS,
         *EVENT_ID_HEADERS,
         WEBHOOK_ID_HEADER,
@@ -168,17 +158,6 @@ class ShopifyDriver:
     replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        signature = _first_header(request, HMAC_HEADERS)
-        if not signature:
-            raise SignatureInvalid("missing X-Shopify-Hmac-Sha256 header")
-        matched = False
-        for secret in candidates:  # no early exit: each candidate compared in constant time
-            matched |= constant_time_equals(compute_signature(request.body, secret), signature.strip())
-        if not matched:
-            raise SignatureInvalid("no signature matches")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         topic = _first_header(request, TOPIC_HEADERS)
@@ -238,99 +217,5 @@ class ShopifyDriver:
             or body_digest_id(request.body)
         )
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        """A delivery as Shopify sends it. The topic is read from the body: a body with `financial_status` is
-        `orders/updated`, one with a dispute `reason` is `disputes/update`, anything else `shop/update`."""
-        triggered = utc_from_epoch(now).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        digest = hashlib.sha256(body).hexdigest()
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/json",
-                "user-agent": "Shopify-Captain-Hook",
-                HMAC_HEADERS[0]: compute_signature(body, secret),
-                TOPIC_HEADERS[0]: _topic(body),
-                EVENT_ID_HEADERS[0]: event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
-                WEBHOOK_ID_HEADER: str(uuid.uuid5(uuid.NAMESPACE_OID, f"{digest}:{now}")),
-                TRIGGERED_AT_HEADERS[0]: triggered,
-                SHOP_DOMAIN_HEADER: "inbox-dev.myshopify.com",
-                API_VERSION_HEADER: API_VERSION,
-            },
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """An order (or, for `disputed`/`charged_back`, a dispute) for the canonical `status`; see SAMPLE_STATUSES.
-
-        Shopify order ids are integers: a `resource_id` made of digits is sent as a number, anything else as given.
-        """
-        try:
-            kind, provider_value = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Shopify sample for status {status!r}; supported: {supported}") from None
-        order_id: int | str = int(resource_id) if resource_id.isdigit() else resource_id
-        when = utc_from_epoch(occurred_at).isoformat()
-        price = f"{amount // 100}.{amount % 100:02d}"
-        if kind == "dispute":
-            payload: JsonObject = {
-                "id": 1052608616,
-                "order_id": order_id,
-                "type": "chargeback",
-                "amount": price,
-                "currency": "USD",
-                "reason": "fraudulent",
-                "network_reason_code": "4837",
-                "status": provider_value,
-                "evidence_due_by": when,
-                "evidence_sent_on": None,
-                "finalized_on": None,
-                "initiated_at": when,
-            }
-        else:
-            payload = {
-                "id": order_id,
-                "admin_graphql_api_id": f"gid://shopify/Order/{resource_id}",
-                "name": "#1001",
-                "created_at": when,
-                "updated_at": when,
-                "currency": "USD",
-                "presentment_currency": "USD",
-                "financial_status": provider_value,
-                "fulfillment_status": None,
-                "subtotal_price": price,
-                "total_price": price,
-                "total_tax": "0.00",
-                "test": True,
-            }
-        return json.dumps(payload).encode("utf-8")
-
-
-def _topic(body: bytes) -> str:
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return "shop/update"
-    if not isinstance(payload, dict):
-        return "shop/update"
-    if "financial_status" in payload:
-        return "orders/updated"
-    if "reason" in payload and "order_id" in payload:
-        return "disputes/update"
-    return "shop/update"
-
-
-# canonical status -> (sample kind, Shopify status value)
-_SAMPLES: dict[str, tuple[str, str]] = {
-    "pending": ("order", "pending"),
-    "authorized": ("order", "authorized"),
-    "paid": ("order", "paid"),
-    "partially_refunded": ("order", "partially_refunded"),
-    "refunded": ("order", "refunded"),
-    "canceled": ("order", "voided"),
-    "failed": ("order", "expired"),
-    "disputed": ("dispute", "needs_response"),
-    "charged_back": ("dispute", "lost"),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = ShopifyDriver()

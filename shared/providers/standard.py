@@ -28,11 +28,9 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 
 from shared.providers._signing import (
     check_timestamp,
-    constant_time_equals,
     epoch_to_utc,
     get_currency,
     get_id,
@@ -40,6 +38,7 @@ from shared.providers._signing import (
     get_str,
     iso_to_utc,
     load_json_object,
+    matches_any,
     parse_epoch_seconds,
     require_object,
     require_str,
@@ -53,7 +52,6 @@ from shared.providers.base import (
     SigningSecrets,
     WebhookRequest,
     body_digest_id,
-    utc_from_epoch,
 )
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix of every secret, not a secret
@@ -133,11 +131,7 @@ class StandardWebhooksDriver:
             raise SignatureInvalid("no v1 signature in header")
 
         expected = [compute_signature(msg_id, timestamp_text, request.body, key) for key in keys]
-        matched = False
-        for signature in signatures:
-            for candidate in expected:
-                matched |= constant_time_equals(candidate, signature)
-        if not matched:
+        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
             raise SignatureInvalid("no signature matches")
         check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
 
@@ -173,39 +167,6 @@ class StandardWebhooksDriver:
 
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return _header(request, 0) or body_digest_id(request.body)
-
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        msg_id = event_id or "msg_" + hashlib.sha256(body).hexdigest()[:27]
-        signature = compute_signature(msg_id, str(now), body, decode_secret(secret))
-        id_header, timestamp_header, signature_header = HEADER_FAMILIES[0]
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/json",
-                id_header: msg_id,
-                timestamp_header: str(now),
-                signature_header: f"{SCHEME},{signature}",
-            },
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """`{"type", "timestamp", "data"}` with the canonical `status` as the payment's status.
-
-        The event id is not part of a Standard Webhooks body: it travels in `webhook-id` (see `sign`).
-        """
-        timestamp = utc_from_epoch(occurred_at).isoformat().replace("+00:00", "Z")
-        payload = {
-            "type": f"payment.{status}",
-            "timestamp": timestamp,
-            "data": {
-                "id": resource_id,
-                "object": "payment",
-                "status": status,
-                "amount": amount,
-                "currency": "BRL",
-            },
-        }
-        return json.dumps(payload, separators=(",", ":")).encode("utf-8")
 
 
 driver: ProviderDriver = StandardWebhooksDriver()

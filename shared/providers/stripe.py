@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-from collections.abc import Callable
 from typing import Any
 
 from shared.providers._signing import (
     JsonObject,
     check_timestamp,
-    constant_time_equals,
     epoch_to_utc,
     get_currency,
     get_int,
     get_str,
     load_json_object,
+    matches_any,
     parse_epoch_seconds,
     require_int,
     require_object,
@@ -48,9 +46,6 @@ from shared.providers.base import (
 
 SIGNATURE_HEADER = "stripe-signature"
 SCHEME = "v1"
-API_VERSION = "2024-06-20"  # only written into sample bodies; parsing does not depend on it
-
-_Builder = Callable[[str, int, int], JsonObject]  # (resource_id, amount, created) -> data.object
 
 
 def _parse_signature_header(value: str) -> tuple[int, list[str]]:
@@ -119,12 +114,7 @@ class StripeDriver:
         if not signatures:
             raise SignatureInvalid("no v1 signature in header")
         expected = [compute_signature(timestamp, request.body, secret) for secret in candidates]
-        # Every pair is compared (no early exit on the first secret), each in constant time.
-        matched = False
-        for signature in signatures:
-            for candidate in expected:
-                matched |= constant_time_equals(candidate, signature)
-        if not matched:
+        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
             raise SignatureInvalid("no signature matches")
         # Checked after the signature, as stripe-python does: an authentic but stale delivery is reported as
         # such, a forged one as a mismatch.
@@ -188,126 +178,5 @@ class StripeDriver:
     def fallback_event_id(self, request: WebhookRequest) -> str:
         return body_digest_id(request.body)
 
-    def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        signature = compute_signature(now, body, secret)
-        return WebhookRequest(
-            body=body,
-            headers={
-                "content-type": "application/json; charset=utf-8",
-                "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-                SIGNATURE_HEADER: f"t={now},{SCHEME}={signature}",
-            },
-        )
-
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
-        try:
-            event_type, build = _SAMPLES[status]
-        except KeyError:
-            supported = ", ".join(sorted(_SAMPLES))
-            raise ValueError(f"no Stripe sample for status {status!r}; supported: {supported}") from None
-        event = {
-            "id": event_id,
-            "object": "event",
-            "api_version": API_VERSION,
-            "created": occurred_at,
-            "data": {"object": build(resource_id, amount, occurred_at)},
-            "livemode": False,
-            "pending_webhooks": 1,
-            "request": {"id": None, "idempotency_key": None},
-            "type": event_type,
-        }
-        return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
-
-
-def _suffix(resource_id: str) -> str:
-    return resource_id.split("_", 1)[1] if "_" in resource_id else resource_id
-
-
-def _intent(status: str, **extra: Any) -> _Builder:
-    def build(resource_id: str, amount: int, created: int) -> JsonObject:
-        obj: JsonObject = {
-            "id": resource_id,
-            "object": "payment_intent",
-            "amount": amount,
-            "amount_capturable": amount if status == "requires_capture" else 0,
-            "amount_received": amount if status == "succeeded" else 0,
-            "capture_method": "manual" if status == "requires_capture" else "automatic",
-            "created": created,
-            "currency": "brl",
-            "latest_charge": f"ch_{_suffix(resource_id)}",
-            "livemode": False,
-            "metadata": {},
-            "payment_method_types": ["card"],
-            "status": status,
-        }
-        obj.update(extra)
-        return obj
-
-    return build
-
-
-def _charge(refunded_fraction: int) -> _Builder:
-    """refunded_fraction: 0 none, 1 half, 2 all."""
-
-    def build(resource_id: str, amount: int, created: int) -> JsonObject:
-        refunded = {0: 0, 1: max(1, amount // 2), 2: amount}[refunded_fraction]
-        return {
-            "id": f"ch_{_suffix(resource_id)}",
-            "object": "charge",
-            "amount": amount,
-            "amount_captured": amount,
-            "amount_refunded": refunded,
-            "captured": True,
-            "created": created,
-            "currency": "brl",
-            "disputed": False,
-            "livemode": False,
-            "paid": True,
-            "payment_intent": resource_id,
-            "refunded": refunded == amount,
-            "status": "succeeded",
-        }
-
-    return build
-
-
-def _dispute(status: str) -> _Builder:
-    def build(resource_id: str, amount: int, created: int) -> JsonObject:
-        return {
-            "id": f"dp_{_suffix(resource_id)}",
-            "object": "dispute",
-            "amount": amount,
-            "charge": f"ch_{_suffix(resource_id)}",
-            "created": created,
-            "currency": "brl",
-            "livemode": False,
-            "payment_intent": resource_id,
-            "reason": "fraudulent",
-            "status": status,
-        }
-
-    return build
-
-
-# canonical status -> (Stripe event type, data.object builder)
-_SAMPLES: dict[str, tuple[str, _Builder]] = {
-    "pending": ("payment_intent.processing", _intent("processing")),
-    "authorized": ("payment_intent.amount_capturable_updated", _intent("requires_capture")),
-    "paid": ("payment_intent.succeeded", _intent("succeeded")),
-    "failed": (
-        "payment_intent.payment_failed",
-        _intent(
-            "requires_payment_method",
-            last_payment_error={"code": "card_declined", "message": "Your card was declined.", "type": "card_error"},
-        ),
-    ),
-    "canceled": ("payment_intent.canceled", _intent("canceled", cancellation_reason="requested_by_customer")),
-    "partially_refunded": ("charge.refunded", _charge(1)),
-    "refunded": ("charge.refunded", _charge(2)),
-    "disputed": ("charge.dispute.created", _dispute("needs_response")),
-    "charged_back": ("charge.dispute.closed", _dispute("lost")),
-}
-SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 driver: ProviderDriver = StripeDriver()

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from inbox_cli.simulate import refetched, simulated_providers
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 SEED = "11"
-PAYMENTS = "30"
+PAYMENTS_PER_PROVIDER = 2  # the run's time grows with its events: few payments, but every provider
 FAULT_KINDS = (
     "ingest_throttle",
     "crash_before_commit",
@@ -67,7 +68,9 @@ def test_an_invalid_fault_setting_is_refused_whole(chaos_stack):
 def test_a_seeded_chaos_run_loses_nothing_and_applies_nothing_twice(chaos_stack):
     stack = chaos_stack
     # When `inbox chaos` drives payments through the stack while the seeded schedule turns faults on and off
-    result = stack.cli("chaos", "--seed", SEED, "--payments", PAYMENTS, "--json", check=False, timeout=240)
+    providers = simulated_providers()
+    payments = str(PAYMENTS_PER_PROVIDER * len(providers))
+    result = stack.cli("chaos", "--seed", SEED, "--payments", payments, "--json", check=False, timeout=240)
     assert result.stdout, f"{result.stderr}\n--- stack output ---\n{stack.output()[-20000:]}"
     report = json.loads(result.stdout)
     invariants = {invariant["name"]: invariant for invariant in report["invariants"]}
@@ -91,6 +94,17 @@ def test_a_seeded_chaos_run_loses_nothing_and_applies_nothing_twice(chaos_stack)
     assert recovery["failed_before_replay"] >= 1
     assert recovery["replayed"] == recovery["failed_before_replay"] == recovery["recovered_by_replay"]
     assert recovery["dead_lettered"] >= 1 and recovery["dlq_left"] == 0
+
+    # And the payments were spread over every simulated provider, each one's matching its gateway
+    by_provider = report["by_provider"]
+    assert set(by_provider) == set(providers)
+    assert all(f["payments"] == f["matching"] == PAYMENTS_PER_PROVIDER for f in by_provider.values()), by_provider
+    # with the gateway's faults landing on the refetched providers only, and what failed (unknown to an API) too
+    no_api = [p for p in providers if not refetched(p)]
+    assert not any(sum(by_provider[p]["gateway_faults"].values()) for p in no_api)
+    assert not any(by_provider[p]["failed_before_replay"] for p in no_api)
+    assert sum(f["recovered_by_replay"] for f in by_provider.values()) == recovery["recovered_by_replay"]
+    assert sum(f["refused"] for f in by_provider.values()) >= report["faults"]["ingest_throttle"] > 0
 
     # And the run left every fault off
     _, after = faults(stack)

@@ -22,11 +22,13 @@ from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 SECRET = "whsec_" + base64.b64encode(b"e2e-forwarding-secret-of-32-byte").decode()
-# A few payments per provider (this seed draws both), lifecycles of several steps, webhooks duplicated and up to
-# one step late; each round processed before the gateway's next step, so intermediate states are applied too
-# (without --settle-rounds the refetch mostly sees the final state: one transition per payment).
+# A few payments of two refetched providers (`inbox simulate` mixes every provider by default; this is about the
+# forwarding), lifecycles of several steps, webhooks duplicated and up to one step late; each round processed
+# before the gateway's next step, so intermediate states are applied too (without --settle-rounds the refetch
+# mostly sees the final state: one transition per payment).
 SIMULATION = (
     *("--payments", "8", "--seed", "11", "--duplicates", "0.5", "--max-delay", "1", "--settle-rounds"),
+    *("--provider", "stripe", "--provider", "asaas"),
     *("--lifecycle", "dispute won", "--lifecycle", "dispute lost", "--lifecycle", "refunded"),
     *("--lifecycle", "partially refunded twice, then fully", "--timeout", "90"),
 )

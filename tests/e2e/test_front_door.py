@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from inbox_local.config import DEV_SECRETS
+from inbox_local.senders import sender_for
 from inbox_local.server import API_GATEWAY_MAX_BODY_BYTES
-from shared.providers import get_driver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
@@ -32,12 +32,12 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float = 60) -
 
 
 def _signed_stripe(event_id: str) -> tuple[bytes, dict[str, str]]:
-    driver = get_driver("stripe")
+    sender = sender_for("stripe")
     now = int(time.time())
-    body = driver.sample_body(
+    body = sender.sample_body(
         event_id=event_id, resource_id=f"pi_{event_id}", status="paid", amount=100, occurred_at=now
     )
-    signed = driver.sign(body, DEV_SECRETS["stripe"], now=now, event_id=event_id)
+    signed = sender.sign(body, DEV_SECRETS["stripe"], now=now, event_id=event_id)
     return signed.body, {"content-type": "application/json", **signed.headers}
 
 
@@ -103,8 +103,8 @@ def test_a_body_over_lambdas_invoke_payload_never_reaches_the_function(local_sta
     event_id = f"evt_over_invoke_{int(time.time() * 1000)}"
     document = json.loads(_signed_stripe(event_id)[0])
     document["data"]["object"]["metadata"] = {"blob": "z" * (7 * 1024 * 1024)}
-    driver = get_driver("stripe")
-    signed = driver.sign(json.dumps(document).encode(), DEV_SECRETS["stripe"], now=int(time.time()), event_id=event_id)
+    sender = sender_for("stripe")
+    signed = sender.sign(json.dumps(document).encode(), DEV_SECRETS["stripe"], now=int(time.time()), event_id=event_id)
     # When it is posted
     status, text = _post(
         f"{local_stack.url}/webhooks/stripe", signed.body, {"content-type": "application/json", **signed.headers}

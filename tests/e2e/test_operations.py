@@ -14,7 +14,7 @@ import pytest
 
 from inbox_cli.main import post_webhook
 from inbox_local.config import DEV_SECRETS, LocalNames
-from shared.providers import get_driver
+from inbox_local.senders import sender_for
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
@@ -46,12 +46,12 @@ def wait_for(condition, timeout: float = 30.0):
 def deliver_unknown_to_the_gateway(stack: RunningStack, provider: str, event_id: str) -> None:
     """A signed delivery about a payment the gateway's API does not show (yet): not `inbox send`, which registers
     its payment with the simulator first. Its refetch answers 404, so the event stays pending, retrying."""
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     now = int(time.time())
-    body = driver.sample_body(
+    body = sender.sample_body(
         event_id=event_id, resource_id=f"unknown_{event_id}", status="paid", amount=100, occurred_at=now
     )
-    signed = driver.sign(body, DEV_SECRETS[provider], now=now, event_id=event_id)
+    signed = sender.sign(body, DEV_SECRETS[provider], now=now, event_id=event_id)
     headers = {"content-type": "application/json", **signed.headers}
     assert post_webhook(f"{stack.url}/webhooks/{provider}", signed.body, headers)[0] == 200
 

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from inbox_local.config import DEV_SECRETS
-from shared.providers import get_driver
+from inbox_local.senders import sender_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
@@ -60,13 +60,13 @@ def test_inbox_send_is_accepted_and_listed(local_stack, provider):
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_redelivery_is_a_duplicate(local_stack, provider):
     # Given one signed delivery (the CLI signs a new fact at every call, so the bytes are built here once)
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     now = int(time.time())
     resource_id = RESOURCES[provider].format(stamp=f"{now}7")
-    body = driver.sample_body(
+    body = sender.sample_body(
         event_id=f"evt_r_{resource_id}", resource_id=resource_id, status="paid", amount=990, occurred_at=now
     )
-    signed = driver.sign(body, DEV_SECRETS[provider], now=now, event_id=f"evt_r_{resource_id}")
+    signed = sender.sign(body, DEV_SECRETS[provider], now=now, event_id=f"evt_r_{resource_id}")
     url = f"{local_stack.url}/webhooks/{provider}" + (f"?{urlencode(signed.query)}" if signed.query else "")
     headers = {"content-type": "application/json", **signed.headers}
     # When the gateway delivers it twice, Then the second delivery is absorbed as a duplicate

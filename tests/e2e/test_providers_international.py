@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from inbox_cli.main import post_webhook
-from shared.providers import get_driver
+from inbox_local.senders import sender_for
 from shared.providers.base import derive_event_id
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
@@ -52,16 +52,16 @@ def test_inbox_send_is_accepted_and_listed(local_stack, provider):
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_a_delivery_signed_with_another_secret_is_refused(local_stack, provider):
     # Given a sample signed exactly as the CLI would, but with a secret that is not the stack's
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     now = int(time.time())
-    body = driver.sample_body(
+    body = sender.sample_body(
         event_id=f"evt_forged_{now}",
         resource_id="pay_forged",
         status=SAMPLE_STATUS[provider],
         amount=100,
         occurred_at=now,
     )
-    forged = driver.sign(body, FORGER_SECRETS.get(provider, "not-the-configured-secret"), now=now, event_id="evt_x")
+    forged = sender.sign(body, FORGER_SECRETS.get(provider, "not-the-configured-secret"), now=now, event_id="evt_x")
     query = "?" + urlencode(forged.query) if forged.query else ""
     # When it is posted to the stack, Then it is refused before anything is stored
     code, answer = post_webhook(f"{local_stack.url}/webhooks/{provider}{query}", forged.body, dict(forged.headers))

@@ -5,7 +5,9 @@ inbox). Filled in: port 8790 -> a free port (the README's fixed port may be take
 -> the simulator URL `make run` printed, PROVIDER/EVENT_ID/RESOURCE_ID/P/URL -> ids and URLs of this run.
 
 The stack runs with INBOX_MAX_ATTEMPTS=1 so that scenario 2's events fail at their first refused refetch instead of
-after eight backoffs (minutes): the scenario's commands are the README's, only the wait is shorter."""
+after eight backoffs (minutes), and with INBOX_BREAKER_COOLDOWN_SECONDS=2: once the failing API has opened the
+circuit, the events still pending wait out one cooldown per probe (30 s by default, minutes in all). The scenario's
+commands are the README's, only the waits are shorter."""
 
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ def operated() -> Iterator[Operated]:
     )
     secret = exported.stdout
     port = free_port()
-    env = clean_environment(INBOX_FORWARD_SECRET=secret, INBOX_MAX_ATTEMPTS="1")
+    env = clean_environment(INBOX_FORWARD_SECRET=secret, INBOX_MAX_ATTEMPTS="1", INBOX_BREAKER_COOLDOWN_SECONDS="2")
     # terminal 1: `.venv/bin/inbox receiver --port 8790` (reads INBOX_FORWARD_SECRET)
     log = tempfile.NamedTemporaryFile(prefix="readme-receiver-", suffix=".log", delete=False)  # noqa: SIM115
     _, argv = split_assignments(port_filled(RECEIVER, port))

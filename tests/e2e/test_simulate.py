@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from inbox_cli.simulate import simulated_providers
+
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
@@ -18,12 +20,21 @@ def run_simulation(local_stack, *args: str, timeout: float = 300) -> dict[str, A
     return report
 
 
-def test_every_lifecycle_ends_matching_the_gateway(local_stack):
-    # Given payments walking every lifecycle on the gateway simulator, delivered late, twice, concurrently
-    report = run_simulation(local_stack, "--payments", "60", "--seed", "21", "--duplicates", "0.5")
-    # Then every payment equals the gateway's truth, and no event is left failed or pending
+def test_every_lifecycle_of_every_provider_ends_matching_the_gateway(local_stack):
+    # Given three payments of each simulated provider (the seven refetched from the gateway simulator, and the
+    # senders ordered by event time) walking their lifecycles, delivered late, twice, concurrently
+    providers = simulated_providers()
+    payments = 3 * len(providers)
+    report = run_simulation(local_stack, "--payments", str(payments), "--seed", "21", "--duplicates", "0.5")
+    # Then every payment equals its gateway's truth, and no event is left failed or pending
     assert report["ok"], report["mismatches"]
-    assert report["matching"] == report["payments"] == 60
+    assert report["matching"] == report["payments"] == payments
+    # And every provider was covered, each of its payments matching
+    assert set(report["providers"]) == set(providers)
+    assert all(
+        f["payments"] == f["matching"] == 3 and f["deliveries"] >= f["webhooks"] > 0
+        for f in report["providers"].values()
+    ), report["providers"]
     assert report["statuses"].get("failed", 0) == 0
     assert report["statuses"].get("pending", 0) == 0
     assert report["deliveries"] > report["webhooks"]  # duplicates really were delivered

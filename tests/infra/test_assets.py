@@ -1,44 +1,176 @@
-"""The staged Lambda asset (the function's modules at the root, `shared/` beside them, nothing else) and the staged
-dependency layer."""
+"""The staged Lambda asset (the function's modules at the root, beside them the modules of `shared/` the function
+can import, nothing else) and the staged dependency layer."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import sysconfig
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from infra.assets import FUNCTIONS_DIR, SHARED_DIR, stage_function_asset
+from infra.assets import (
+    FUNCTIONS_DIR,
+    SHARED_DIR,
+    SourceModule,
+    _copy_shared_modules,
+    lazily_loaded_modules,
+    module_facts,
+    package_modules,
+    shared_modules_for,
+    stage_function_asset,
+)
 from infra.dependency_layer import LAYER_PYTHON_DIR, REQUIREMENTS_FILE, layer_requirements, stage_dependency_layer
 
 # One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+REPO_ROOT = FUNCTIONS_DIR.parent
+FUNCTIONS = sorted(path.parent.name for path in FUNCTIONS_DIR.glob("*/handler.py"))
+
+# What each function's asset must carry, and what it must not (a path ending in "/" is a whole package).
+CARRIES: dict[str, tuple[set[str], set[str]]] = {
+    "ingest": (
+        {"shared/ingest.py", "shared/providers/registry.py", "shared/providers/stripe.py", "shared/secrets.py"},
+        {"shared/gateway/", "shared/process/", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
+    ),
+    "process": (
+        {"shared/process/app.py", "shared/gateway/registry.py", "shared/gateway/stripe.py", "shared/payments/store.py"},
+        {"shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
+    ),
+    "forwarder": (
+        # the forwarder signs Standard Webhooks: it keeps that signer
+        {"shared/forwarding.py", "shared/providers/standard.py", "shared/payments/publishing.py"},
+        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/sweeper.py", "shared/retention.py"},
+    ),
+    "publisher": (
+        {"shared/payments/publishing.py", "shared/payments/events.py"},
+        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py"},
+    ),
+    "archiver": (
+        {"shared/retention.py", "shared/inbox/store.py"},
+        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/settings.py"},
+    ),
+    "sweeper": (
+        # the gateway registry is imported inside a function (supported_providers): it still rides along
+        {"shared/sweeper.py", "shared/gateway/registry.py", "shared/process/service.py"},
+        {"shared/ingest.py", "shared/forwarding.py", "shared/process/app.py", "shared/retention.py"},
+    ),
+}
 
 
 def _files(root: Path) -> set[str]:
     return {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
 
 
-def test_ingest_asset_layout(tmp_path: Path) -> None:
-    asset = Path(stage_function_asset("ingest", assets_dir=tmp_path))
-    assert asset == tmp_path / "ingest"
+def _write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_every_function_has_its_expectations() -> None:
+    assert sorted(CARRIES) == FUNCTIONS
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_asset_holds_the_function_and_the_shared_modules_it_can_import(function: str, tmp_path: Path) -> None:
+    # Given a function's staged asset
+    asset = Path(stage_function_asset(function, assets_dir=tmp_path))
+    assert asset == tmp_path / function
     files = _files(asset)
+    # Then it holds the function's modules at the root, which is not a package
     assert "handler.py" in files
-    assert "__init__.py" not in files  # the asset root is not a package
-    assert "shared/__init__.py" in files
-    shared_sources = {
-        f"shared/{p.relative_to(SHARED_DIR).as_posix()}"
-        for p in SHARED_DIR.rglob("*.py")
-        if "__pycache__" not in p.parts
-    }
-    assert shared_sources <= files
-    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
-    function_modules = {p.name for p in (FUNCTIONS_DIR / "ingest").glob("*.py")} - {"__init__.py"}
+    assert "__init__.py" not in files
+    function_modules = {p.name for p in (FUNCTIONS_DIR / function).glob("*.py")} - {"__init__.py"}
     assert function_modules <= files
-    # nothing from the rest of the repository (infra, the CLI, the local runtime, tests) rides along
-    assert {f.split("/")[0] for f in files} <= function_modules | {"shared"} | {
-        p.name for p in (FUNCTIONS_DIR / "ingest").iterdir() if p.is_dir() and p.name != "__pycache__"
+    # And exactly the shared modules its imports reach, every package on the way with its __init__.py
+    shared = package_modules(SHARED_DIR)
+    wanted = {
+        f"shared/{shared[name].path.relative_to(SHARED_DIR).as_posix()}"
+        for name in shared_modules_for(FUNCTIONS_DIR / function)
     }
+    assert {f for f in files if f.startswith("shared/")} == wanted
+    for module in wanted:
+        for package in Path(module).parents[:-1]:
+            assert f"{package.as_posix()}/__init__.py" in files, module
+    # And nothing else (infra, the CLI, the local runtime, tests, caches)
+    assert {f.split("/")[0] for f in files} <= function_modules | {"shared"} | {
+        p.name for p in (FUNCTIONS_DIR / function).iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_asset_carries_what_its_function_uses_and_not_the_rest(function: str, tmp_path: Path) -> None:
+    # Given a function's staged asset
+    files = _files(Path(stage_function_asset(function, assets_dir=tmp_path)))
+    needed, not_needed = CARRIES[function]
+    # Then it carries what the function uses, and none of what it does not
+    assert needed <= files
+    assert not {f for f in files for path in not_needed if f == path or f.startswith(path)}
+
+
+# Runs in an interpreter whose only code is the asset (argv[1]) and the venv's third-party libraries (argv[2:]):
+# -I -S, so neither the current directory nor the editable install's .pth puts the repository on sys.path. It
+# imports the handler, then every driver and gateway client the registries in the asset can load by name.
+IMPORT_RUNNER = textwrap.dedent(
+    """
+    import json, os, sys
+    asset = sys.argv[1]
+    sys.path[:0] = [asset, *sys.argv[2:]]
+
+    import handler
+    lazily_loaded = []
+    if os.path.isfile(os.path.join(asset, "shared", "providers", "registry.py")):
+        from shared.providers.registry import get_driver, provider_names
+        for name in provider_names():
+            get_driver(name)
+            lazily_loaded.append(f"driver {name}")
+    if os.path.isfile(os.path.join(asset, "shared", "gateway", "registry.py")):
+        from shared.gateway.registry import client_class, supported_providers
+        for provider in supported_providers():
+            client_class(provider)
+            lazily_loaded.append(f"client {provider}")
+    origins = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())}
+    print(json.dumps({"lazily_loaded": lazily_loaded, "origins": origins}))
+    """
+)
+FIRST_PARTY = {"handler", "shared", "functions", "infra", "inbox_local", "inbox_cli", "tests", "bench"}
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_asset_alone_imports_its_handler_and_every_registered_driver_and_client(function: str, tmp_path: Path) -> None:
+    # Given a function's staged asset, in an interpreter with only it and the venv's libraries on sys.path
+    asset = Path(stage_function_asset(function, assets_dir=tmp_path / "assets"))
+    libraries = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    # When it imports the handler and loads everything its registries name
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", IMPORT_RUNNER, str(asset), *libraries],
+        env={"AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": function},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # Then nothing is missing (no ImportError)
+    assert result.returncode == 0, result.stderr[-5000:]
+    output = json.loads(result.stdout.strip().splitlines()[-1])
+    # And every module of ours came from the asset, none from the repository
+    ours = {name: origin for name, origin in output["origins"].items() if name.split(".")[0] in FIRST_PARTY}
+    assert "handler" in ours
+    assert {name: origin for name, origin in ours.items() if not str(origin).startswith(f"{asset}/")} == {}
+    assert not [origin for origin in output["origins"].values() if str(origin).startswith(f"{REPO_ROOT}/shared")]
+    # And the registries the asset carries did load their drivers and clients (the runner skipped none)
+    carried = _files(asset)
+    assert ("driver stripe" in output["lazily_loaded"]) is ("shared/providers/registry.py" in carried)
+    assert ("client stripe" in output["lazily_loaded"]) is ("shared/gateway/registry.py" in carried)
 
 
 def test_restaging_drops_stale_files_and_keeps_an_unchanged_folder(tmp_path: Path) -> None:
@@ -57,6 +189,196 @@ def test_restaging_drops_stale_files_and_keeps_an_unchanged_folder(tmp_path: Pat
 def test_unknown_function_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"handler\.py"):
         stage_function_asset("no-such-function", assets_dir=tmp_path)
+
+
+def test_every_import_form_is_read(tmp_path: Path) -> None:
+    # Given a module of a package using each way Python has to import
+    _write(
+        tmp_path,
+        {
+            "pkg/sub/mod.py": """
+                import json
+                import pkg.plain
+                from pkg import named
+                from pkg.attrs import CONSTANT
+                from . import sibling
+                from .. import parent_level
+                from ..other.deep import thing
+                import importlib
+                from importlib import import_module
+
+                importlib.import_module("pkg.literal")
+                import_module(".relative_literal", __package__)
+                __import__("pkg.dunder")
+            """
+        },
+    )
+    module = SourceModule("pkg.sub.mod", tmp_path / "pkg/sub/mod.py", is_package=False)
+    # When its facts are read, Then every name is absolute; `from a import b` is a.b (a module or an attribute)
+    facts = module_facts(module)
+    assert facts.imports == {
+        "json",
+        "pkg.plain",
+        "pkg.named",
+        "pkg.attrs.CONSTANT",
+        "pkg.sub.sibling",
+        "pkg.parent_level",
+        "pkg.other.deep.thing",
+        "pkg.literal",
+        "pkg.sub.relative_literal",
+        "pkg.dunder",
+        "importlib",
+        "importlib.import_module",
+    }
+    assert not facts.loads_by_name  # every name it imports is a literal
+
+
+def test_type_checking_imports_are_left_out_and_function_bodies_only_when_asked(tmp_path: Path) -> None:
+    # Given a module with a type-only import and an import inside a function
+    _write(
+        tmp_path,
+        {
+            "pkg/mod.py": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from pkg.types_only import Hint
+                else:
+                    import pkg.at_run_time
+                def later() -> None:
+                    from pkg.when_called import helper
+            """
+        },
+    )
+    module = SourceModule("pkg.mod", tmp_path / "pkg/mod.py", is_package=False)
+    # Then the type-only import never counts (it never runs), the function's import does (it runs when called)
+    assert "pkg.types_only.Hint" not in module_facts(module).imports
+    assert {"pkg.at_run_time", "pkg.when_called.helper"} <= module_facts(module).imports
+    # And looking only at what runs at import (for import cycles), the function body is skipped
+    assert "pkg.when_called.helper" not in module_facts(module, at_import_only=True).imports
+    assert "pkg.types_only.Hint" in module_facts(module, runtime_only=False).imports
+
+
+def test_a_relative_import_above_the_top_package_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path, {"pkg/mod.py": "from ... import nowhere\n"})
+    with pytest.raises(ValueError, match="beyond its top-level package"):
+        module_facts(SourceModule("pkg.mod", tmp_path / "pkg/mod.py", is_package=False))
+
+
+# A catalog shaped as shared/definitions.py will hold it: entries naming "module:attribute", read by two registries
+# that import by name, each from its own package.
+CATALOG_SHAPED_SHARED = {
+    "shared/__init__.py": "",
+    "shared/definitions.py": """
+        CATALOG = (
+            {"id": "alpha", "driver": "shared.providers.alpha:driver", "client": "shared.gateway.alpha:AlphaClient"},
+            {"id": "beta", "driver": "shared.providers.beta:driver", "client": None},
+        )
+    """,
+    "shared/providers/__init__.py": "",
+    "shared/providers/registry.py": """
+        import importlib
+        from shared import definitions
+        def get_driver(provider):
+            module, attribute = next(e["driver"] for e in definitions.CATALOG if e["id"] == provider).split(":")
+            return getattr(importlib.import_module(module), attribute)
+    """,
+    "shared/providers/alpha.py": "from shared.providers import _helpers\n",
+    "shared/providers/_helpers.py": "",
+    "shared/providers/beta.py": "",
+    "shared/providers/unlisted.py": "",
+    "shared/gateway/__init__.py": "",
+    "shared/gateway/registry.py": """
+        import importlib
+        from shared import definitions
+        def client_class(provider):
+            module, name = next(e["client"] for e in definitions.CATALOG if e["id"] == provider).split(":")
+            return getattr(importlib.import_module(module), name)
+    """,
+    "shared/gateway/alpha.py": "",
+    "shared/gateway/beta_unused.py": "",
+}
+
+
+def test_registries_load_the_modules_the_catalog_names_each_from_its_own_package(tmp_path: Path) -> None:
+    # Given a shared package whose registries import the modules a catalog names, and two functions
+    _write(
+        tmp_path,
+        {
+            **CATALOG_SHAPED_SHARED,
+            "functions/receive/handler.py": "from shared.providers.registry import get_driver\n",
+            "functions/refetch/handler.py": "from shared.gateway.registry import client_class\n",
+        },
+    )
+    # When the shared modules each function can import are worked out
+    receive = shared_modules_for(tmp_path / "functions/receive", tmp_path / "shared")
+    refetch = shared_modules_for(tmp_path / "functions/refetch", tmp_path / "shared")
+    # Then the drivers registry brings the drivers the catalog names (and what they import), not the clients the
+    # same catalog names, nor a driver module no entry names
+    assert receive == {
+        "shared",
+        "shared.definitions",
+        "shared.providers",
+        "shared.providers.registry",
+        "shared.providers.alpha",
+        "shared.providers._helpers",
+        "shared.providers.beta",
+    }
+    # And the gateway registry brings the clients it names, not the drivers
+    assert refetch == {
+        "shared",
+        "shared.definitions",
+        "shared.gateway",
+        "shared.gateway.registry",
+        "shared.gateway.alpha",
+    }
+
+
+def test_an_f_string_module_name_loads_any_module_of_its_package(tmp_path: Path) -> None:
+    # Given a registry importing f"shared.gateway.{provider}" (today's gateway registry)
+    _write(
+        tmp_path,
+        {
+            "shared/__init__.py": "",
+            "shared/gateway/__init__.py": "",
+            "shared/gateway/registry.py": """
+                import importlib
+                def client_class(provider):
+                    return importlib.import_module(f"shared.gateway.{provider}")
+            """,
+            "shared/gateway/alpha.py": "",
+            "shared/gateway/beta.py": "",
+            "shared/other.py": "",
+        },
+    )
+    modules = package_modules(tmp_path / "shared")
+    facts = [module_facts(module) for module in modules.values()]
+    # Then that loader can load every module of its package, and nothing outside it
+    assert lazily_loaded_modules(["shared.gateway.registry"], facts, modules) == {
+        "shared.gateway.alpha",
+        "shared.gateway.beta",
+        "shared.gateway.registry",
+    }
+    # And no loader, nothing loaded by name
+    assert lazily_loaded_modules([], facts, modules) == set()
+
+
+def test_a_data_file_travels_with_its_package(tmp_path: Path) -> None:
+    # Given a shared package holding a data file beside its modules, and another package not chosen
+    _write(
+        tmp_path,
+        {
+            "shared/__init__.py": "",
+            "shared/keys/__init__.py": "",
+            "shared/keys/public.pem": "-----BEGIN PUBLIC KEY-----",
+            "shared/keys/.hidden": "",
+            "shared/unused/__init__.py": "",
+            "shared/unused/data.json": "{}",
+        },
+    )
+    # When the chosen modules are copied into an asset
+    _copy_shared_modules({"shared", "shared.keys"}, tmp_path / "asset", tmp_path / "shared")
+    # Then the chosen package's data file is there, the rest is not
+    assert _files(tmp_path / "asset") == {"shared/__init__.py", "shared/keys/__init__.py", "shared/keys/public.pem"}
 
 
 def test_dependency_layer_is_staged_once_even_by_concurrent_synths(tmp_path: Path) -> None:

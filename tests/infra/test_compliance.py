@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
-from infra import definitions
 from infra.nag import MINIMUM_REASON_LENGTH
+from shared import definitions
 
 from .conftest import Synthesized
 

@@ -18,7 +18,6 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
 
-from infra import definitions
 from infra.application import build_app
 from infra.config import SettingsError, StackSettings
 from infra.constructs.secrets import (
@@ -29,7 +28,7 @@ from infra.constructs.secrets import (
     retained_secret,
     secret_arn_map,
 )
-from shared import settings as shared_settings
+from shared import definitions
 
 from .conftest import FORWARD_URL, Synthesized
 from .test_readme_make_targets import recipe
@@ -131,11 +130,6 @@ def test_the_outputs_give_the_cli_the_same_maps(synthesized: Synthesized) -> Non
     assert outputs[definitions.OUTPUT_FORWARD_SECRET]["Value"] == {
         "Ref": synthesized.logical_id(stack.outbox.forward_secret)
     }
-
-
-def test_the_functions_and_the_stack_agree_on_the_variable_names() -> None:
-    assert shared_settings.ENV_SIGNING_SECRETS == definitions.ENV_SIGNING_SECRETS
-    assert shared_settings.ENV_API_KEY_SECRETS == definitions.ENV_API_KEY_SECRETS
 
 
 def test_the_secret_maps_fit_lambdas_environment_with_room_for_the_other_variables(synthesized: Synthesized) -> None:

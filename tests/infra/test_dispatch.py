@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from infra import definitions
+from shared import definitions
 
 from .conftest import Synthesized
 

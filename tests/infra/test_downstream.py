@@ -10,11 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra import definitions
 from infra.application import build_app
 from infra.config import SettingsError
-from shared import forwarding, settings
-from shared.payments import publishing
+from shared import definitions, forwarding
 
 from .conftest import FORWARD_URL, Synthesized
 from .test_dispatch import _get_att, _grants, _rendered
@@ -59,13 +57,6 @@ def test_the_stack_owns_an_event_bus_with_an_archive_of_what_it_published(synthe
     assert archive["Properties"]["SourceArn"] == _get_att(bus_id, "Arn")
     assert archive["Properties"]["RetentionDays"] == definitions.EVENT_BUS_ARCHIVE_RETENTION_DAYS
     assert archive["Properties"]["EventPattern"] == {"source": [definitions.OUTBOX_EVENT_SOURCE]}
-
-
-def test_shared_and_infra_names_agree() -> None:
-    assert publishing.OUTBOX_EVENT_SOURCE == definitions.OUTBOX_EVENT_SOURCE
-    assert publishing.ENV_EVENT_BUS_NAME == definitions.ENV_EVENT_BUS_NAME
-    assert forwarding.ENV_FORWARD_SECRET_NAME == definitions.ENV_FORWARD_SECRET_NAME
-    assert settings.ENV_CONTROL_TABLE == definitions.ENV_CONTROL_TABLE
 
 
 # ---------------------------------------------------------------------------------------------------- the Pipes

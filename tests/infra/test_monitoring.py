@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from infra import definitions
 from infra.constructs import monitoring
+from shared import definitions
 
 from .conftest import Synthesized
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra import definitions
 from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS
+from shared import definitions
 
 from .conftest import Synthesized
 from .test_packaging import RUNTIME_ENVIRONMENT, UNREACHABLE_ENDPOINT, _asset, _run_in_lambda_like_interpreter

@@ -34,7 +34,6 @@ from typing import Any
 import pytest
 from constructs import IConstruct
 
-from infra import definitions
 from infra.constructs.python_function import ARCHITECTURE, RUNTIME
 from infra.dependency_layer import (
     GLIBC,
@@ -48,6 +47,7 @@ from infra.dependency_layer import (
     layer_requirements,
     normalize,
 )
+from shared import definitions
 
 from .conftest import Synthesized
 

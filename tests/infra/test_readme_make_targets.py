@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from infra import definitions
+from shared import definitions
 
 pytestmark = [pytest.mark.infra]
 

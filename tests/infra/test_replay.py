@@ -14,8 +14,8 @@ from moto import mock_aws
 
 from inbox_local.resources import inbox_table_spec
 from inbox_local.step_functions import install as install_step_functions_limits
-from infra import definitions
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
+from shared import definitions
 from shared.inbox.model import EventStatus, open_status_value
 
 from .conftest import Synthesized

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra import definitions
 from infra.application import build_app
 from infra.config import SettingsError
 from infra.constructs.inbox_storage import BODY_EXPIRY_MARGIN_DAYS
+from shared import definitions
 
 # One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -47,6 +47,8 @@ def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
         ("archive_expiration_days", 90),  # not after the last storage-class transition
         ("archive_redact_fields", "email;cpf"),
         ("alarm_email", "not-an-address"),
+        ("inbox_warm_write_units", 4000),  # what a new on-demand table has already
+        ("inbox_warm_write_units", "many"),
     ],
 )
 def test_invalid_context_values_fail(key: str, value: object) -> None:
@@ -65,6 +67,7 @@ def test_context_values_reach_the_function_and_the_names() -> None:
             "archive_expiration_days": 400,
             "archive_redact_fields": "email,cpf",
             "alarm_email": "oncall@example.com",
+            "inbox_warm_write_units": "30000",
         }
     )
     assert stack.stack_name == "InboxStaging"
@@ -90,6 +93,11 @@ def test_context_values_reach_the_function_and_the_names() -> None:
         assert function["Properties"]["Layers"] == [{"Ref": layer_id}]  # the stack's own, built from uv.lock
     table = resource(stack.storage.table)
     assert table["Properties"]["TimeToLiveSpecification"]["AttributeName"] == definitions.INBOX_TTL_ATTRIBUTE
+    # pre-warmed for a peak (docs/scale.md): the table and every index it writes at ingest
+    assert table["Properties"]["WarmThroughput"] == {"WriteUnitsPerSecond": 30000}
+    indexes = table["Properties"]["GlobalSecondaryIndexes"]
+    assert len(indexes) == len(definitions.INBOX_GLOBAL_INDEXES)
+    assert all(index["WarmThroughput"] == {"WriteUnitsPerSecond": 30000} for index in indexes)
     bucket = resource(stack.storage.body_bucket)
     expiry = [
         rule["ExpirationInDays"]

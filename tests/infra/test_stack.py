@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from infra import definitions
+from shared import definitions
 
 from .conftest import Synthesized
 
@@ -60,6 +60,9 @@ def test_inbox_table_matches_definitions(synthesized: Synthesized) -> None:
         }
     ).test(table)
     assert not result.has_failed(), result.render_mismatch()
+    # warm throughput is opt-in (context inbox_warm_write_units, docs/scale.md): nothing pre-warmed by default
+    assert "WarmThroughput" not in table["Properties"]
+    assert all("WarmThroughput" not in index for index in table["Properties"]["GlobalSecondaryIndexes"])
 
 
 def test_inbox_indexes_match_definitions(synthesized: Synthesized) -> None:

@@ -12,11 +12,10 @@ from botocore.exceptions import ClientError
 
 from inbox_local import aws_limits
 from inbox_local.queue_mapping import QueueMapping
-from infra import definitions
+from shared import definitions
 from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore, to_attributes
 from shared.providers import NormalizedEvent, WebhookRequest
-from shared.settings import INLINE_BODY_LIMIT_BYTES
 
 MIB = 1_048_576
 
@@ -262,7 +261,7 @@ def test_a_body_at_the_inline_threshold_still_fits_its_item(aws_world: Any) -> N
     # Given a verified delivery whose body is exactly the largest kept inline, with a long odd event id, a long
     # resource id, replay headers and kept query parameters
     moment = datetime(2026, 1, 1, tzinfo=UTC)
-    body = b"x" * INLINE_BODY_LIMIT_BYTES
+    body = b"x" * definitions.INLINE_BODY_LIMIT_BYTES
     event_id, resource_id = "evt é " + "e" * 500, "pay ç " + "r" * 500
     event = NormalizedEvent(event_id, "payment.paid", resource_id, moment, "paid", 10**12, "BRL")
     headers = {f"webhook-h{index}": "v" * 1000 for index in range(8)}

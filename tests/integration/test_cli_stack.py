@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from inbox_cli.main import cli
 from inbox_local.config import LocalNames
 from inbox_local.resources import provision
-from infra import definitions
+from shared import definitions
 from tests.integration.operations_support import store_event_at
 
 STACK_NAME = "WebhookInboxProd"

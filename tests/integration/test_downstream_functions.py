@@ -15,11 +15,10 @@ from functions.forwarder import handler as forwarder_handler
 from functions.publisher import handler as publisher_handler
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.stream_reader import StreamReader
-from shared import forwarding
+from shared import definitions, forwarding
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, forward_stream_batch
 from shared.payments.outbox import published_event
 from shared.payments.publishing import BusPublisher, PublishFailed, outbox_events, publish_outbox_batch
-from shared.settings import ENV_CONTROL_TABLE
 from tests.integration.test_outbox import (
     PREVIOUS_SECRET,
     SECRET,
@@ -215,9 +214,9 @@ def test_the_forwarder_handler_signs_with_both_secrets_of_its_secrets_manager_pa
     aws_world.session.client("secretsmanager").create_secret(
         Name="stack/forward-signing", SecretString=json.dumps({"current": SECRET, "previous": PREVIOUS_SECRET})
     )
-    monkeypatch.setenv(forwarding.ENV_FORWARD_URL, receiver.url)
-    monkeypatch.setenv(forwarding.ENV_FORWARD_SECRET_NAME, "stack/forward-signing")
-    monkeypatch.setenv(ENV_CONTROL_TABLE, aws_world.names.control_table)
+    monkeypatch.setenv(definitions.ENV_FORWARD_URL, receiver.url)
+    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET_NAME, "stack/forward-signing")
+    monkeypatch.setenv(definitions.ENV_CONTROL_TABLE, aws_world.names.control_table)
     monkeypatch.setattr("shared.forwarding._dynamodb", lambda: aws_world.session.client("dynamodb"))
     # When the handler gets the Pipe's batch
     answer = forwarder_handler.lambda_handler(stream_records(aws_world), lambda_context)
@@ -234,8 +233,8 @@ def test_a_missing_forwarding_secret_fails_the_batch_without_sending(
     aws_world: Any, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     three_payments(aws_world)
-    monkeypatch.setenv(forwarding.ENV_FORWARD_URL, receiver.url)
-    monkeypatch.setenv(forwarding.ENV_FORWARD_SECRET_NAME, "stack/absent")
+    monkeypatch.setenv(definitions.ENV_FORWARD_URL, receiver.url)
+    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET_NAME, "stack/absent")
     from shared.secrets import SecretUnavailable
 
     with pytest.raises(SecretUnavailable):

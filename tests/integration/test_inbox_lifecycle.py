@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import LIFECYCLE, EventStatus, Write, text
+from shared.inbox.lifecycle import LIFECYCLE, EventStatus, Write, text_value
 from shared.inbox.store import InboxStore, PutOutcome, to_attributes
 from shared.payments.status import PaymentStatus
 from shared.process.service import Outcome
@@ -50,11 +50,11 @@ def request_of(write: Write, source: EventStatus) -> dict[str, Any]:
             return lifecycle.redispatch_update(group_id="g", now="t1", seen_dispatch_id="d0", quiet_since="t0")
         case Write.REPLAY:  # the replay selects the status it read
             return lifecycle.replay_update(
-                selected=text(source.value),
-                open_status=text(lifecycle.open_status_value(EventStatus.PENDING, PK)),
-                dispatch_id=text(lifecycle.new_dispatch_id()),
-                now=text("t1"),
-                replayed_by=text("arn:execution"),
+                selected=text_value(source.value),
+                open_status=text_value(lifecycle.open_status_value(EventStatus.PENDING, PK)),
+                dispatch_id=text_value(lifecycle.new_dispatch_id()),
+                now=text_value("t1"),
+                replayed_by=text_value("arn:execution"),
             )
     raise AssertionError(write)
 

@@ -35,6 +35,7 @@ from inbox_local.config import LocalNames, function_environment, signing_secret
 from inbox_local.faults import FaultInjector
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.resources import provision
+from inbox_local.senders import sender_for
 from inbox_local.server import api_gateway_event
 from shared import aws
 from shared.inbox.store import InboxStore
@@ -58,12 +59,12 @@ def secret_of(provider: str) -> str:
 
 
 def _sample_request(provider: str) -> WebhookRequest:
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     try:
-        body = driver.sample_body(event_id="evt_x", resource_id="res_x", status="paid", amount=100, occurred_at=0)
+        body = sender.sample_body(event_id="evt_x", resource_id="res_x", status="paid", amount=100, occurred_at=0)
     except ValueError:
         body = b"{}"
-    return driver.sign(body, secret_of(provider), now=int(time.time()), event_id="evt_x")
+    return sender.sign(body, secret_of(provider), now=int(time.time()), event_id="evt_x")
 
 
 # The names gateways put signatures, tokens and ids in, so that random values land where verification looks.
@@ -133,7 +134,7 @@ raw_bodies = st.one_of(
 @st.composite
 def provider_shaped(draw: st.DrawFn, provider: str) -> bytes:
     """The provider's own sample notification with random values, sometimes with a random field changed."""
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     identifiers = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=24)
     fields: dict[str, Any] = {
         "event_id": draw(identifiers),
@@ -142,9 +143,9 @@ def provider_shaped(draw: st.DrawFn, provider: str) -> bytes:
         "occurred_at": draw(st.integers(min_value=1_500_000_000, max_value=2_000_000_000)),
     }
     try:
-        body = driver.sample_body(status=draw(st.sampled_from(STATUSES)), **fields)
+        body = sender.sample_body(status=draw(st.sampled_from(STATUSES)), **fields)
     except ValueError:  # no sample for that status: this driver's paid one
-        body = driver.sample_body(status="paid", **fields)
+        body = sender.sample_body(status="paid", **fields)
     if draw(st.booleans()):
         key, value = draw(st.sampled_from(JSON_KEYS)), draw(json_values)
         try:
@@ -286,7 +287,7 @@ def _wrong_secret(provider: str, secret: str, body: bytes) -> WebhookRequest:
     ]
     for candidate in candidates:
         try:
-            return get_driver(provider).sign(body, candidate, now=int(time.time()))
+            return sender_for(provider).sign(body, candidate, now=int(time.time()))
         except ValueError:
             continue
     raise AssertionError(f"no wrong secret of the right format for {provider}")
@@ -296,7 +297,8 @@ def _wrong_secret(provider: str, secret: str, body: bytes) -> WebhookRequest:
 @FUZZ
 @given(data=st.data())
 def test_a_forged_delivery_is_never_stored(inbox, provider, data):
-    driver, secret, now = get_driver(provider), secret_of(provider), int(time.time())
+    sender = sender_for(provider)
+    secret, now = secret_of(provider), int(time.time())
     body = data.draw(bodies_for(provider))
     kind = data.draw(st.sampled_from(["wrong secret", "other provider", "stale", "tampered", "stripped"]))
     event(kind)
@@ -305,14 +307,14 @@ def test_a_forged_delivery_is_never_stored(inbox, provider, data):
         request = _wrong_secret(provider, secret, body)
     elif kind == "other provider":
         other = data.draw(st.sampled_from([p for p in PROVIDERS if p != provider]))
-        request = get_driver(other).sign(body, secret_of(other), now=now)
+        request = sender_for(other).sign(body, secret_of(other), now=now)
     elif kind == "stale":  # signed, but too long ago or too far ahead
         skew = data.draw(st.integers(min_value=TOLERANCE_SECONDS + 60, max_value=10**7)) * data.draw(
             st.sampled_from([-1, 1])
         )
-        request = driver.sign(body, secret, now=now + skew)
+        request = sender.sign(body, secret, now=now + skew)
     elif kind == "tampered":  # signed, then the body changed
-        signed = driver.sign(body, secret, now=now)
+        signed = sender.sign(body, secret, now=now)
         position = data.draw(st.integers(min_value=0, max_value=max(0, len(signed.body) - 1)))
         changed = (
             signed.body[:position] + bytes([signed.body[position] ^ 0x01]) + signed.body[position + 1 :]
@@ -321,7 +323,7 @@ def test_a_forged_delivery_is_never_stored(inbox, provider, data):
         )
         request = WebhookRequest(body=changed, headers=signed.headers, query=signed.query)
     else:  # signed, then one of the signing headers or query parameters removed
-        signed = driver.sign(body, secret, now=now)
+        signed = sender.sign(body, secret, now=now)
         names = sorted(name for name in signed.headers if name not in {"content-type", "user-agent"})
         params = sorted(signed.query)
         if not names and not params:
@@ -353,7 +355,7 @@ def test_a_forged_delivery_is_never_stored(inbox, provider, data):
 def test_a_validly_signed_delivery_is_stored_exactly_once(inbox, provider, data):
     # Given any body, signed by the provider's own scheme with the configured secret
     body = data.draw(bodies_for(provider))
-    request = get_driver(provider).sign(body, secret_of(provider), now=int(time.time()))
+    request = sender_for(provider).sign(body, secret_of(provider), now=int(time.time()))
     as_base64 = data.draw(st.booleans())
     if not verifies(provider, request):
         # A body this provider cannot sign (Adyen signs inside a notification): it is not signed, so not stored
@@ -378,7 +380,7 @@ def test_only_a_storage_failure_answers_5xx_and_then_nothing_is_kept(inbox, prov
     body = data.draw(bodies_for(provider))
     signed = data.draw(st.booleans())
     request = (
-        get_driver(provider).sign(body, secret_of(provider), now=int(time.time()))
+        sender_for(provider).sign(body, secret_of(provider), now=int(time.time()))
         if signed
         else WebhookRequest(body=body, headers=data.draw(random_headers), query=data.draw(random_query))
     )

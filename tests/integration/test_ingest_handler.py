@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from functions.ingest.handler import lambda_handler
 from inbox_local.config import DEV_SECRETS
 from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.senders import sender_for
 from inbox_local.server import (
     LAMBDA_MAX_SYNC_REQUEST_BYTES,
     api_gateway_event,
@@ -39,13 +40,13 @@ def signed_delivery(
     now: int | None = None,
     secret: str | None = None,
 ) -> WebhookRequest:
-    driver = get_driver(provider)
+    sender = sender_for(provider)
     now = int(time.time()) if now is None else now
     if body is None:
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id=event_id, resource_id=resource_id, status=status, amount=1990, occurred_at=now
         )
-    return driver.sign(body, secret or DEV_SECRETS[provider], now=now, event_id=event_id)
+    return sender.sign(body, secret or DEV_SECRETS[provider], now=now, event_id=event_id)
 
 
 def deliver(provider: str, request: WebhookRequest, *, method: str = "POST") -> tuple[int, dict[str, Any]]:
@@ -154,11 +155,11 @@ def _api_event(provider: str, body: bytes, headers: dict[str, str], method: str 
 
 
 def _stripe_headers(body: bytes, *, now: int, secret: str = DEV_SECRETS["stripe"]) -> dict[str, str]:
-    return get_driver("stripe").sign(body, secret, now=now).headers
+    return sender_for("stripe").sign(body, secret, now=now).headers
 
 
 def _stripe_body(now: int) -> bytes:
-    return get_driver("stripe").sample_body(
+    return sender_for("stripe").sample_body(
         event_id="evt_t", resource_id="pi_t", status="paid", amount=100, occurred_at=now
     )
 
@@ -387,7 +388,7 @@ def test_health_answers_once_configured(aws_world):
 
 def test_logs_never_carry_the_body_or_the_secret(aws_world, caplog):
     # Given a delivery whose body carries personal data
-    driver = get_driver("standard")
+    sender = sender_for("standard")
     body = json.dumps(
         {
             "type": "payment.updated",
@@ -395,7 +396,7 @@ def test_logs_never_carry_the_body_or_the_secret(aws_world, caplog):
             "data": {"id": "pay_pii", "status": "paid", "email": "maria@example.com"},
         }
     ).encode()
-    request = driver.sign(body, DEV_SECRETS["standard"], now=int(time.time()), event_id="msg_pii")
+    request = sender.sign(body, DEV_SECRETS["standard"], now=int(time.time()), event_id="msg_pii")
     # When it is received and logged (at INFO)
     deliver("standard", request)
     deliver(
@@ -439,7 +440,7 @@ def test_query_parameters_the_driver_does_not_name_are_never_stored(aws_world):
 def test_a_secret_repeated_in_the_body_is_redacted_from_what_is_stored(aws_world):
     # Given a Hotmart delivery whose body repeats the account's token, as Hotmart's 2.0.0 bodies do
     sample = json.loads(
-        get_driver("hotmart").sample_body(
+        sender_for("hotmart").sample_body(
             event_id="evt_hot", resource_id="HP123", status="paid", amount=1990, occurred_at=int(time.time())
         )
     )

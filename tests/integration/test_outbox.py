@@ -16,8 +16,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from inbox_local.outbox_publisher import OutboxPublisher
-from infra import definitions
-from shared import forwarding
+from shared import definitions, forwarding
 from shared.forwarding import DeliveryFailed, Forwarder
 from shared.inbox.store import from_attributes
 from shared.payments import outbox
@@ -175,9 +174,9 @@ def receiver() -> Iterator[Receiver]:
 
 def forwarder_to(url: str, *, max_attempts: int = 3) -> Forwarder:
     environ = {
-        forwarding.ENV_FORWARD_URL: url,
-        forwarding.ENV_FORWARD_SECRET: SECRET,
-        forwarding.ENV_FORWARD_SECRET_PREVIOUS: PREVIOUS_SECRET,
+        definitions.ENV_FORWARD_URL: url,
+        definitions.ENV_FORWARD_SECRET: SECRET,
+        definitions.ENV_FORWARD_SECRET_PREVIOUS: PREVIOUS_SECRET,
     }
     found = Forwarder.from_environ(environ)
     assert found is not None
@@ -271,11 +270,3 @@ def test_a_publisher_crash_mid_way_resumes_without_loss_or_duplicates(aws_world:
     assert receiver.requests == 13  # exactly the one event whose checkpoint was lost is sent twice, same id
     assert_each_payment_in_order(receiver.order)
     assert len(restarted.published) == 7  # the one whose checkpoint was lost, then the rest
-
-
-def test_forwarding_names_agree_with_the_definitions() -> None:
-    assert forwarding.ENV_FORWARD_URL == definitions.ENV_FORWARD_URL
-    assert forwarding.ENV_FORWARD_SECRET == definitions.ENV_FORWARD_SECRET
-    assert forwarding.ENV_FORWARD_SECRET_PREVIOUS == definitions.ENV_FORWARD_SECRET_PREVIOUS
-    assert outbox.ENV_OUTBOX_TABLE == definitions.ENV_OUTBOX_TABLE
-    assert outbox.OUTBOX_RETENTION_SECONDS == definitions.OUTBOX_RETENTION_DAYS * 86_400

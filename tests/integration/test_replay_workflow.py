@@ -27,7 +27,6 @@ from inbox_local.pipe import StreamPipe
 from inbox_local.replay import REPLAY_ROLE_ARN, ensure_replay_state_machine
 from inbox_local.resources import provision
 from inbox_local.step_functions import install as install_step_functions_limits
-from infra import definitions
 from infra.replay_definition import (
     EXECUTION_HISTORY_EVENTS,
     EXECUTION_HISTORY_LIMIT,
@@ -39,6 +38,7 @@ from infra.replay_definition import (
     replay_definition,
     table_placeholder,
 )
+from shared import definitions
 from shared.inbox import lifecycle
 from shared.inbox.model import EventStatus, iso_utc, open_status_value
 from shared.inbox.store import from_attributes, to_attributes
@@ -418,11 +418,11 @@ def test_the_workflows_replay_and_the_owners_replay_write_leave_the_same_item(wo
     report = world.replay(provider="stripe", event_ids=(by_workflow.partition("#")[2],))
     assert report.counts["replayed"] == 1
     update = lifecycle.replay_update(
-        selected=lifecycle.text("failed"),
-        open_status=lifecycle.text(open_status_value(EventStatus.PENDING, by_owner)),
-        dispatch_id=lifecycle.text(str(uuid.uuid4())),
-        now=lifecycle.text(iso_utc(datetime.now(UTC))),
-        replayed_by=lifecycle.text(report.execution_arn),
+        selected=lifecycle.text_value("failed"),
+        open_status=lifecycle.text_value(open_status_value(EventStatus.PENDING, by_owner)),
+        dispatch_id=lifecycle.text_value(str(uuid.uuid4())),
+        now=lifecycle.text_value(iso_utc(datetime.now(UTC))),
+        replayed_by=lifecycle.text_value(report.execution_arn),
     )
     world.dynamodb.update_item(TableName=world.names.inbox_table, Key={"pk": {"S": by_owner}}, **update)
     # Then both items are the same, but for what is each one's own (key, shard) or each write's own (id, time)

@@ -14,10 +14,11 @@ import pytest
 from moto import mock_aws
 
 from inbox_cli.target import Target
+from shared.definitions import ENV_API_KEY_SECRETS, ENV_SIGNING_SECRETS
 from shared.gateway.base import GatewayRejected
 from shared.gateway.registry import ApiKeySource
 from shared.secrets import SecretUnavailable, SigningSecretSource, secret_id
-from shared.settings import ENV_API_KEY_SECRETS, ENV_SIGNING_SECRETS, ConfigurationError, IngestSettings, text_map
+from shared.settings import ConfigurationError, IngestSettings, text_map
 
 GENERATED_NAME = "SigningSecretsStripeSigningSecret94F75F72-AbCdEfGhIjKl"  # the shape CloudFormation gives
 

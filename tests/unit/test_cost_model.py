@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, replace
+
 import pytest
 from click.testing import CliRunner
 
-from inbox_cli.cost import Assumptions, monthly_cost
+from inbox_cli.cost import Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
 from inbox_cli.main import cli
 
 
@@ -59,3 +62,131 @@ def test_downstream_is_priced_and_forwarding_off_costs_less():
     assert busier["lines"]["EventBridge bus events + archive"] == pytest.approx(
         2 * with_forwarding["lines"]["EventBridge bus events + archive"], rel=0.02
     )
+
+
+# ------------------------------------------------------------------------------------ measured, not assumed
+
+MEASURED_ITEM_SIZES = {
+    "measured_at": "2026-12-01T12:00:00+00:00",
+    "scenario": {
+        "provider": "stripe",
+        "body_bytes": 1863,
+        "events": 100,
+        "deliveries_per_event": 1.9,
+        "transitions_per_event": 0.5,
+        "forwarding": False,
+    },
+    "per_event": {
+        "write_units_ingest": 5.0,
+        "write_units_per_duplicate_delivery": 3.0,
+        "write_units_processing": 9.0,
+        "write_units_outbox": 1.0,
+        "write_units_forwarding_checkpoints": 0.5,
+        "read_units_processing": 2.5,
+        "pipe_events": 1.0,
+        "processor_invocations": 0.5,
+        "sqs_requests": 1.5,
+        "log_bytes_ingest_per_delivery": 700.0,
+        "log_bytes_processor": 700.0,
+        "transitions": 0.5,
+    },
+    "item_bytes_median": {"inbox item after processor Update": 2600, "inbox/events-by-resource entry": 300},
+}
+
+
+def _results(tmp_path, item_sizes=MEASURED_ITEM_SIZES):
+    path = tmp_path / "latest.json"
+    path.write_text(json.dumps({"measured_at": "x", **({"item_sizes": item_sizes} if item_sizes else {})}))
+    return path
+
+
+def test_measured_figures_are_read_per_event_and_per_transition(tmp_path):
+    # Given a measurement of 0.5 transitions per event, 1 outbox write unit per event
+    usage = measured_usage(_results(tmp_path))
+    # Then the per-event figures are the measurement's, and the outbox's are per transition
+    assert usage is not None
+    assert usage.write_units_processing == 9.0
+    assert usage.write_units_outbox_per_transition == 2.0
+    assert usage.write_units_forwarding_per_transition == 1.0
+    assert usage.source.startswith("measured (latest.json, item_sizes, 2026-12-01T12:00:00+00:00: 100 stripe events")
+    # And the scenario's body size and transitions become the assumptions priced with them
+    assumptions = measured_assumptions(_results(tmp_path))
+    assert assumptions.body_kb == 1.82
+    assert assumptions.transitions_per_event == 0.5
+
+
+def test_without_a_measurement_the_model_says_it_assumed(tmp_path):
+    assert measured_usage(_results(tmp_path, item_sizes=None)) is None
+    assert measured_usage(tmp_path / "absent.json") is None
+    report = monthly_cost(1_000_000, "us-east-1")
+    assert report["per_event_figures"].startswith("assumed")
+
+
+def test_the_priced_lines_follow_the_measured_figures(tmp_path):
+    # Given the measurement, and the same with twice the processor's write units
+    usage = measured_usage(_results(tmp_path))
+    assert usage is not None
+    doubled = replace(usage, write_units_processing=2 * usage.write_units_processing)
+    base = monthly_cost(1_000_000, "us-east-1", Assumptions(), usage)
+    more = monthly_cost(1_000_000, "us-east-1", Assumptions(), doubled)
+    # Then that line doubles and nothing else moves
+    line = "DynamoDB writes (processing, transactions)"
+    assert more["lines"][line] == pytest.approx(2 * base["lines"][line])
+    assert {k: v for k, v in more["lines"].items() if k != line} == {
+        k: v for k, v in base["lines"].items() if k != line
+    }
+    assert base["per_event_figures"] == usage.source
+
+
+def test_duplicate_deliveries_cost_their_failed_conditional_puts():
+    once = monthly_cost(1_000_000, "us-east-1", Assumptions(deliveries_per_event=1.0))
+    twice = monthly_cost(1_000_000, "us-east-1", Assumptions(deliveries_per_event=2.0))
+    usage = assumed_usage(Assumptions())
+    extra = twice["lines"]["DynamoDB writes (ingest)"] - once["lines"]["DynamoDB writes (ingest)"]
+    assert extra == pytest.approx(1_000_000 * usage.write_units_per_duplicate / 1e6 * 0.625, rel=0.01)
+
+
+def test_forwarding_off_drops_the_forwarders_checkpoints():
+    on = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=True))
+    off = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=False))
+    assert on["lines"]["Forwarding checkpoints (control table)"] > 0
+    assert off["lines"]["Forwarding checkpoints (control table)"] == 0
+
+
+# The measurement and the fallback formulas may differ by this much before one of them is out of date: the formulas
+# round item sizes to whole kilobytes and take batch sizes as averages.
+AGREEMENT = 0.10
+
+
+def test_the_assumptions_agree_with_the_last_committed_measurement():
+    # Given the measurement committed in bench/results/latest.json (make bench, section item_sizes)
+    measured = measured_usage()
+    assert measured is not None, "bench/results/latest.json has no item_sizes section: run `python -m bench item_sizes`"
+    # When the fallback formulas are evaluated for the measured scenario (its body size and transitions)
+    assumed = assumed_usage(measured_assumptions())
+    # Then every per-event figure agrees within AGREEMENT: otherwise the code's writes changed and either the
+    # measurement is stale (re-run it) or the formulas are (update Assumptions / assumed_usage)
+    disagreements = {
+        name: (getattr(assumed, name), value)
+        for name, value in asdict(measured).items()
+        if name not in ("source",) and abs(getattr(assumed, name) - value) > AGREEMENT * max(abs(value), 1e-9)
+    }
+    assert not disagreements, f"(assumed, measured) per event: {disagreements}"
+
+
+def test_the_command_states_the_scenario_and_where_the_figures_come_from():
+    result = CliRunner().invoke(cli, ["cost", "--events-per-month", "1000000"])
+    assert result.exit_code == 0, result.output
+    assert "scenario:" in result.output
+    assert "deliveries per event" in result.output
+    assert "transitions per event" in result.output
+    assert "per-event figures: measured" in result.output
+    assert "with forwarding off: $" in result.output  # the other half of the scenario, priced alike
+    as_json = json.loads(CliRunner().invoke(cli, ["cost", "--json"]).output)
+    assert {"variable_per_million_events", "fixed_per_month", "scenario", "per_event_figures"} <= set(as_json)
+
+
+def test_another_body_size_prices_with_the_formulas_and_says_so():
+    result = CliRunner().invoke(cli, ["cost", "--body-kb", "8"])
+    assert result.exit_code == 0, result.output
+    assert "per-event figures: assumed" in result.output

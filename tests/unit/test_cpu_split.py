@@ -33,7 +33,7 @@ STDLIB = "/usr/lib/python3.11"
     [
         ("/work/repo/shared/ingest.py", OURS_PRODUCT),
         ("/work/repo/functions/process/handler.py", OURS_PRODUCT),
-        ("/work/repo/infra/definitions.py", OURS_PRODUCT),
+        ("/work/repo/shared/definitions.py", OURS_PRODUCT),
         ("/work/repo/inbox_local/server.py", OURS_GLUE),
         ("/work/repo/inbox_local/embedded_aws.py", OURS_GLUE),  # in the stack process; its own process is AWS
         (f"{SITE}/moto/dynamodb/models/table.py", EMBEDDED_AWS),

@@ -1,4 +1,4 @@
-"""The local stack's fault injection (inbox_local/faults.py) and the chaos schedule (inbox_cli/chaos.py), without a
+"""The local stack's fault injection (inbox_local/faults.py) and the chaos schedule (inbox_cli/chaos/), without a
 stack: the draws, the wrappers, the admin route, the schedule's reproducibility, the report."""
 
 from __future__ import annotations
@@ -9,14 +9,10 @@ from typing import Any
 
 import pytest
 
-from inbox_cli.chaos import (
-    UNKNOWN_UNTIL_REVEALED,
-    ChaosReport,
-    DeliveryLog,
-    Invariant,
-    build_schedule,
-    render_chaos,
-)
+from inbox_cli.chaos.deliveries import DeliveryLog
+from inbox_cli.chaos.invariants import Invariant
+from inbox_cli.chaos.report import ChaosReport, ProviderFigures, render_chaos
+from inbox_cli.chaos.schedule import UNKNOWN_UNTIL_REVEALED, build_schedule
 from inbox_cli.simulate import Delivery
 from inbox_local.faults import ADMIN_PATH, FaultInjector, FaultKind, InjectedCrash, keyed_draw
 from inbox_local.gateway_simulator import GatewaySimulator
@@ -261,6 +257,18 @@ def test_the_schedule_follows_from_the_seed_alone():
     assert first.slow_seconds > 5.0
 
 
+def test_only_payments_of_a_provider_with_an_api_are_unknown_to_it():
+    # Given a run whose even payments are of providers ordered by event time (no API to be unknown to)
+    refetched = [index % 2 == 1 for index in range(40)]
+    # When its schedule is built
+    schedule = build_schedule(3, payments=40, rounds=5, max_attempts=3, refetched=refetched)
+    # Then no payment without an API is unknown, and one with an API stays unknown until revealed
+    assert all(schedule.unknown_fetches[index] == 0 for index in range(0, 40, 2))
+    assert UNKNOWN_UNTIL_REVEALED in schedule.unknown_fetches[1::2]
+    with pytest.raises(ValueError, match="names 3 payments"):
+        build_schedule(3, payments=40, rounds=5, max_attempts=3, refetched=[True] * 3)
+
+
 def test_payments_outlasting_every_attempt_only_when_the_stack_gives_up_quickly():
     quick = build_schedule(1, payments=10, rounds=5, max_attempts=3)
     # (at least one, unknown until the harness reveals it: the replay path is always taken)
@@ -273,10 +281,13 @@ def test_the_delivery_log_counts_concurrent_pairs_once_and_knows_what_was_acknow
     log = DeliveryLog()
     pair = Delivery("stripe", "pi_1", "payment_intent.created", b'{"id": "evt_1"}', 0, copies=2, concurrent=True)
     lost = Delivery("asaas", "pay_1", "PAYMENT_CREATED", b'{"id": "evt_2"}', 0, copies=1, concurrent=False)
-    log.delivered(pair, 200)
-    log.delivered(pair, 503)
-    log.delivered(lost, 503)
+    log.delivered(pair, [200])
+    log.delivered(pair, [503, 503, 201])
+    log.delivered(lost, [503] * 5)
     assert log.concurrent_pairs == 1 and log.sends == 3
+    # And every attempt the ingest refused is counted for its provider
+    assert log.refused_by_provider == {"stripe": 2, "asaas": 5}
+    assert log.sends_by_provider == {"stripe": 2, "asaas": 1}
     assert [sent.resource_id for sent in log.acknowledged()] == ["pi_1"]
     assert [sent.resource_id for sent in log.unacknowledged()] == ["pay_1"]
     assert log.resource_ids() == {("stripe", "pi_1"), ("asaas", "pay_1")}
@@ -306,8 +317,17 @@ def test_the_report_fits_one_screen_and_says_how_to_reproduce_it():
         statuses={"processed": 4, "ignored": 6},
         invariants=[Invariant("holds", True, "1/1"), Invariant("breaks", False, "0/1", [{"pk": "stripe#evt_9"}])],
         elapsed_seconds=3.0,
+        by_provider={
+            "stripe": ProviderFigures(payments=2, webhooks=6, sends=9, refused=1, gateway_faults={"gateway_error": 3}),
+            "kiwify": ProviderFigures(payments=1, webhooks=2, sends=2, failed_before_replay=1, recovered_by_replay=1),
+        },
     )
     text = render_chaos(report)
+    # (one line per provider, with its gateway faults and what failed and was replayed)
+    stripe = next(line for line in text.splitlines() if line.strip().startswith("stripe"))
+    assert stripe.split()[:5] == ["stripe", "2", "6", "9", "1"] and "3/0/0/0" in stripe
+    kiwify = next(line for line in text.splitlines() if line.strip().startswith("kiwify"))
+    assert "1->1" in kiwify
     assert len(text.splitlines()) <= 40
     assert "PASS  holds" in text and "FAIL  breaks" in text and "stripe#evt_9" in text
     assert text.splitlines()[-1].startswith("Verdict: FAIL") and "--seed 42 --payments 300" in text

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 from moto.events.models import EventPattern
 
-from infra import definitions
-from shared.payments import model as payment_model
+from shared import definitions
 from shared.retention import (
-    ARCHIVE_KEY_PREFIX,
     REDACTED,
     archive_key,
     archived_body,
@@ -22,7 +20,6 @@ from shared.retention import (
     partition_of,
     redact,
 )
-from shared.sweeper import DEFAULT_STALE_AFTER_SECONDS
 
 PII = frozenset({"email", "cpf", "name"})
 
@@ -134,14 +131,3 @@ def test_the_archive_filter_passes_ttl_deletions_only():
     assert not passes_archive_filter({**ttl_removal, "userIdentity": {"type": "IAMUser", "principalId": "ops"}})
     assert not passes_archive_filter({"eventName": "REMOVE", "dynamodb": {"OldImage": {}}})  # an operator's delete
     assert not passes_archive_filter({**ttl_removal, "eventName": "MODIFY"})
-
-
-def test_values_the_lambdas_carry_agree_with_the_stacks_definitions():
-    assert ARCHIVE_KEY_PREFIX == definitions.ARCHIVE_KEY_PREFIX
-    assert DEFAULT_STALE_AFTER_SECONDS == definitions.DEFAULT_STALE_AFTER_SECONDS
-    assert payment_model.RECONCILE_INDEX == definitions.RECONCILE_INDEX
-    assert payment_model.RECONCILE_KEY == definitions.RECONCILE_INDEX_PK
-    assert payment_model.CHECKED_AT == definitions.RECONCILE_INDEX_SK
-    assert definitions.PAYMENTS_GLOBAL_INDEXES == (
-        (definitions.RECONCILE_INDEX, definitions.RECONCILE_INDEX_PK, definitions.RECONCILE_INDEX_SK),
-    )

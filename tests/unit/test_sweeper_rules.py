@@ -6,8 +6,10 @@ import random
 
 import pytest
 
-from infra import definitions
-from shared.payments.model import CHECKED_AT, RECONCILE_KEY, Payment
+from shared import definitions
+from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
+from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
+from shared.payments.model import Payment
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
 from shared.process.service import (
     MAX_BACKOFF_SECONDS,

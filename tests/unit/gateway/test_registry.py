@@ -17,9 +17,10 @@ from moto import mock_aws
 from shared.gateway import registry
 from shared.gateway.asaas import AsaasClient
 from shared.gateway.base import GatewayRejected, GatewayUnavailable
-from shared.gateway.breaker import CircuitBreaker, GuardedClient
+from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.registry import ApiKeySource, build_gateway_client, gateway_client
 from shared.gateway.stripe import StripeClient
+from shared.settings import ConfigurationError
 
 
 @pytest.fixture(autouse=True)
@@ -73,6 +74,23 @@ def test_the_control_table_wires_a_breaker():
     assert isinstance(client, GuardedClient)
     assert isinstance(client.breaker, CircuitBreaker)
     assert (client.breaker.table_name, client.breaker.provider) == ("stack-control", "stripe")
+
+
+def test_the_breaker_cooldown_is_a_setting():
+    # Given an operator's cooldown for the circuit breakers
+    client = build_gateway_client("stripe", {"CONTROL_TABLE": "stack-control", "INBOX_BREAKER_COOLDOWN_SECONDS": "2.5"})
+    # Then the breaker waits that long, and without the setting its default
+    assert isinstance(client, GuardedClient) and client.breaker is not None
+    assert client.breaker.cooldown_seconds == 2.5
+    default = build_gateway_client("stripe", {"CONTROL_TABLE": "stack-control"})
+    assert isinstance(default, GuardedClient) and default.breaker is not None
+    assert default.breaker.cooldown_seconds == DEFAULT_COOLDOWN_SECONDS
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "3601"])
+def test_a_bad_breaker_cooldown_names_the_variable(value):
+    with pytest.raises(ConfigurationError, match="INBOX_BREAKER_COOLDOWN_SECONDS"):
+        build_gateway_client("stripe", {"CONTROL_TABLE": "t", "INBOX_BREAKER_COOLDOWN_SECONDS": value})
 
 
 def test_clients_are_built_once_per_process(monkeypatch):

@@ -325,6 +325,24 @@ def test_errors_are_retried_then_reported_unavailable(sim):
     assert len(sleeps) == 2
 
 
+def test_the_faults_injected_are_counted_per_provider_as_well(sim):
+    # Given a Stripe payment whose fetches all answer 500, and an Asaas one its API does not know yet
+    sim.set_faults(error_rate=1.0)
+    pi = sim.create_payment("stripe", 100)
+    with pytest.raises(GatewayUnavailable):
+        make_clients(sim, Sleeps())["stripe"].fetch_payment(pi)
+    sim.set_faults(error_rate=0.0, unknown_fetches=1)
+    pay = sim.create_payment("asaas", 100)
+    with pytest.raises(ResourceNotFound):
+        make_clients(sim)["asaas"].fetch_payment(pay)
+    # When the faults are read per provider (as `inbox chaos` reads them, over the admin API)
+    status, by_provider = admin(sim, "GET", "/_sim/stats/providers")
+    # Then each provider's faults are its own, and they add up to the totals
+    assert status == 200 and by_provider == {"stripe": {"error": 3}, "asaas": {"unknown": 1}}
+    assert by_provider == sim.faults_by_provider()
+    assert (sim.stats()["error"], sim.stats()["unknown"]) == (3, 1)
+
+
 def test_throttling_with_a_short_retry_after_is_waited_out(sim):
     sim.set_faults(throttle_rate=1.0, retry_after_seconds=2)
     sleeps = Sleeps()

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
+from inbox_local.senders.adyen import SAMPLE_STATUSES, sender
 from shared.providers.adyen import (
     PAYMENT_EVENT_CODES,
-    SAMPLE_STATUSES,
     STATUS_TABLE,
     compute_signature,
     decode_key,
@@ -99,7 +99,7 @@ class TestAgainstAdyensLibrary:
 
     def test_our_signatures_pass_the_library(self):
         # Given a notification signed by our sign()
-        request = driver.sign(_notification(_item("REFUND", originalReference="QFQTPCQ8HXSKGK82")), KEY, now=NOW)
+        request = sender.sign(_notification(_item("REFUND", originalReference="QFQTPCQ8HXSKGK82")), KEY, now=NOW)
         # Then Adyen's is_valid_hmac_notification accepts it
         assert is_valid_hmac_notification(json.loads(request.body), KEY) is True
 
@@ -241,10 +241,10 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_samples_round_trip(self, status):
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id="MOD0000000000001", resource_id="PAY0000000000001", status=status, amount=1990, occurred_at=NOW
         )
-        request = driver.sign(body, KEY, now=NOW)
+        request = sender.sign(body, KEY, now=NOW)
         _verify(request)
         assert is_valid_hmac_notification(json.loads(request.body), KEY) is True
         event = driver.parse(request)
@@ -253,7 +253,7 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Adyen sample for status 'pending'"):
-            driver.sample_body(event_id="e", resource_id="p", status="pending", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="p", status="pending", amount=1, occurred_at=NOW)
 
     def test_sign_leaves_a_body_that_is_not_a_notification_alone(self):
-        assert driver.sign(b'{"k": 1}', KEY, now=NOW).body == b'{"k": 1}'
+        assert sender.sign(b'{"k": 1}', KEY, now=NOW).body == b'{"k": 1}'

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from inbox_local.senders.asaas import sender
 from shared.providers.asaas import driver, value_to_minor_units
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 
@@ -103,7 +104,7 @@ class TestVerify:
 
     def test_the_token_header_is_never_stored(self):
         assert driver.replay_headers == ()
-        assert "asaas-access-token" in driver.sign(b"{}", TOKEN, now=NOW).headers
+        assert "asaas-access-token" in sender.sign(b"{}", TOKEN, now=NOW).headers
 
 
 class TestParse:
@@ -192,7 +193,7 @@ class TestParse:
     def test_amount_round_trips_through_sample_bodies(self, cents):
         # Given any amount in centavos, When written as Asaas does (a JSON number in reais) and parsed back,
         # Then the same centavos come out
-        body = driver.sample_body(event_id="evt", resource_id="pay", status="paid", amount=cents, occurred_at=NOW)
+        body = sender.sample_body(event_id="evt", resource_id="pay", status="paid", amount=cents, occurred_at=NOW)
         assert driver.parse(_request(body)).amount == cents
 
     @pytest.mark.parametrize(
@@ -280,9 +281,9 @@ class TestSamples:
     def test_sample_round_trip(self, status, event_type, asaas_status):
         # Given a sample, When signed (token header), verified and parsed, Then it describes the payment, and its
         # local Sao Paulo dateCreated converts back to the instant it was made for
-        body = driver.sample_body(event_id="evt_9", resource_id="pay_9", status=status, amount=1010, occurred_at=NOW)
+        body = sender.sample_body(event_id="evt_9", resource_id="pay_9", status=status, amount=1010, occurred_at=NOW)
         assert json.loads(body)["dateCreated"] == "2024-06-12 16:45:03"
-        request = driver.sign(body, TOKEN, now=NOW)
+        request = sender.sign(body, TOKEN, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.event_type, event.resource_id, event.provider_status) == (
@@ -296,4 +297,4 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Asaas sample for status 'authorized'"):
-            driver.sample_body(event_id="e", resource_id="p", status="authorized", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="p", status="authorized", amount=1, occurred_at=NOW)

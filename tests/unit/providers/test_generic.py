@@ -9,14 +9,15 @@ from datetime import UTC, datetime
 
 import pytest
 
+from inbox_local.senders.generic import GenericSender
 from shared.providers import generic
+from shared.providers._schemes import signed_bytes
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 from shared.providers.generic import (
     ENV_CONFIG,
     GenericConfig,
     GenericConfigError,
     GenericHmacDriver,
-    signed_bytes,
 )
 from shared.providers.registry import get_driver
 
@@ -93,7 +94,7 @@ class TestPublishedVectorsAsConfigs:
 
 class TestVerify:
     def test_round_trip_with_the_defaults(self):
-        request = DEFAULT.sign(BODY, SECRET, now=NOW, event_id="msg_1")
+        request = GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW, event_id="msg_1")
         assert (
             request.header("x-webhook-signature")
             == "sha256=" + hmac.new(SECRET.encode(), f"{NOW}.".encode() + BODY, hashlib.sha256).hexdigest()
@@ -103,7 +104,7 @@ class TestVerify:
     def test_tampered_body_timestamp_or_id_fails(self):
         config = GenericConfig(signed_content="{id}.{timestamp}.{body}")
         driver = GenericHmacDriver(config)
-        request = driver.sign(BODY, SECRET, now=NOW, event_id="msg_1")
+        request = GenericSender(driver).sign(BODY, SECRET, now=NOW, event_id="msg_1")
         for altered in (
             WebhookRequest(body=BODY + b" ", headers=request.headers),
             WebhookRequest(body=BODY, headers={**request.headers, "x-webhook-timestamp": str(NOW + 1)}),
@@ -116,28 +117,28 @@ class TestVerify:
     @pytest.mark.parametrize("encoding", ["hex", "base64"])
     def test_algorithms_and_encodings(self, algorithm, encoding):
         driver = GenericHmacDriver(GenericConfig(algorithm=algorithm, encoding=encoding, prefix="v1="))
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = GenericSender(driver).sign(BODY, SECRET, now=NOW)
         _verify(driver, request)
         digest = hmac.new(SECRET.encode(), f"{NOW}.".encode() + BODY, getattr(hashlib, algorithm)).digest()
         value = (request.header("x-webhook-signature") or "").removeprefix("v1=")
         assert value == (digest.hex() if encoding == "hex" else __import__("base64").b64encode(digest).decode())
 
     def test_hex_is_compared_case_insensitively_base64_exactly(self):
-        request = DEFAULT.sign(BODY, SECRET, now=NOW)
+        request = GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW)
         upper = "sha256=" + (request.header("x-webhook-signature") or "").removeprefix("sha256=").upper()
         _verify(DEFAULT, WebhookRequest(body=BODY, headers={**request.headers, "x-webhook-signature": upper}))
 
     def test_a_signature_without_the_prefix_is_not_read(self):
-        request = DEFAULT.sign(BODY, SECRET, now=NOW)
+        request = GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW)
         bare = (request.header("x-webhook-signature") or "").removeprefix("sha256=")
         with pytest.raises(SignatureInvalid, match="no signature in header"):
             _verify(DEFAULT, WebhookRequest(body=BODY, headers={**request.headers, "x-webhook-signature": bare}))
 
     def test_several_signatures_and_the_previous_secret(self):
         driver = GenericHmacDriver(GenericConfig(signature_separator=" ", prefix="v1,", encoding="base64"))
-        ours = driver.sign(BODY, PREVIOUS, now=NOW).header("x-webhook-signature")
-        theirs = driver.sign(BODY, "somebody-else", now=NOW).header("x-webhook-signature")
-        request = driver.sign(BODY, PREVIOUS, now=NOW)
+        ours = GenericSender(driver).sign(BODY, PREVIOUS, now=NOW).header("x-webhook-signature")
+        theirs = GenericSender(driver).sign(BODY, "somebody-else", now=NOW).header("x-webhook-signature")
+        request = GenericSender(driver).sign(BODY, PREVIOUS, now=NOW)
         headers = {**request.headers, "x-webhook-signature": f"{theirs} v2,ignored {ours}"}
         _verify(driver, WebhookRequest(body=BODY, headers=headers), SigningSecrets(SECRET, PREVIOUS))
         with pytest.raises(SignatureInvalid):
@@ -155,18 +156,18 @@ class TestVerify:
     def test_an_undecodable_secret_is_a_configuration_error(self):
         driver = GenericHmacDriver(GenericConfig(secret_encoding="hex"))
         with pytest.raises(ValueError, match="is not hex"):
-            _verify(driver, DEFAULT.sign(BODY, SECRET, now=NOW), SigningSecrets("not-hex"))
+            _verify(driver, GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW), SigningSecrets("not-hex"))
 
     def test_tolerance_defaults_to_the_systems_and_can_be_configured(self):
-        request = DEFAULT.sign(BODY, SECRET, now=NOW)
+        request = GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW)
         _verify(DEFAULT, request, now=NOW + 300)
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
             _verify(DEFAULT, request, now=NOW + 301)
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(DEFAULT, DEFAULT.sign(BODY, SECRET, now=NOW + 301))
+            _verify(DEFAULT, GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW + 301))
         strict = GenericHmacDriver(GenericConfig(tolerance_seconds=5))
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(strict, strict.sign(BODY, SECRET, now=NOW), now=NOW + 6)
+            _verify(strict, GenericSender(strict).sign(BODY, SECRET, now=NOW), now=NOW + 6)
 
     @pytest.mark.parametrize(
         ("drop", "value", "reason"),
@@ -177,7 +178,7 @@ class TestVerify:
         ],
     )
     def test_missing_or_malformed_headers(self, drop, value, reason):
-        headers = dict(DEFAULT.sign(BODY, SECRET, now=NOW).headers)
+        headers = dict(GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW).headers)
         headers.pop(drop)
         if value is not None:
             headers[drop] = value
@@ -186,7 +187,7 @@ class TestVerify:
 
     def test_no_configured_secret_is_a_configuration_error(self):
         with pytest.raises(ValueError, match="no signing secret"):
-            _verify(DEFAULT, DEFAULT.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
+            _verify(DEFAULT, GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW), SigningSecrets(""))
 
 
 class TestConfiguration:
@@ -264,7 +265,7 @@ class TestConfiguration:
         monkeypatch.setenv(ENV_CONFIG, '{"algorithm": "md5"}')
         broken = GenericHmacDriver()
         with pytest.raises(ValueError, match="algorithm must be one of") as caught:
-            _verify(broken, DEFAULT.sign(BODY, SECRET, now=NOW))
+            _verify(broken, GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW))
         assert not isinstance(caught.value, SignatureInvalid)
         with pytest.raises(ValueError):
             broken.parse(WebhookRequest(body=BODY, headers={}))
@@ -281,12 +282,12 @@ class TestConfiguration:
         mine = GenericHmacDriver(GenericConfig(), name="acme")
         assert mine.name == "acme"
         with pytest.raises(ValueError, match="no signing secret configured for provider 'acme'"):
-            _verify(mine, mine.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
+            _verify(mine, GenericSender(mine).sign(BODY, SECRET, now=NOW), SigningSecrets(""))
 
 
 class TestParse:
     def test_defaults(self):
-        event = DEFAULT.parse(DEFAULT.sign(BODY, SECRET, now=NOW, event_id="msg_1"))
+        event = DEFAULT.parse(GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW, event_id="msg_1"))
         assert event.event_id == "msg_1"  # the id header wins over the body id
         assert event.event_type == "payment.paid"
         assert event.resource_id == "pay_1"
@@ -360,8 +361,10 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", ["pending", "paid", "refunded", "charged_back"])
     def test_samples_round_trip_with_the_defaults(self, status):
-        body = DEFAULT.sample_body(event_id="evt_9", resource_id="pay_9", status=status, amount=1990, occurred_at=NOW)
-        request = DEFAULT.sign(body, SECRET, now=NOW, event_id="evt_9")
+        body = GenericSender(DEFAULT).sample_body(
+            event_id="evt_9", resource_id="pay_9", status=status, amount=1990, occurred_at=NOW
+        )
+        request = GenericSender(DEFAULT).sign(body, SECRET, now=NOW, event_id="evt_9")
         _verify(DEFAULT, request)
         event = DEFAULT.parse(request)
         assert (event.event_id, event.resource_id, event.provider_status, event.amount) == (
@@ -387,13 +390,15 @@ class TestSamples:
             signed_content="{body}",
         )
         driver = GenericHmacDriver(config)
-        body = driver.sample_body(event_id="e-1", resource_id="r-1", status="paid", amount=5, occurred_at=NOW)
+        body = GenericSender(driver).sample_body(
+            event_id="e-1", resource_id="r-1", status="paid", amount=5, occurred_at=NOW
+        )
         assert json.loads(body)["obj"]["state"] == "OK"
-        event = driver.parse(driver.sign(body, SECRET, now=NOW))
+        event = driver.parse(GenericSender(driver).sign(body, SECRET, now=NOW))
         assert (event.event_id, event.resource_id, event.provider_status) == ("e-1", "r-1", "paid")
 
     def test_stored_headers_reverify(self):
-        request = DEFAULT.sign(BODY, SECRET, now=NOW, event_id="msg_1")
+        request = GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW, event_id="msg_1")
         stored = {h: request.headers[h] for h in DEFAULT.replay_headers if h in request.headers}
         assert SECRET not in stored.values()
         _verify(DEFAULT, WebhookRequest(body=BODY, headers=stored))

@@ -7,14 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from inbox_local.senders.github import SAMPLE_STATUSES, compute_legacy_signature, compute_signature, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.github import (
-    SAMPLE_STATUSES,
-    GitHubDriver,
-    compute_legacy_signature,
-    compute_signature,
-    driver,
-)
+from shared.providers.github import GitHubDriver, driver
 
 SECRET = "current-github-webhook-secret"
 PREVIOUS = "previous-github-webhook-secret"
@@ -56,15 +51,15 @@ class TestPublishedVectors:
 
 class TestVerify:
     def test_round_trip(self):
-        _verify(driver.sign(BODY, SECRET, now=NOW, event_id=DELIVERY))
+        _verify(sender.sign(BODY, SECRET, now=NOW, event_id=DELIVERY))
 
     def test_tampered_body_fails(self):
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         with pytest.raises(SignatureInvalid, match="no signature matches"):
             _verify(WebhookRequest(body=BODY + b" ", headers=request.headers))
 
     def test_previous_secret_verifies_during_rotation(self):
-        request = driver.sign(BODY, PREVIOUS, now=NOW)
+        request = sender.sign(BODY, PREVIOUS, now=NOW)
         _verify(request, SigningSecrets(SECRET, PREVIOUS))
         with pytest.raises(SignatureInvalid):
             _verify(request, SigningSecrets(SECRET))
@@ -106,16 +101,16 @@ class TestVerify:
 
     def test_no_timestamp_is_enforced(self):
         # GitHub signs no timestamp: a delivery verifies whenever it arrives
-        driver.verify(driver.sign(BODY, SECRET, now=NOW), SigningSecrets(SECRET), now=NOW + 10**7, tolerance_seconds=0)
+        driver.verify(sender.sign(BODY, SECRET, now=NOW), SigningSecrets(SECRET), now=NOW + 10**7, tolerance_seconds=0)
         assert driver.signs_timestamp is False
 
     def test_no_configured_secret_is_a_configuration_error(self):
         with pytest.raises(ValueError, match="no signing secret"):
-            _verify(driver.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
+            _verify(sender.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
 
     def test_reasons_never_leak_the_secret(self):
         with pytest.raises(SignatureInvalid) as caught:
-            _verify(driver.sign(BODY, "wrong-secret", now=NOW))
+            _verify(sender.sign(BODY, "wrong-secret", now=NOW))
         assert SECRET not in str(caught.value)
 
 
@@ -166,8 +161,8 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_samples_are_signed_marketplace_purchases(self, status):
-        body = driver.sample_body(event_id="d-1", resource_id="acme", status=status, amount=900, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW, event_id="d-1")
+        body = sender.sample_body(event_id="d-1", resource_id="acme", status=status, amount=900, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW, event_id="d-1")
         _verify(request)
         assert request.header("x-github-event") == "marketplace_purchase"
         event = driver.parse(request)
@@ -177,16 +172,16 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no GitHub sample for status 'refunded'"):
-            driver.sample_body(event_id="e", resource_id="r", status="refunded", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="r", status="refunded", amount=1, occurred_at=NOW)
 
     def test_other_bodies_are_sent_as_ping_with_both_signatures(self):
-        request = driver.sign(b'{"zen": "x"}', SECRET, now=NOW)
+        request = sender.sign(b'{"zen": "x"}', SECRET, now=NOW)
         assert request.header("x-github-event") == "ping"
         assert request.header("x-hub-signature") == compute_legacy_signature(b'{"zen": "x"}', SECRET)
         assert request.header("x-github-delivery")  # a GUID even without an event id
 
     def test_replay_headers_reverify_and_hold_no_secret(self):
-        request = driver.sign(BODY, SECRET, now=NOW, event_id=DELIVERY)
+        request = sender.sign(BODY, SECRET, now=NOW, event_id=DELIVERY)
         stored = {h: request.headers[h] for h in driver.replay_headers if h in request.headers}
         assert SECRET not in stored.values()
         _verify(WebhookRequest(body=BODY, headers=stored))

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from inbox_local.senders.hotmart import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.hotmart import PURCHASE_STATUS, SAMPLE_STATUSES, canonical_status, driver
+from shared.providers.hotmart import PURCHASE_STATUS, canonical_status, driver
 
 HOTTOK = "ysewXlAZI1iHdUFqC4ZcV1J5RLhiVe518471"
 PREVIOUS = "previous-hottok-0123456789"
@@ -176,9 +177,9 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_round_trip(self, status):
-        body = driver.sample_body(event_id="evt_h", resource_id="HP123", status=status, amount=1010, occurred_at=NOW)
+        body = sender.sample_body(event_id="evt_h", resource_id="HP123", status=status, amount=1010, occurred_at=NOW)
         assert b"hottok" not in body  # the sample carries no secret in its stored body
-        request = driver.sign(body, HOTTOK, now=NOW)
+        request = sender.sign(body, HOTTOK, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.resource_id, event.provider_status, event.amount) == (
@@ -191,7 +192,7 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Hotmart sample for status 'authorized'"):
-            driver.sample_body(event_id="e", resource_id="p", status="authorized", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="p", status="authorized", amount=1, occurred_at=NOW)
 
 
 class TestProcessing:

@@ -7,8 +7,9 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
+from inbox_local.senders.iugu import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.iugu import INVOICE_STATUS, SAMPLE_STATUSES, IuguDriver, driver
+from shared.providers.iugu import INVOICE_STATUS, IuguDriver, driver
 
 TOKEN = "iugu-webhook-authorization-0123456789"
 PREVIOUS = "iugu-webhook-authorization-previous"
@@ -64,7 +65,7 @@ class TestVerify:
     def test_neither_carrier_of_the_token_is_ever_stored(self):
         assert driver.replay_headers == ()
         assert IuguDriver.replay_query == ()
-        assert "authorization" in driver.sign(BODY, TOKEN, now=NOW).headers
+        assert "authorization" in sender.sign(BODY, TOKEN, now=NOW).headers
 
 
 class TestParse:
@@ -125,8 +126,8 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_round_trip(self, status):
-        body = driver.sample_body(event_id="e", resource_id="INV1", status=status, amount=1990, occurred_at=NOW)
-        request = driver.sign(body, TOKEN, now=NOW)
+        body = sender.sample_body(event_id="e", resource_id="INV1", status=status, amount=1990, occurred_at=NOW)
+        request = sender.sign(body, TOKEN, now=NOW)
         assert request.header("content-type") == "application/x-www-form-urlencoded"
         _verify(request)
         event = driver.parse(request)
@@ -134,4 +135,4 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no iugu sample for status 'partially_refunded'"):
-            driver.sample_body(event_id="e", resource_id="I", status="partially_refunded", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="I", status="partially_refunded", amount=1, occurred_at=NOW)

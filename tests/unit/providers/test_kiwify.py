@@ -13,17 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from inbox_local.senders.kiwify import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers._public_keys import KeysUnavailable, StaticKeySource, b64url_encode, parse_ed25519_keys
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.kiwify import (
-    SAMPLE_STATUSES,
-    KiwifyDriver,
-    banking_status,
-    compute_signature,
-    default_banking_keys,
-    driver,
-    sale_status,
-)
+from shared.providers.kiwify import KiwifyDriver, banking_status, default_banking_keys, driver, sale_status
 
 TOKEN = "kiwify-token-current-0123456789"
 PREVIOUS = "kiwify-token-previous-0123456789"
@@ -117,7 +110,7 @@ class TestSalesSignature:
             _verify(_sale(raw, signature=compute_signature(raw, "")), SigningSecrets(""))
 
     def test_the_signature_is_kept_but_the_token_never_is(self):
-        request = driver.sign(b"{}", TOKEN, now=NOW)
+        request = sender.sign(b"{}", TOKEN, now=NOW)
         assert KiwifyDriver.replay_query == ("signature",)
         assert TOKEN not in request.query.values() and TOKEN not in request.headers.values()
 
@@ -334,8 +327,8 @@ class TestParseBanking:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_round_trip(self, status):
-        body = driver.sample_body(event_id="e", resource_id="ord_1", status=status, amount=4990, occurred_at=NOW)
-        request = driver.sign(body, TOKEN, now=NOW)
+        body = sender.sample_body(event_id="e", resource_id="ord_1", status=status, amount=4990, occurred_at=NOW)
+        request = sender.sign(body, TOKEN, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.resource_id, event.provider_status, event.amount) == ("ord_1", status, 4990)
@@ -343,7 +336,7 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Kiwify sample for status 'authorized'"):
-            driver.sample_body(event_id="e", resource_id="o", status="authorized", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="o", status="authorized", amount=1, occurred_at=NOW)
 
 
 def test_sale_and_banking_payment_events_are_ordered_by_event_time():

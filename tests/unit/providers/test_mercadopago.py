@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 import pytest
 from mercadopago.webhook import InvalidWebhookSignatureError, WebhookSignatureValidator
 
+from inbox_local.senders.mercadopago import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.mercadopago import SAMPLE_STATUSES, MercadoPagoDriver, compute_signature, driver, manifest
+from shared.providers.mercadopago import MercadoPagoDriver, compute_signature, driver, manifest
 
 SECRET = "mp-current-secret-signature-0123456789abcdef"
 PREVIOUS = "mp-previous-secret-signature-0123456789abcdef"
@@ -77,8 +78,8 @@ class TestManifest:
 class TestAgainstTheOfficialSdk:
     def test_our_sign_passes_the_sdk_validator(self):
         # Given a notification signed by us, as Mercado Pago delivers it (data.id in the query)
-        body = driver.sample_body(event_id="1", resource_id="123456", status="paid", amount=1, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW)
+        body = sender.sample_body(event_id="1", resource_id="123456", status="paid", amount=1, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW)
         # Then mercadopago's WebhookSignatureValidator accepts it
         WebhookSignatureValidator.validate(
             request.header("x-signature"), request.header("x-request-id"), request.query["data.id"], SECRET
@@ -255,8 +256,8 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_samples_round_trip(self, status):
-        body = driver.sample_body(event_id="73311", resource_id="1320000", status=status, amount=1990, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW, event_id="73311")
+        body = sender.sample_body(event_id="73311", resource_id="1320000", status=status, amount=1990, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW, event_id="73311")
         assert request.query == {"data.id": "1320000", "type": "payment"}
         _verify(request)
         event = driver.parse(request)
@@ -266,4 +267,4 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Mercado Pago sample for status 'bogus'"):
-            driver.sample_body(event_id="e", resource_id="1", status="bogus", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="1", status="bogus", amount=1, occurred_at=NOW)

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from paddle_billing.Notifications import PaddleSignature, Secret, Verifier
 
+from inbox_local.senders.paddle import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.paddle import SAMPLE_STATUSES, compute_signature, driver
+from shared.providers.paddle import compute_signature, driver
 
 SECRET = "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_GrOWLNef+vmtjJYq4mSnHNzvc8uWoJ1I"
 PREVIOUS = "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_previous0000000000000000000"
@@ -90,13 +91,13 @@ class TestAgainstPaddleSdk:
 
     def test_our_sign_is_accepted_by_the_sdk_verifier(self):
         # Given our delivery signed now (the SDK checks its 5 s drift against the real clock)
-        request = driver.sign(BODY, SECRET, now=int(time.time()))
+        request = sender.sign(BODY, SECRET, now=int(time.time()))
         # Then the SDK's Verifier accepts it, with the current secret alone or in a rotation list
         assert Verifier().verify(_SdkRequest(request), Secret(SECRET)) is True
         assert Verifier().verify(_SdkRequest(request), [Secret(PREVIOUS), Secret(SECRET)]) is True
 
     def test_the_sdk_refuses_what_we_refuse(self):
-        request = driver.sign(BODY, "pdl_ntfset_somebody_else", now=int(time.time()))
+        request = sender.sign(BODY, "pdl_ntfset_somebody_else", now=int(time.time()))
         with pytest.raises(ConnectionRefusedError):
             Verifier().verify(_SdkRequest(request), [Secret(SECRET)])
         with pytest.raises(SignatureInvalid):
@@ -105,7 +106,7 @@ class TestAgainstPaddleSdk:
 
 class TestVerify:
     def test_round_trip(self):
-        _verify(driver.sign(BODY, SECRET, now=NOW))
+        _verify(sender.sign(BODY, SECRET, now=NOW))
 
     def test_tampered_body_or_timestamp_fails(self):
         signature = compute_signature(NOW, BODY, SECRET)
@@ -121,24 +122,24 @@ class TestVerify:
         _verify(_request(BODY, header), SigningSecrets(SECRET))
         _verify(_request(BODY, header), SigningSecrets(PREVIOUS))
         # and a delivery signed only with the previous secret needs it configured
-        only_previous = driver.sign(BODY, PREVIOUS, now=NOW)
+        only_previous = sender.sign(BODY, PREVIOUS, now=NOW)
         _verify(only_previous, SigningSecrets(SECRET, PREVIOUS))
         with pytest.raises(SignatureInvalid):
             _verify(only_previous, SigningSecrets(SECRET))
 
     @pytest.mark.parametrize("offset", [0, 5, TOLERANCE])
     def test_the_system_tolerance_applies_not_the_sdks_5_seconds(self, offset):
-        _verify(driver.sign(BODY, SECRET, now=NOW), now=NOW + offset)
+        _verify(sender.sign(BODY, SECRET, now=NOW), now=NOW + offset)
 
     def test_stale_and_future_timestamps_fail(self):
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(driver.sign(BODY, SECRET, now=NOW), now=NOW + TOLERANCE + 1)
+            _verify(sender.sign(BODY, SECRET, now=NOW), now=NOW + TOLERANCE + 1)
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(driver.sign(BODY, SECRET, now=NOW + TOLERANCE + 1), now=NOW)
+            _verify(sender.sign(BODY, SECRET, now=NOW + TOLERANCE + 1), now=NOW)
 
     def test_forged_stale_delivery_reports_mismatch(self):
         with pytest.raises(SignatureInvalid, match="no signature matches"):
-            _verify(driver.sign(BODY, "pdl_ntfset_forger", now=NOW), now=NOW + 10_000)
+            _verify(sender.sign(BODY, "pdl_ntfset_forger", now=NOW), now=NOW + 10_000)
 
     def test_unknown_keys_and_whitespace_are_tolerated(self):
         signature = compute_signature(NOW, BODY, SECRET)
@@ -163,10 +164,10 @@ class TestVerify:
 
     def test_no_configured_secret_is_a_configuration_error(self):
         with pytest.raises(ValueError, match="no signing secret"):
-            _verify(driver.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
+            _verify(sender.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
 
     def test_reasons_never_leak_the_secret_or_the_signature(self):
-        request = driver.sign(BODY, "pdl_ntfset_forger", now=NOW)
+        request = sender.sign(BODY, "pdl_ntfset_forger", now=NOW)
         with pytest.raises(SignatureInvalid) as caught:
             _verify(request)
         assert SECRET not in str(caught.value)
@@ -257,8 +258,8 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_samples_round_trip(self, status):
-        body = driver.sample_body(event_id="evt_9", resource_id="txn_9", status=status, amount=1990, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW)
+        body = sender.sample_body(event_id="evt_9", resource_id="txn_9", status=status, amount=1990, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.resource_id) == ("evt_9", "txn_9")
@@ -268,10 +269,10 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Paddle sample for status 'bogus'"):
-            driver.sample_body(event_id="e", resource_id="t", status="bogus", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="t", status="bogus", amount=1, occurred_at=NOW)
 
     def test_sign_header_and_replay_headers(self):
-        request = driver.sign(b"{}", SECRET, now=NOW)
+        request = sender.sign(b"{}", SECRET, now=NOW)
         assert request.header("Paddle-Signature") == f"ts={NOW};h1={compute_signature(NOW, b'{}', SECRET)}"
         assert driver.replay_headers == ("paddle-signature",)
         assert driver.signs_timestamp is True

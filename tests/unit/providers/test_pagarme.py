@@ -15,16 +15,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from pagarme import postback as pagarme_postback
 
+from inbox_local.senders.pagarme import SAMPLE_STATUSES, compute_hub_signature, sender
 from shared.providers import _public_keys
 from shared.providers._public_keys import CachedKeySource, KeysUnavailable, StaticKeySource, b64url_encode, parse_jwks
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.pagarme import (
-    SAMPLE_STATUSES,
-    PagarmeDriver,
-    compute_hub_signature,
-    default_key_source,
-    driver,
-)
+from shared.providers.pagarme import PagarmeDriver, default_key_source, driver
 
 NOW = 1_718_221_503
 ROOT = Path(__file__).resolve().parents[3]
@@ -143,7 +138,7 @@ class TestLegacyPostbackSignature:
         assert compute_hub_signature(VECTOR_PAYLOAD, VECTOR_API_KEY) == VECTOR_SIGNATURE.removeprefix("sha1=")
 
     def test_our_sign_reproduces_the_vector_and_the_official_library_accepts_it(self):
-        request = driver.sign(VECTOR_PAYLOAD, VECTOR_API_KEY, now=NOW)
+        request = sender.sign(VECTOR_PAYLOAD, VECTOR_API_KEY, now=NOW)
         assert request.header("x-hub-signature") == VECTOR_SIGNATURE
         assert pagarme_postback.validate(request.header("x-hub-signature"), VECTOR_PAYLOAD.decode(), VECTOR_API_KEY)
 
@@ -154,7 +149,7 @@ class TestLegacyPostbackSignature:
             _verify(_legacy(tampered, VECTOR_SIGNATURE), SigningSecrets(VECTOR_API_KEY))
 
     def test_previous_key_verifies_during_a_rotation(self):
-        request = driver.sign(b"id=1&event=transaction_status_changed", PREVIOUS, now=NOW)
+        request = sender.sign(b"id=1&event=transaction_status_changed", PREVIOUS, now=NOW)
         _verify(request, SigningSecrets(API_KEY, PREVIOUS))
         with pytest.raises(SignatureInvalid):
             _verify(request, SigningSecrets(API_KEY))
@@ -410,8 +405,8 @@ class TestParseLegacy:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_each_sample_is_a_signed_postback_of_that_status(self, status):
-        body = driver.sample_body(event_id="e", resource_id="2727403", status=status, amount=1990, occurred_at=NOW)
-        request = driver.sign(body, API_KEY, now=NOW)
+        body = sender.sample_body(event_id="e", resource_id="2727403", status=status, amount=1990, occurred_at=NOW)
+        request = sender.sign(body, API_KEY, now=NOW)
         assert pagarme_postback.validate(request.header("x-hub-signature"), body.decode(), API_KEY)
         _verify(request)
         event = driver.parse(request)
@@ -421,7 +416,7 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match=r"no Pagar\.me sample for status 'disputed'"):
-            driver.sample_body(event_id="e", resource_id="1", status="disputed", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="1", status="disputed", amount=1, occurred_at=NOW)
 
 
 def test_the_brazilian_drivers_import_nothing_heavy():

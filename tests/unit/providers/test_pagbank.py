@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from inbox_local.senders.pagbank import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.pagbank import CHARGE_STATUS, SAMPLE_STATUSES, canonical_status, compute_signature, driver
+from shared.providers.pagbank import CHARGE_STATUS, canonical_status, compute_signature, driver
 
 TOKEN = "pagbank-account-token-0123456789"
 PREVIOUS = "pagbank-account-token-previous"
@@ -87,7 +88,7 @@ class TestVerify:
             _verify(_request(CHARGE, token=""), SigningSecrets(""))
 
     def test_the_stored_header_reverifies_and_is_not_the_token(self):
-        request = driver.sign(CHARGE, TOKEN, now=NOW)
+        request = sender.sign(CHARGE, TOKEN, now=NOW)
         stored = {name: request.headers[name] for name in driver.replay_headers}
         assert TOKEN not in stored.values()
         _verify(WebhookRequest(body=CHARGE, headers=stored))
@@ -167,12 +168,12 @@ class TestParse:
 class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_round_trip(self, status):
-        body = driver.sample_body(event_id="e", resource_id="ORDE_9", status=status, amount=2990, occurred_at=NOW)
-        request = driver.sign(body, TOKEN, now=NOW)
+        body = sender.sample_body(event_id="e", resource_id="ORDE_9", status=status, amount=2990, occurred_at=NOW)
+        request = sender.sign(body, TOKEN, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.resource_id, event.provider_status, event.amount) == ("ORDE_9", status, 2990)
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no PagBank sample for status 'disputed'"):
-            driver.sample_body(event_id="e", resource_id="ORDE_1", status="disputed", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="ORDE_1", status="disputed", amount=1, occurred_at=NOW)

@@ -9,15 +9,9 @@ from typing import Any
 
 import pytest
 
+from inbox_local.senders.shopify import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.shopify import (
-    FINANCIAL_STATUS,
-    PAYMENT_TOPICS,
-    SAMPLE_STATUSES,
-    compute_signature,
-    driver,
-    transaction_status,
-)
+from shared.providers.shopify import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
 
 SECRET = "shpss_current_client_secret_0123456789"
 PREVIOUS = "shpss_previous_client_secret_0123456789"
@@ -85,7 +79,7 @@ class TestPublishedVector:
 
 class TestVerify:
     def test_round_trip(self):
-        _verify(driver.sign(json.dumps(ORDER).encode(), SECRET, now=NOW))
+        _verify(sender.sign(json.dumps(ORDER).encode(), SECRET, now=NOW))
 
     def test_tampered_body_fails(self):
         request = _request(ORDER)
@@ -256,10 +250,10 @@ class TestSamples:
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_for_each_canonical_status(self, status):
         # Given a sample, When signed, verified and parsed, Then it states that canonical status for the order
-        body = driver.sample_body(
+        body = sender.sample_body(
             event_id="ev-9", resource_id="820982911946154508", status=status, amount=1990, occurred_at=NOW
         )
-        request = driver.sign(body, SECRET, now=NOW, event_id="ev-9")
+        request = sender.sign(body, SECRET, now=NOW, event_id="ev-9")
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.resource_id, event.provider_status) == ("ev-9", "820982911946154508", status)
@@ -270,10 +264,10 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Shopify sample for status 'bogus'"):
-            driver.sample_body(event_id="e", resource_id="1", status="bogus", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="1", status="bogus", amount=1, occurred_at=NOW)
 
     def test_replay_headers_reverify_and_hold_no_secret(self):
-        request = driver.sign(json.dumps(ORDER).encode(), SECRET, now=NOW, event_id="ev-1")
+        request = sender.sign(json.dumps(ORDER).encode(), SECRET, now=NOW, event_id="ev-1")
         stored = {h: request.headers[h] for h in driver.replay_headers if h in request.headers}
         assert SECRET not in stored.values()
         assert all(h == h.lower() for h in driver.replay_headers)

@@ -11,6 +11,7 @@ import pytest
 import standardwebhooks
 import svix.webhooks
 
+from inbox_local.senders.standard import sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
@@ -76,7 +77,7 @@ class TestPublishedVector:
             _verify(request, SigningSecrets(VECTOR_SECRET), now=VECTOR_TS)
 
     def test_our_sign_reproduces_the_vector(self):
-        request = driver.sign(VECTOR_BODY, VECTOR_SECRET, now=VECTOR_TS, event_id=VECTOR_ID)
+        request = sender.sign(VECTOR_BODY, VECTOR_SECRET, now=VECTOR_TS, event_id=VECTOR_ID)
         assert request.header("webhook-signature") == VECTOR_SIGNATURE
 
 
@@ -98,13 +99,13 @@ class TestOfficialLibraries:
     def test_our_sign_is_accepted_by_standardwebhooks(self):
         # Given our delivery signed now (the reference library checks against the real clock)
         now = int(time.time())
-        request = driver.sign(BODY, SECRET, now=now, event_id="msg_ours")
+        request = sender.sign(BODY, SECRET, now=now, event_id="msg_ours")
         # When the reference library verifies it, Then it passes
         standardwebhooks.Webhook(SECRET).verify(request.body, request.headers)
 
     def test_our_sign_is_accepted_by_svix(self):
         now = int(time.time())
-        request = driver.sign(BODY, SECRET, now=now, event_id="msg_ours")
+        request = sender.sign(BODY, SECRET, now=now, event_id="msg_ours")
         svix_headers = {name.replace("webhook-", "svix-"): value for name, value in request.headers.items()}
         svix.webhooks.Webhook(SECRET).verify(request.body, svix_headers)
 
@@ -119,7 +120,7 @@ class TestOfficialLibraries:
     @pytest.mark.parametrize("secret", ["whsec_Zm9vYmFy!?not-base64", "whsec_", "whsec_a"])
     def test_undecodable_secret_is_a_configuration_error(self, secret):
         # Given a misconfigured secret, Then verification fails as a server error, and the message hides it
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         with pytest.raises(ValueError, match="signing secret for 'standard'") as caught:
             _verify(request, SigningSecrets(secret))
         assert "Zm9vYmFy" not in str(caught.value)
@@ -127,11 +128,11 @@ class TestOfficialLibraries:
 
 class TestVerify:
     def test_round_trip(self):
-        _verify(driver.sign(BODY, SECRET, now=NOW, event_id="msg_1"))
+        _verify(sender.sign(BODY, SECRET, now=NOW, event_id="msg_1"))
 
     def test_tampered_body_id_or_timestamp_fails(self):
         # Given a valid delivery, When the body, the id or the timestamp is changed, Then it no longer verifies
-        request = driver.sign(BODY, SECRET, now=NOW, event_id="msg_1")
+        request = sender.sign(BODY, SECRET, now=NOW, event_id="msg_1")
         altered = [
             WebhookRequest(body=BODY + b" ", headers=request.headers),
             WebhookRequest(body=BODY, headers={**request.headers, "webhook-id": "msg_2"}),
@@ -142,14 +143,14 @@ class TestVerify:
                 _verify(candidate)
 
     def test_previous_secret_verifies_during_rotation(self):
-        request = driver.sign(BODY, PREVIOUS, now=NOW)
+        request = sender.sign(BODY, PREVIOUS, now=NOW)
         _verify(request, SigningSecrets(SECRET, PREVIOUS))
         with pytest.raises(SignatureInvalid):
             _verify(request, SigningSecrets(SECRET))
 
     def test_unrelated_secret_fails(self):
         with pytest.raises(SignatureInvalid, match="no signature matches"):
-            _verify(driver.sign(BODY, UNRELATED, now=NOW), SigningSecrets(SECRET, PREVIOUS))
+            _verify(sender.sign(BODY, UNRELATED, now=NOW), SigningSecrets(SECRET, PREVIOUS))
 
     def test_any_of_several_signatures_matches_and_other_versions_are_ignored(self):
         # Given a space-separated list: a v1a (asymmetric) entry, an unrelated v1, then ours
@@ -171,13 +172,13 @@ class TestVerify:
 
     @pytest.mark.parametrize("offset", [-TOLERANCE, -1, 0, 1, TOLERANCE])
     def test_timestamps_within_tolerance_pass(self, offset):
-        _verify(driver.sign(BODY, SECRET, now=NOW + offset), now=NOW)
+        _verify(sender.sign(BODY, SECRET, now=NOW + offset), now=NOW)
 
     @pytest.mark.parametrize("offset", [-TOLERANCE - 1, TOLERANCE + 1, -86_400, 86_400])
     def test_stale_and_future_timestamps_fail(self, offset):
         # Given a delivery signed more than the tolerance in the past (replay) or in the future, Then refused
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(driver.sign(BODY, SECRET, now=NOW + offset), now=NOW)
+            _verify(sender.sign(BODY, SECRET, now=NOW + offset), now=NOW)
 
     @pytest.mark.parametrize(
         "headers",
@@ -194,20 +195,20 @@ class TestVerify:
 
     @pytest.mark.parametrize("timestamp", ["abc", "1718221503.0", "-1718221503", "01718221503", " 1718221503"])
     def test_malformed_timestamp(self, timestamp):
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         with pytest.raises(SignatureInvalid, match="malformed header"):
             _verify(WebhookRequest(body=BODY, headers={**request.headers, "webhook-timestamp": timestamp}))
 
     def test_webhook_family_is_preferred_when_both_are_complete(self):
         # Given a delivery carrying both families, Then the webhook-* one is verified and gives the id
-        request = driver.sign(BODY, SECRET, now=NOW, event_id="msg_std")
+        request = sender.sign(BODY, SECRET, now=NOW, event_id="msg_std")
         headers = {**request.headers, **_headers("msg_other", NOW, "v1,bm9wZQ==", family="svix")}
         both = WebhookRequest(body=BODY, headers=headers)
         _verify(both)
         assert driver.parse(both).event_id == "msg_std"
 
     def test_reasons_never_leak_secret_or_signature(self):
-        request = driver.sign(BODY, UNRELATED, now=NOW)
+        request = sender.sign(BODY, UNRELATED, now=NOW)
         with pytest.raises(SignatureInvalid) as caught:
             _verify(request)
         message = str(caught.value)
@@ -217,7 +218,7 @@ class TestVerify:
 
 
 def _request(body: bytes, msg_id: str = "msg_1", ts: int = NOW) -> WebhookRequest:
-    return driver.sign(body, SECRET, now=ts, event_id=msg_id)
+    return sender.sign(body, SECRET, now=ts, event_id=msg_id)
 
 
 class TestParse:
@@ -301,13 +302,13 @@ class TestParse:
 
 class TestSignAndSamples:
     def test_sign_without_event_id_is_deterministic(self):
-        first = driver.sign(BODY, SECRET, now=NOW)
-        second = driver.sign(BODY, SECRET, now=NOW + 5)
+        first = sender.sign(BODY, SECRET, now=NOW)
+        second = sender.sign(BODY, SECRET, now=NOW + 5)
         assert first.header("webhook-id") == second.header("webhook-id")
         assert (first.header("webhook-id") or "").startswith("msg_")
 
     def test_replay_headers_cover_both_families(self):
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         assert set(driver.replay_headers) >= {"webhook-id", "webhook-timestamp", "webhook-signature"}
         assert set(driver.replay_headers) >= {"svix-id", "svix-timestamp", "svix-signature"}
         stored = {name: request.headers[name] for name in driver.replay_headers if name in request.headers}
@@ -315,8 +316,8 @@ class TestSignAndSamples:
 
     @pytest.mark.parametrize("status", ["pending", "paid", "refunded", "failed"])
     def test_sample_round_trip(self, status):
-        body = driver.sample_body(event_id="msg_9", resource_id="pay_9", status=status, amount=1010, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW + 2, event_id="msg_9")
+        body = sender.sample_body(event_id="msg_9", resource_id="pay_9", status=status, amount=1010, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW + 2, event_id="msg_9")
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.resource_id, event.provider_status, event.amount) == (

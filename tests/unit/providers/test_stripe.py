@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import stripe
 
+from inbox_local.senders.stripe import SAMPLE_STATUSES, sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
@@ -16,7 +17,7 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
 )
-from shared.providers.stripe import SAMPLE_STATUSES, compute_signature, driver
+from shared.providers.stripe import compute_signature, driver
 
 SECRET = "whsec_test_secret_current_0123456789"
 PREVIOUS = "whsec_test_secret_previous_0123456789"
@@ -56,15 +57,15 @@ class TestSignaturesFromStripePython:
 
     def test_our_sign_is_accepted_by_stripe_python(self):
         # Given a delivery produced by our sign()
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         # When stripe-python verifies it (tolerance off: its clock is the real one), Then it passes
         assert stripe.WebhookSignature.verify_header(BODY, request.header("stripe-signature"), SECRET, None)
 
     @pytest.mark.parametrize("status", SAMPLE_STATUSES)
     def test_sample_bodies_are_events_stripe_python_constructs(self, status):
         # Given each sample body, signed by us, Then stripe-python verifies and constructs a typed Event
-        body = driver.sample_body(event_id="evt_s", resource_id="pi_s", status=status, amount=1000, occurred_at=NOW)
-        header = driver.sign(body, SECRET, now=NOW).header("stripe-signature")
+        body = sender.sample_body(event_id="evt_s", resource_id="pi_s", status=status, amount=1000, occurred_at=NOW)
+        header = sender.sign(body, SECRET, now=NOW).header("stripe-signature")
         event = stripe.Webhook.construct_event(body, header, SECRET, tolerance=0)  # 0: its clock is the real one
         assert event.id == "evt_s"
 
@@ -83,11 +84,11 @@ class TestSignaturesFromStripePython:
 class TestVerify:
     def test_round_trip(self):
         # Given our own delivery, When verified at the same instant, Then it passes
-        _verify(driver.sign(BODY, SECRET, now=NOW))
+        _verify(sender.sign(BODY, SECRET, now=NOW))
 
     def test_tampered_body_fails(self):
         # Given a signed delivery whose body was altered by one byte, Then no signature matches
-        request = driver.sign(BODY, SECRET, now=NOW)
+        request = sender.sign(BODY, SECRET, now=NOW)
         with pytest.raises(SignatureInvalid, match="no signature matches"):
             _verify(WebhookRequest(body=BODY.replace(b"succeeded", b"succeedeD"), headers=request.headers))
 
@@ -99,7 +100,7 @@ class TestVerify:
 
     def test_previous_secret_verifies_during_rotation(self):
         # Given a delivery signed with the previous secret, When current + previous are configured, Then it passes
-        request = driver.sign(BODY, PREVIOUS, now=NOW)
+        request = sender.sign(BODY, PREVIOUS, now=NOW)
         _verify(request, SigningSecrets(SECRET, PREVIOUS))
         # ...and without the previous secret configured, Then it fails
         with pytest.raises(SignatureInvalid):
@@ -107,7 +108,7 @@ class TestVerify:
 
     def test_unrelated_secret_fails(self):
         with pytest.raises(SignatureInvalid, match="no signature matches"):
-            _verify(driver.sign(BODY, UNRELATED, now=NOW), SigningSecrets(SECRET, PREVIOUS))
+            _verify(sender.sign(BODY, UNRELATED, now=NOW), SigningSecrets(SECRET, PREVIOUS))
 
     def test_any_of_several_v1_signatures_matches(self):
         # Given a header with several v1 signatures (Stripe signs with every active secret while rolling one),
@@ -138,24 +139,24 @@ class TestVerify:
     @pytest.mark.parametrize("offset", [0, 1, TOLERANCE])
     def test_recent_timestamps_pass(self, offset):
         # Given a delivery signed `offset` seconds ago, Then it passes up to the tolerance
-        _verify(driver.sign(BODY, SECRET, now=NOW), now=NOW + offset)
+        _verify(sender.sign(BODY, SECRET, now=NOW), now=NOW + offset)
 
     def test_stale_timestamp_fails(self):
         # Given a delivery signed tolerance + 1 seconds ago (a replay), Then it is refused
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(driver.sign(BODY, SECRET, now=NOW), now=NOW + TOLERANCE + 1)
+            _verify(sender.sign(BODY, SECRET, now=NOW), now=NOW + TOLERANCE + 1)
 
     def test_future_timestamp_fails(self):
         # Given a delivery dated tolerance + 1 seconds ahead of our clock (stripe-python would accept it),
         # Then it is refused too, and up to the tolerance ahead it passes (clock skew)
         with pytest.raises(SignatureInvalid, match="timestamp outside tolerance"):
-            _verify(driver.sign(BODY, SECRET, now=NOW + TOLERANCE + 1), now=NOW)
-        _verify(driver.sign(BODY, SECRET, now=NOW + TOLERANCE), now=NOW)
+            _verify(sender.sign(BODY, SECRET, now=NOW + TOLERANCE + 1), now=NOW)
+        _verify(sender.sign(BODY, SECRET, now=NOW + TOLERANCE), now=NOW)
 
     def test_forged_stale_delivery_reports_mismatch(self):
         # Given a forged signature on a stale timestamp, Then the reason is the mismatch (signature checked first)
         with pytest.raises(SignatureInvalid, match="no signature matches"):
-            _verify(driver.sign(BODY, UNRELATED, now=NOW), now=NOW + 10_000)
+            _verify(sender.sign(BODY, UNRELATED, now=NOW), now=NOW + 10_000)
 
     @pytest.mark.parametrize("header", [None, ""])
     def test_missing_header(self, header):
@@ -187,7 +188,7 @@ class TestVerify:
             _verify(_request(BODY, f"t={NOW},v1=ç\udcff"))
 
     def test_reasons_never_leak_the_secret_or_the_signature(self):
-        request = driver.sign(BODY, UNRELATED, now=NOW)
+        request = sender.sign(BODY, UNRELATED, now=NOW)
         signature = request.header("stripe-signature") or ""
         with pytest.raises(SignatureInvalid) as caught:
             _verify(request)
@@ -198,7 +199,7 @@ class TestVerify:
 
     def test_no_configured_secret_is_a_configuration_error(self):
         with pytest.raises(ValueError, match="no signing secret"):
-            _verify(driver.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
+            _verify(sender.sign(BODY, SECRET, now=NOW), SigningSecrets(""))
 
 
 def _parse(body: bytes):
@@ -358,8 +359,8 @@ class TestSamples:
     )
     def test_sample_for_each_canonical_status(self, status, event_type, provider_status):
         # Given a sample for a canonical status, When signed, verified and parsed, Then it describes that payment
-        body = driver.sample_body(event_id="evt_9", resource_id="pi_9", status=status, amount=1990, occurred_at=NOW)
-        request = driver.sign(body, SECRET, now=NOW)
+        body = sender.sample_body(event_id="evt_9", resource_id="pi_9", status=status, amount=1990, occurred_at=NOW)
+        request = sender.sign(body, SECRET, now=NOW)
         _verify(request)
         event = driver.parse(request)
         assert (event.event_id, event.event_type, event.resource_id) == ("evt_9", event_type, "pi_9")
@@ -371,10 +372,10 @@ class TestSamples:
 
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Stripe sample for status 'bogus'"):
-            driver.sample_body(event_id="e", resource_id="pi", status="bogus", amount=1, occurred_at=NOW)
+            sender.sample_body(event_id="e", resource_id="pi", status="bogus", amount=1, occurred_at=NOW)
 
     def test_sign_headers(self):
-        request = driver.sign(b"{}", SECRET, now=NOW)
+        request = sender.sign(b"{}", SECRET, now=NOW)
         assert request.header("Stripe-Signature") == f"t={NOW},v1={compute_signature(NOW, b'{}', SECRET)}"
         assert driver.replay_headers == ("stripe-signature",)
         assert driver.signs_timestamp is True

@@ -1,0 +1,971 @@
+"""Definitions shared by the CDK stack, the local runtime and the Lambdas: one source of truth.
+
+Pure constants on purpose (standard library only, no I/O, no CDK or boto3 import; the one piece of logic is the
+inbox lifecycle's composer, pure too, which derives a write's request from its row): the local runtime builds its
+moto resources from these values, the stack builds CloudFormation from the same values, and the Lambdas read the
+same names and defaults, so local, cloud and function code cannot drift. It is the one module of `shared/` that
+`infra/` and the local runtime may import (design.md, "Which way imports run"; tests/unit/test_import_rules.py).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from enum import Enum, StrEnum
+from typing import Any, Final, Literal, NamedTuple
+
+SERVICE_NAME: Final = "webhook-inbox"
+METRICS_NAMESPACE: Final = "WebhookInbox"
+
+# ---------------------------------------------------------------------------------------------- inbox table
+INBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{event_id}": the unique key is what deduplicates
+INBOX_TTL_ATTRIBUTE: Final = "expires_at"
+
+# Sparse index of events that still need attention (pending or failed), oldest first. The partition value is
+# "{status}#{shard}" so that a burst of pending events spreads over several index partitions instead of
+# throttling one (a throttled GSI back-pressures writes to the table itself).
+OPEN_EVENTS_INDEX: Final = "open-events-by-age"
+OPEN_EVENTS_INDEX_PK: Final = "open_status"
+OPEN_EVENTS_INDEX_SK: Final = "received_at"
+OPEN_EVENTS_SHARDS: Final = 8
+
+# Every event of one payment, in business-time order.
+RESOURCE_EVENTS_INDEX: Final = "events-by-resource"
+RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{provider}#{resource_id}", absent when unknown
+RESOURCE_EVENTS_INDEX_SK: Final = "occurred_at"
+
+INBOX_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
+    (OPEN_EVENTS_INDEX, OPEN_EVENTS_INDEX_PK, OPEN_EVENTS_INDEX_SK),
+    (RESOURCE_EVENTS_INDEX, RESOURCE_EVENTS_INDEX_PK, RESOURCE_EVENTS_INDEX_SK),
+)
+# Both indexes project only what their readers use (INCLUDE), never the body or the headers: an index copy is
+# then under 1 KB, one write unit, where projecting ALL copied the whole item (body included) into each index and
+# tripled the write units of every inbox write. Keys (the table's and the index's) are always projected.
+# Readers: the sweeper (re-dispatch: group_id, dispatch marks; gauges: provider), replay (provider, event_type,
+# status), `inbox stats` (provider), the simulator and chaos harness (provider, resource_id). A test runs each of
+# them against the projected index, so an attribute missing here fails there, not in production.
+INBOX_INDEX_PROJECTION: Final = "INCLUDE"
+INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
+    OPEN_EVENTS_INDEX: (
+        "provider",
+        "event_id",
+        "event_type",
+        "resource_id",
+        "status",
+        "attempts",
+        "group_id",
+        "dispatch_id",
+        "dispatched_at",
+        "last_attempt_at",
+        "last_error",
+        "failed_at",
+    ),
+    RESOURCE_EVENTS_INDEX: ("provider", "event_id", "event_type", "resource_id", "status", "received_at"),
+}
+
+# ------------------------------------------------------------------------------------------- payments table
+PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"
+
+# ---------------------------------------------------------------------------------------------- inbox lifecycle
+# The inbox item's statuses and every write that moves it, as data: each write is a row of LIFECYCLE (the statuses
+# it moves the item from and to, the `dispatch_reason` it sets, what it does to `attempts` and `last_error`, what it
+# stamps), and its UpdateItem request is derived from that row by `compose_update`, so the condition that makes a
+# duplicate or a concurrent worker harmless is written once. Here, with the constants, because the stack embeds
+# the replay's request in the replay workflow (infra/replay_definition.py) and infra/ may import only this module;
+# shared/inbox/lifecycle.py is the run-time owner every Lambda writes through (its writers fill in the values).
+# A write "dispatches" (the Pipe enqueues the event) when it leaves the item pending with a dispatching reason
+# (PIPE_FILTER_PATTERN below); every dispatching write sets a fresh `dispatch_id` (SQS FIFO's 5-minute
+# deduplication would swallow a re-dispatch under the old one) and `dispatched_at` (the sweeper's clock).
+
+# An attribute value in DynamoDB's wire format: {"S": "text"}, {"N": "3"}; or, in the replay workflow's
+# definition, a Step Functions path that yields one ({"S.$": "$.item.pk.S"}).
+AttributeValue = Mapping[str, Any]
+
+
+class EventStatus(StrEnum):
+    PENDING = "pending"
+    PROCESSED = "processed"
+    IGNORED = "ignored"
+    FAILED = "failed"
+
+
+# Statuses kept in the sparse open-events index (the sweeper's and the replay's reading list).
+OPEN_STATUSES: Final = frozenset({EventStatus.PENDING, EventStatus.FAILED})
+
+
+class DispatchReason(StrEnum):
+    """Why a write to a pending item happened. Only the dispatching ones make the Pipe enqueue the event (the Pipe's
+    filter below passes DISPATCH_REASONS)."""
+
+    RECEIVED = "received"  # the ingest's insert
+    REDISPATCH = "redispatch"  # the sweeper's re-dispatch of a stale event
+    REPLAY = "replay"  # an operator's replay
+    ATTEMPT = "attempt"  # the processor's own bookkeeping while the event is still pending: never re-enqueues
+
+
+DISPATCHING_REASONS: Final = frozenset({DispatchReason.RECEIVED, DispatchReason.REDISPATCH, DispatchReason.REPLAY})
+DISPATCH_REASONS: Final = tuple(reason.value for reason in DispatchReason if reason in DISPATCHING_REASONS)
+
+
+class Write(StrEnum):
+    RECEIVE = "receive"  # the ingest stores a verified delivery, once (its key deduplicates)
+    ATTEMPT = "attempt"  # the processor counts a failed attempt; the event is retried from the queue
+    SETTLE = "settle"  # the processor applied it (processed) or found nothing to change (ignored)
+    FAIL = "fail"  # the processor's attempt found it cannot be processed (that attempt counts)
+    GIVE_UP = "give_up"  # the processor's attempts are exhausted (the last one was already counted)
+    REDISPATCH = "redispatch"  # the sweeper dispatches a pending event whose dispatch got lost
+    REPLAY = "replay"  # an operator sets a failed (or pending) event back to pending
+
+
+class Attempts(Enum):
+    KEEP = "keep"
+    COUNT = "count"  # one more
+    RESET = "reset"  # back to 0: a replayed event gets its full budget again
+
+
+class LastError(Enum):
+    KEEP = "keep"
+    RECORD = "record"
+    CLEAR = "clear"
+
+
+class Transition(NamedTuple):
+    """What one write does to an item. `sources` empty: the item must not exist yet. (A NamedTuple, like the
+    catalog's entries below: immutable without a dataclass's class-creation cost on the ingest's cold start.)"""
+
+    sources: frozenset[EventStatus]
+    targets: frozenset[EventStatus]
+    dispatch_reason: DispatchReason | None  # written when the write leaves the item pending
+    attempts: Attempts
+    last_error: LastError
+    stamps: tuple[str, ...] = ()  # attributes set to the write's time
+    fields: tuple[str, ...] = ()  # attributes whose values the writer supplies
+    optional_fields: tuple[str, ...] = ()  # ... when it has them (each may be guarded by the value it read)
+    # Optimistic guards: the attribute still holds what the writer read (or is still absent), so a write based
+    # on a stale read is refused. `quiet` attributes must be absent or older than the writer's cutoff.
+    unchanged: tuple[str, ...] = ()
+    quiet: tuple[str, ...] = ()
+
+    @property
+    def dispatches(self) -> bool:
+        """Whether it re-enqueues the event: it leaves the item pending with a dispatching reason."""
+        return EventStatus.PENDING in self.targets and self.dispatch_reason in DISPATCHING_REASONS
+
+    @property
+    def moves_status(self) -> bool:
+        return self.targets != self.sources
+
+
+_PENDING = frozenset({EventStatus.PENDING})
+
+LIFECYCLE: Final[Mapping[Write, Transition]] = {
+    Write.RECEIVE: Transition(
+        sources=frozenset(),
+        targets=frozenset({EventStatus.PENDING, EventStatus.FAILED}),  # failed: signed but unparseable
+        dispatch_reason=DispatchReason.RECEIVED,
+        attempts=Attempts.RESET,
+        last_error=LastError.RECORD,  # the parse failure of an unparseable one
+        stamps=("received_at",),
+    ),
+    Write.ATTEMPT: Transition(
+        sources=_PENDING,
+        targets=_PENDING,
+        dispatch_reason=DispatchReason.ATTEMPT,
+        attempts=Attempts.COUNT,
+        last_error=LastError.RECORD,
+        stamps=("last_attempt_at",),  # the sweeper sees it is being worked on, not stale
+    ),
+    Write.SETTLE: Transition(
+        sources=_PENDING,
+        targets=frozenset({EventStatus.PROCESSED, EventStatus.IGNORED}),
+        dispatch_reason=None,
+        attempts=Attempts.COUNT,
+        last_error=LastError.CLEAR,
+        stamps=("processed_at",),
+        fields=("note",),
+    ),
+    Write.FAIL: Transition(
+        sources=_PENDING,
+        targets=frozenset({EventStatus.FAILED}),
+        dispatch_reason=None,
+        attempts=Attempts.COUNT,
+        last_error=LastError.RECORD,
+        stamps=("failed_at",),
+        optional_fields=("failures",),  # counted when an outbox record carries the count (its sequence)
+    ),
+    Write.GIVE_UP: Transition(
+        sources=_PENDING,
+        targets=frozenset({EventStatus.FAILED}),
+        dispatch_reason=None,
+        attempts=Attempts.KEEP,
+        last_error=LastError.RECORD,
+        stamps=("failed_at",),
+        optional_fields=("failures",),
+    ),
+    Write.REDISPATCH: Transition(
+        sources=_PENDING,
+        targets=_PENDING,
+        dispatch_reason=DispatchReason.REDISPATCH,
+        attempts=Attempts.KEEP,
+        last_error=LastError.KEEP,
+        # The group id is written again, valid: the Pipe copies it, and SQS would refuse an old raw key.
+        fields=("group_id",),
+        # Nobody dispatched or attempted it since the sweeper read it: two sweepers at once re-dispatch it once.
+        unchanged=("dispatch_id",),
+        quiet=("last_attempt_at",),
+    ),
+    Write.REPLAY: Transition(
+        sources=frozenset({EventStatus.FAILED, EventStatus.PENDING}),
+        targets=_PENDING,
+        dispatch_reason=DispatchReason.REPLAY,
+        attempts=Attempts.RESET,
+        last_error=LastError.CLEAR,
+        stamps=("replayed_at",),
+        fields=("replayed_by",),
+    ),
+}
+
+# The statuses a replay may select: the ones it moves an item from.
+REPLAYABLE_STATUSES: Final = frozenset(LIFECYCLE[Write.REPLAY].sources)
+
+
+def allowed_transitions() -> frozenset[tuple[EventStatus | None, EventStatus]]:
+    """Every (from, to) some write makes; `None` is "no item yet". Anything else is refused."""
+    return frozenset(
+        (source, target)
+        for transition in LIFECYCLE.values()
+        for source in (transition.sources or {None})
+        for target in transition.targets
+    )
+
+
+def writes_between(source: EventStatus | None, target: EventStatus) -> frozenset[Write]:
+    return frozenset(
+        write
+        for write, transition in LIFECYCLE.items()
+        if (source in transition.sources or (source is None and not transition.sources))
+        and target in transition.targets
+    )
+
+
+# ---------------------------------------------------------------------------------- inbox lifecycle: values
+
+
+def text_value(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def number_value(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def open_status_value(status: EventStatus, pk: str) -> str:
+    """Partition value of the sparse open-events index: status plus a stable shard of the key."""
+    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENTS_SHARDS}"
+
+
+# -------------------------------------------------------------------------------- inbox lifecycle: requests
+
+RECEIVE_CONDITION: Final = "attribute_not_exists(pk)"  # the unique key, not a read-then-write, deduplicates
+
+
+def replay_update(
+    *,
+    selected: AttributeValue,
+    open_status: AttributeValue,
+    dispatch_id: AttributeValue,
+    now: AttributeValue,
+    replayed_by: AttributeValue,
+) -> dict[str, Any]:
+    """Back to pending with a fresh dispatch id, conditioned on the item still being in the `selected` status.
+
+    Every value is an AttributeValue, so the replay workflow passes Step Functions paths (the item's shard, a
+    States.UUID(), the state's entered time, the execution's ARN) where a Python writer passes literals."""
+    return compose_update(
+        Write.REPLAY,
+        EventStatus.PENDING,
+        expected=selected,
+        now=now,
+        open_status=open_status,
+        dispatch_id=dispatch_id,
+        fields={"replayed_by": replayed_by},
+    )
+
+
+class _Request:
+    """An UpdateItem's expressions as they are assembled: assignments, removals, conditions and their values."""
+
+    __slots__ = ("conditions", "removes", "sets", "values")
+
+    def __init__(self) -> None:
+        self.sets: list[str] = []
+        self.removes: list[str] = []
+        self.conditions: list[str] = []
+        self.values: dict[str, AttributeValue] = {}
+
+    def set(self, assignment: str, **values: AttributeValue) -> None:
+        self.sets.append(assignment)
+        self.values.update({f":{name}": value for name, value in values.items()})
+
+    def require(self, condition: str, **values: AttributeValue) -> None:
+        self.conditions.append(condition)
+        self.values.update({f":{name}": value for name, value in values.items()})
+
+    def parameters(self) -> dict[str, Any]:
+        expression = "SET " + ", ".join(self.sets) + (" REMOVE " + ", ".join(self.removes) if self.removes else "")
+        return {
+            "UpdateExpression": expression,
+            "ConditionExpression": " AND ".join(self.conditions),
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": self.values,
+        }
+
+
+def compose_update(
+    write: Write,
+    target: EventStatus,
+    *,
+    now: AttributeValue,
+    expected: AttributeValue | None = None,
+    error: AttributeValue | None = None,
+    open_status: AttributeValue | None = None,
+    dispatch_id: AttributeValue | None = None,
+    fields: Mapping[str, AttributeValue] | None = None,
+    seen: Mapping[str, AttributeValue | None] | None = None,
+    quiet_since: AttributeValue | None = None,
+) -> dict[str, Any]:
+    """The UpdateItem parameters of one write (no TableName, no Key), derived from its row of LIFECYCLE. Values are
+    AttributeValues: literals from a Python writer (shared/inbox/lifecycle.py), Step Functions paths from the replay."""
+    transition = LIFECYCLE[write]
+    fields, seen = dict(fields or {}), dict(seen or {})
+    optional = set(fields) - set(transition.fields)
+    if target not in transition.targets:
+        raise ValueError(f"{write} moves an item to {sorted(transition.targets)}, not {target}")
+    if set(transition.fields) - set(fields) or not optional <= set(transition.optional_fields):
+        raise ValueError(f"{write} writes {transition.fields} (or {transition.optional_fields}), not {sorted(fields)}")
+    if not set(transition.unchanged) <= set(seen) <= set(transition.unchanged) | optional:
+        raise ValueError(f"{write} guards {transition.unchanged} (and optional fields), not {sorted(seen)}")
+    request = _Request()
+    _assign(request, write, transition, target, now, error, open_status, dispatch_id, fields)
+    _condition(request, write, transition, expected, seen, quiet_since)
+    return request.parameters()
+
+
+def _assign(
+    request: _Request,
+    write: Write,
+    transition: Transition,
+    target: EventStatus,
+    now: AttributeValue,
+    error: AttributeValue | None,
+    open_status: AttributeValue | None,
+    dispatch_id: AttributeValue | None,
+    fields: Mapping[str, AttributeValue],
+) -> None:
+    if transition.moves_status:
+        request.set("#status = :status", status=text_value(target.value))
+        if target not in OPEN_STATUSES:
+            request.removes.append("open_status")  # settled: out of the open-events index
+        elif open_status is None:
+            raise ValueError(f"{write} to {target} keeps the item in the open-events index: its shard is needed")
+        else:
+            request.set("open_status = :open_status", open_status=open_status)
+    if target is EventStatus.PENDING and transition.dispatch_reason is not None:
+        request.set("dispatch_reason = :dispatch_reason", dispatch_reason=text_value(transition.dispatch_reason.value))
+        if transition.dispatches:
+            if dispatch_id is None:
+                raise ValueError(f"{write} dispatches: it needs a fresh dispatch id")
+            request.set("dispatch_id = :dispatch_id", dispatch_id=dispatch_id)
+            request.set("dispatched_at = :now", now=now)
+    if transition.attempts is Attempts.COUNT:
+        request.set("attempts = if_not_exists(attempts, :zero) + :one", zero=number_value(0), one=number_value(1))
+    elif transition.attempts is Attempts.RESET:
+        request.set("attempts = :zero", zero=number_value(0))
+    if transition.last_error is LastError.RECORD:
+        if error is None:
+            raise ValueError(f"{write} records the error: it needs one")
+        request.set("last_error = :error", error=error)
+    elif transition.last_error is LastError.CLEAR:
+        request.removes.append("last_error")
+    for stamp in transition.stamps:
+        request.set(f"{stamp} = :now", now=now)
+    for name, value in fields.items():
+        request.set(f"{name} = :{name}", **{name: value})
+
+
+def _condition(
+    request: _Request,
+    write: Write,
+    transition: Transition,
+    expected: AttributeValue | None,
+    seen: Mapping[str, AttributeValue | None],
+    quiet_since: AttributeValue | None,
+) -> None:
+    if len(transition.sources) == 1:
+        (source,) = transition.sources
+        request.require("#status = :expected_status", expected_status=text_value(source.value))
+    elif expected is not None:  # the writer names which of the sources it selected (and read)
+        literal = expected.get("S")
+        if literal is not None and literal not in {source.value for source in transition.sources}:
+            raise ValueError(f"{write} moves an item from {sorted(transition.sources)}, not {literal}")
+        request.require("#status = :expected_status", expected_status=expected)
+    else:
+        raise ValueError(f"{write} moves an item from any of {sorted(transition.sources)}: name the one expected")
+    for name, value in seen.items():
+        if value is None:
+            request.require(f"attribute_not_exists({name})")
+        else:
+            request.require(f"{name} = :seen_{name}", **{f"seen_{name}": value})
+    for name in transition.quiet:
+        if quiet_since is None:
+            raise ValueError(f"{write} needs the cutoff its {name} must be older than")
+        request.require(f"(attribute_not_exists({name}) OR {name} < :quiet_since)", quiet_since=quiet_since)
+
+
+# ----------------------------------------------------------------------------------------- dispatch (Pipe)
+# Which stream records become queue messages. A write dispatches when it leaves the item pending AND says it
+# wants a dispatch (`dispatch_reason`): the ingest's insert ("received"), the sweeper's re-dispatch
+# ("redispatch") and a replay ("replay"). The processor's own bookkeeping writes while an event is still
+# pending set `dispatch_reason` to "attempt", so they never re-enqueue the event they are working on.
+PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {
+    "eventName": ["INSERT", "MODIFY"],
+    "dynamodb": {
+        "NewImage": {
+            "status": {"S": [EventStatus.PENDING.value]},
+            "dispatch_reason": {"S": list(DISPATCH_REASONS)},
+        }
+    },
+}
+
+# JSON paths into the stream record, as EventBridge Pipes' SQS target parameters take them.
+PIPE_MESSAGE_GROUP_ID_PATH: Final = "$.dynamodb.NewImage.group_id.S"
+# A fresh uuid written with every dispatching write: SQS FIFO's 5-minute deduplication never swallows a
+# re-dispatch, while a retried delivery of the same stream record still deduplicates.
+PIPE_DEDUPLICATION_ID_PATH: Final = "$.dynamodb.NewImage.dispatch_id.S"
+# The message body: just enough to load the item; the item itself stays the truth.
+# Pipes substitutes values as they are: a string placeholder is written inside quotes (AWS: "put quotes around
+# variables that reference JSON path parameters, not around JSON objects or arrays").
+PIPE_INPUT_TEMPLATE: Final = (
+    '{"pk": "<$.dynamodb.Keys.pk.S>", "dispatch_id": "<$.dynamodb.NewImage.dispatch_id.S>", '
+    '"dispatch_reason": "<$.dynamodb.NewImage.dispatch_reason.S>"}'
+)
+PIPE_BATCH_SIZE: Final = 10
+# Where a newly created Pipe starts reading the stream. TRIM_HORIZON: the oldest record still in the stream (24 h),
+# so events accepted before the Pipe existed (first deploy) or while it was being replaced (StartingPosition and
+# Source are create-only: a change replaces the Pipe) are dispatched, not stranded until the sweeper finds them.
+# Re-reading records already dispatched is harmless: the processor skips items that are no longer pending.
+PIPE_STARTING_POSITION: Final = "TRIM_HORIZON"
+# A record the Pipe cannot deliver (say, an item written without a group id) is retried this often, bisecting the
+# batch to isolate it, then handed to the Pipe's dead-letter queue so it stops blocking its shard. Nothing is lost:
+# the item itself is still pending in the inbox, and the sweeper re-dispatches stale pending events.
+PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 10
+
+# -------------------------------------------------------------------------------------------------- queue
+# AWS's guidance for a queue feeding a Lambda event source mapping: a visibility timeout of at least six times the
+# function's timeout, so a batch the service retries (throttling, a crashed invocation) never becomes visible to a
+# second poller while the first is still at work. 6 x PROCESSOR_TIMEOUT_SECONDS (30 s) = 180 s. (It was 60 s.)
+# The processor's own retries do not wait for it: they set the failed message's visibility to the backoff. But
+# the later messages of that payment in the same batch, returned unprocessed (skip_group_on_error), come back
+# only after this timeout, and their FIFO group waits for them.
+QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 180
+# A safety net only: the processor counts attempts on the item and dead-letters exhausted events itself, so
+# that a delay while a gateway's circuit is open (many receives, no attempt spent) never dead-letters an event.
+QUEUE_MAX_RECEIVE_COUNT: Final = 100
+QUEUE_RETENTION_DAYS: Final = 14
+PROCESSOR_BATCH_SIZE: Final = 10
+PROCESSOR_MAX_CONCURRENCY: Final = 10
+PROCESSOR_TIMEOUT_SECONDS: Final = 30
+PROCESSOR_MEMORY_MB: Final = 512
+
+# ---------------------------------------------------------------------------------------------- ingest API
+WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
+HEALTH_ROUTE: Final = "/health"
+API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
+API_THROTTLE_BURST_LIMIT: Final = 1000
+INGEST_TIMEOUT_SECONDS: Final = 10
+INGEST_MEMORY_MB: Final = 512
+
+# ------------------------------------------------------------------------------------------------ defaults
+DEFAULT_SIGNATURE_TOLERANCE_SECONDS: Final = 300
+DEFAULT_RETENTION_DAYS: Final = 30
+MINIMUM_RETENTION_DAYS: Final = 7
+# DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
+INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
+
+
+def secret_prefix(stack_name: str) -> str:
+    """Name prefix of the local stack's signing secrets (``{prefix}{provider}``, inbox_local/config.py). The
+    deployed stack names none of its secrets: CloudFormation generates the names (infra/constructs/secrets.py)."""
+    return f"{stack_name}/webhook-signing/"
+
+
+# Tags on every secret of the deployed stack: which stack, which provider (or source), which kind. The names are
+# CloudFormation's, so these tags and the stack's outputs are how an operator finds a secret (console filter,
+# `aws secretsmanager list-secrets --filters Key=tag-key,...`), also one retained by a deleted stack.
+SECRET_TAG_STACK: Final = "webhook-inbox:stack"
+SECRET_TAG_PROVIDER: Final = "webhook-inbox:provider"
+SECRET_TAG_KIND: Final = "webhook-inbox:kind"
+SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
+SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
+SECRET_KIND_FORWARD_SIGNING: Final = "forward-signing"  # the forwarded events' Standard Webhooks secret pair
+
+# Lambda: "the total size of all environment variables doesn't exceed 4 KB"
+# (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
+# variables that grow with the number of providers (or, later, sources); infra/constructs/secrets.py checks at
+# synth that a map, at its longest possible ARNs, leaves this much of the 4 KB to every other variable.
+LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
+LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
+
+
+# ------------------------------------------------------------------------------------------- control table
+# Small operational state shared by every function instance: the refetch circuit breakers
+# (pk = "breaker#{provider}"). Kept apart from the payments table so payment scans never see it.
+CONTROL_PARTITION_KEY: Final = "pk"
+
+# ---------------------------------------------------------------------------------------------- environment
+# Environment variable names: the contract between the stack (and the local runtime) and the functions.
+ENV_INBOX_TABLE: Final = "INBOX_TABLE"
+ENV_PAYMENTS_TABLE: Final = "PAYMENTS_TABLE"
+ENV_CONTROL_TABLE: Final = "CONTROL_TABLE"
+ENV_BODY_BUCKET: Final = "INBOX_BODY_BUCKET"
+ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{provider})
+ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, for the API keys
+# The deployed stack's secrets, as JSON objects {provider: secret ARN} (shared/secrets.py reads them).
+ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
+ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
+ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
+ENV_RETENTION_DAYS: Final = "INBOX_RETENTION_DAYS"
+ENV_QUEUE_URL: Final = "INBOX_QUEUE_URL"
+ENV_MAX_ATTEMPTS: Final = "INBOX_MAX_ATTEMPTS"
+
+# ---------------------------------------------------------------------------------------------- stack outputs
+# CloudFormation output names the CLI reads to find a deployed stack's resources (`inbox ... --stack NAME`).
+OUTPUT_API_URL: Final = "ApiUrl"
+OUTPUT_INBOX_TABLE: Final = "InboxTableName"
+OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
+OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
+OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {provider: secret ARN}
+OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
+OUTPUT_CONTROL_TABLE: Final = "ControlTableName"
+OUTPUT_QUEUE_URL: Final = "DispatchQueueUrl"
+OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
+OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
+OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
+OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {provider: secret ARN}
+ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
+ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
+MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
+RETRY_BASE_SECONDS: Final = 5
+
+# ------------------------------------------------------------------------------------------------ operations
+# The sweeper (functions/sweeper): an EventBridge schedule runs it every SWEEP_SCHEDULE_MINUTES in AWS; the local
+# stack runs it every INBOX_SWEEP_INTERVAL_SECONDS (default LOCAL_SWEEP_INTERVAL_SECONDS).
+SWEEP_SCHEDULE_MINUTES: Final = 5
+LOCAL_SWEEP_INTERVAL_SECONDS: Final = 10
+SWEEPER_TIMEOUT_SECONDS: Final = 120  # the sweeper stops paging when fewer than 10 s of its invocation remain
+SWEEPER_MEMORY_MB: Final = 256
+# A pending event is stale (its dispatch was lost) when nothing happened to it for this long: no dispatch
+# (`dispatched_at`) and no processing attempt (`last_attempt_at`). It must exceed the processor's longest backoff
+# (shared.process.service.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
+DEFAULT_STALE_AFTER_SECONDS: Final = 900
+# Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
+DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
+DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
+
+# Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
+# `reconcile_key` = "{provider}#{status}" (one partition per provider and status, so the sweeper queries only the
+# providers that have an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
+# against its source (the processor's write, or the sweeper's claim when it sends a reconciliation). Keys only:
+# the sweeper needs nothing else.
+RECONCILE_INDEX: Final = "payments-to-reconcile"
+RECONCILE_INDEX_PK: Final = "reconcile_key"
+RECONCILE_INDEX_SK: Final = "checked_at"
+RECONCILE_INDEX_PROJECTION: Final = "KEYS_ONLY"
+PAYMENTS_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
+    (RECONCILE_INDEX, RECONCILE_INDEX_PK, RECONCILE_INDEX_SK),
+)
+
+# ------------------------------------------------------------------------------------------------- retention
+# The archiver (functions/archiver) consumes the inbox stream through an event source mapping with this filter:
+# only REMOVE records made by the DynamoDB service itself, i.e. TTL deletions (AWS: "Records deleted by TTL carry
+# userIdentity {type: Service, principalId: dynamodb.amazonaws.com}"). An operator's own DeleteItem is not archived.
+ARCHIVE_FILTER_PATTERN: Final[dict[str, Any]] = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+}
+ARCHIVE_KEY_PREFIX: Final = "archive/"
+ARCHIVER_BATCH_SIZE: Final = 100
+ARCHIVER_MAX_BATCHING_WINDOW_SECONDS: Final = 60  # fewer, larger archive objects
+# The stream keeps records 24 h: the mapping retries a failing batch (bisecting it) until it succeeds or the record
+# ages out, then reports it to its on-failure destination. The archive is at-least-once (a bisected retry can
+# write a record into a second object); every line carries its `pk`.
+ARCHIVER_STARTING_POSITION: Final = "TRIM_HORIZON"
+ARCHIVER_TIMEOUT_SECONDS: Final = 120
+ARCHIVER_MEMORY_MB: Final = 512
+OUTPUT_ARCHIVE_BUCKET: Final = "ArchiveBucketName"
+
+ENV_STALE_AFTER: Final = "INBOX_STALE_AFTER_SECONDS"
+ENV_RECONCILE_AFTER: Final = "INBOX_RECONCILE_AFTER_SECONDS"
+ENV_SWEEP_MAX_ITEMS: Final = "INBOX_SWEEP_MAX_ITEMS"
+ENV_SWEEP_INTERVAL: Final = "INBOX_SWEEP_INTERVAL_SECONDS"  # local stack only (AWS: the schedule's rate)
+ENV_ARCHIVE_BUCKET: Final = "INBOX_ARCHIVE_BUCKET"
+ENV_REDACT_FIELDS: Final = "INBOX_REDACT_FIELDS"  # comma-separated JSON key names; empty: no redaction
+
+# ------------------------------------------------------------------------------------------ replay, monitoring
+# The replay workflow (Step Functions; its definition: infra/replay_definition.py) and the alarms' SNS topic.
+OUTPUT_REPLAY_STATE_MACHINE: Final = "ReplayStateMachineArn"
+OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
+OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
+OUTPUT_ARCHIVER_FUNCTION: Final = "ArchiverFunctionName"
+# Metric names the functions emit (namespace METRICS_NAMESPACE, dimensions service [+ provider]) and the alarms
+# and the dashboard read.
+# Ingest (shared/ingest.py, per provider):
+METRIC_EVENTS_RECEIVED: Final = "EventsReceived"
+METRIC_EVENTS_UNPARSEABLE: Final = "EventsUnparseable"  # verified but unparseable: stored as failed
+METRIC_DUPLICATES: Final = "DuplicatesAbsorbed"
+METRIC_SIGNATURES_REJECTED: Final = "SignaturesRejected"
+METRIC_STORAGE_FAILURES: Final = "StorageFailures"
+# Processor (shared/process/service.py, per provider):
+METRIC_EVENTS_PROCESSED: Final = "EventsProcessed"
+METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+METRIC_EVENTS_FAILED: Final = "EventsFailed"
+# Sweeper (service dimension only):
+METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
+
+# ------------------------------------------------------------------------------------------------- outbox
+# The transactional outbox (shared/payments/outbox.py): every payment transition and every failed event writes
+# one record in the transaction that causes it; the table's stream publishes them (AWS: a Pipe to the stack's
+# EventBridge bus; locally: inbox_local/outbox_publisher.py). Keys: one partition per payment, ordered by the
+# payment's transition number, so the stream hands one payment's records over in order.
+OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
+OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
+OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
+OUTBOX_RETENTION_DAYS: Final = 7  # the TTL the outbox writes (shared/payments/outbox.py) and docs/events.md
+OUTBOX_STREAM_VIEW_TYPE: Final = "NEW_IMAGE"
+ENV_OUTBOX_TABLE: Final = "OUTBOX_TABLE"
+OUTPUT_OUTBOX_TABLE: Final = "OutboxTableName"
+OUTPUT_EVENT_BUS: Final = "EventBusName"
+OUTBOX_EVENT_SOURCE: Final = "webhook-inbox"  # the EventBridge `source` of published events
+# Only new records are published (the TTL's REMOVE records are not events).
+OUTBOX_PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {"eventName": ["INSERT"]}
+OUTBOX_PIPE_BATCH_SIZE: Final = 10
+OUTBOX_PIPE_STARTING_POSITION: Final = "TRIM_HORIZON"
+OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185  # the stream keeps a record 24 h; never give up early
+# Local forwarding (and the signer in AWS): where every published event is POSTed, Standard Webhooks signed.
+ENV_FORWARD_URL: Final = "INBOX_FORWARD_URL"
+ENV_FORWARD_SECRET: Final = "INBOX_FORWARD_SECRET"  # whsec_<base64>
+ENV_FORWARD_SECRET_PREVIOUS: Final = "INBOX_FORWARD_SECRET_PREVIOUS"  # set during a rotation: both sign
+# AWS: the Secrets Manager secret of the pair, by its ARN (CloudFormation names it; any secret id works).
+ENV_FORWARD_SECRET_NAME: Final = "INBOX_FORWARD_SECRET_NAME"
+ENV_EVENT_BUS_NAME: Final = "INBOX_EVENT_BUS_NAME"
+# The publisher Lambda (outbox Pipe -> bus) and the forwarder Lambda (forwarding Pipe -> the customer's endpoint).
+# Both Pipes read the outbox stream: DynamoDB Streams serves at most two readers per shard without throttling.
+PUBLISHER_MEMORY_MB: Final = 256
+PUBLISHER_TIMEOUT_SECONDS: Final = 30
+FORWARDER_MEMORY_MB: Final = 256
+# Ten deliveries of at most 3 x 5 s POSTs + backoffs each would take 165 s; the forwarder starts a delivery only
+# with its worst case left (shared/forwarding.py) and leaves the rest of the batch to the Pipe's retry.
+FORWARDER_TIMEOUT_SECONDS: Final = 120
+# The forwarding rate needs no reserved concurrency: the forwarding Pipe reads each outbox stream shard with one
+# batch in flight (ParallelizationFactor 1, the default) and the forwarder POSTs a batch's events one at a time, so
+# at most one POST per open shard is in flight (infra/constructs/outbox.py and docs/deploy.md explain). Reserved
+# concurrency is opt-in (context `forwarder_reserved_concurrency`): on a new account whose concurrency quota is
+# small, reserving any of it fails the deploy (Lambda keeps at least 100 unreserved).
+FORWARD_PIPE_PARALLELIZATION_FACTOR: Final = 1
+FORWARD_PIPE_BATCH_SIZE: Final = 10
+# Retries of a batch the endpoint keeps refusing: the Pipe backs off exponentially between attempts; after them
+# (or when the record is older than the maximum age) the batch's metadata goes to the forwarding dead-letter queue
+# and the shard moves on. The events stay on the bus and in the outbox table (7 days) for a manual re-send.
+FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185
+FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS: Final = 86_400
+OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretArn"
+OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
+OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
+EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
+
+
+# ------------------------------------------------------------------------------------------- provider catalog
+# One declaration per provider: everything the code, the stack, the local stack and the docs need to know that a
+# provider exists. Every list of providers is derived from PROVIDER_CATALOG (the drivers' and the gateway
+# clients' registries, the processor's routing table, the stack's secrets, the local development secrets, the
+# test parameter lists); tests/unit/test_catalog.py fails when a provider is half-added, and
+# docs/adding-a-provider.md is the checklist. Code is named, never imported, here ("module:attribute" strings):
+# a Lambda imports only the driver and the gateway client it uses, when it first uses them. The entries are
+# NamedTuples, immutable like frozen dataclasses but without the code a dataclass generates and compiles when its
+# class is created (~0.75 ms a class against ~0.12 ms, measured here): this module is on the ingest's cold start.
+
+# How the processor applies an event (shared/process/handlers.py maps each kind to its handler class).
+# refetch: the webhook is a hint, the payment is read back from the gateway's API. occurred_at: no API, the event
+# states the status, and only an event newer than the payment's last one may apply it.
+HandlerKind = Literal["refetch", "occurred_at"]
+HANDLER_REFETCH: Final[HandlerKind] = "refetch"
+HANDLER_OCCURRED_AT: Final[HandlerKind] = "occurred_at"
+HANDLER_KINDS: Final[tuple[HandlerKind, ...]] = (HANDLER_REFETCH, HANDLER_OCCURRED_AT)
+# A provider's ordering defence (design.md, "Ordering defences"): its routes' handler kind, or "none" when the
+# processor has no route for its events (they are stored and end `ignored`).
+ORDERING_NONE: Final = "none"
+
+# Where a documented fact about a provider comes from (docs/providers.md, "Sources").
+FactSource = Literal["verified", "secondary", "project-notes", "inferred", "configured"]
+
+
+class Route(NamedTuple):
+    """Events of these types are applied by the handler of this kind. A type is exact, a prefix ending in `*`
+    (`"charge.*"`), or `"*"`. `event_types_from` names ("module:attribute") a tuple of types kept beside the
+    driver's status tables (or a function returning one, for a driver configured at run time), read when the
+    processor builds its routing table."""
+
+    handler: HandlerKind
+    event_types: tuple[str, ...] = ()
+    event_types_from: str | None = None
+
+
+class ProviderFacts(NamedTuple):
+    """What the provider table (README.md, docs/providers.md) shows, in short."""
+
+    display_name: str  # the provider column of README's table
+    signature: str  # the scheme, in a few words
+    signature_source: FactSource  # where the scheme was checked (docs/providers.md, "Sources")
+    dedup_key: str  # what deduplicates its redeliveries: the inbox key's event_id
+    docs_url: str | None  # the provider's own page on its webhooks (None: the engine is ours)
+
+
+class ProviderEntry(NamedTuple):
+    id: str  # the URL id (/webhooks/{id}), the env var suffix (INBOX_SECRET_{ID}), the driver's `name`
+    driver: str  # "module:attribute" of the driver instance (shared/providers/<id>.py)
+    refetch_client: str | None  # "module:Class" of the gateway API client (shared/gateway/<id>.py); None: no API
+    routes: tuple[Route, ...]  # what the processor applies; event types not routed are stored and end ignored
+    dev_secret: str  # the local stack's signing secret when INBOX_SECRET_<ID> is unset (signs nothing real)
+    facts: ProviderFacts
+
+    @property
+    def ordering(self) -> str:
+        """refetch, occurred_at or none: the kind of the provider's routes (a provider uses one kind)."""
+        return self.routes[0].handler if self.routes else ORDERING_NONE
+
+
+_REFETCH: Final[HandlerKind] = HANDLER_REFETCH
+_BY_EVENT_TIME: Final[HandlerKind] = HANDLER_OCCURRED_AT
+
+PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
+    ProviderEntry(
+        id="stripe",
+        driver="shared.providers.stripe:driver",
+        refetch_client="shared.gateway.stripe:StripeClient",
+        routes=(Route(_REFETCH, ("payment_intent.*", "charge.*", "refund.*")),),
+        dev_secret="whsec_local_development_only",
+        facts=ProviderFacts(
+            display_name="Stripe",
+            signature="`Stripe-Signature` HMAC-SHA256 of `{t}.{body}`, ±300 s",
+            signature_source="verified",
+            dedup_key="event `id`",
+            docs_url="https://stripe.com/docs/payments/handling-payment-events",
+        ),
+    ),
+    ProviderEntry(
+        id="standard",
+        driver="shared.providers.standard:driver",
+        refetch_client=None,  # a signing scheme, not a gateway: no API to ask
+        routes=(Route(_BY_EVENT_TIME, ("payment.*",)),),
+        # whsec_ + base64(b"local-development-only-key-32byt"): the scheme's secrets are base64 keys
+        dev_secret="whsec_bG9jYWwtZGV2ZWxvcG1lbnQtb25seS1rZXktMzJieXQ=",
+        facts=ProviderFacts(
+            display_name="Standard Webhooks / Svix",
+            signature="`webhook-*`/`svix-*` HMAC-SHA256 base64 of `{id}.{ts}.{body}`",
+            signature_source="verified",
+            dedup_key="`webhook-id`",
+            docs_url="https://github.com/standard-webhooks/standard-webhooks",
+        ),
+    ),
+    ProviderEntry(
+        id="asaas",
+        driver="shared.providers.asaas:driver",
+        refetch_client="shared.gateway.asaas:AsaasClient",
+        routes=(Route(_REFETCH, ("PAYMENT_*",)),),
+        dev_secret="local-development-only-asaas-token",
+        facts=ProviderFacts(
+            display_name="Asaas",
+            signature="static `asaas-access-token` (never stored)",
+            signature_source="project-notes",
+            dedup_key="body `id`",
+            docs_url="https://docs.asaas.com/docs/about-webhooks",
+        ),
+    ),
+    ProviderEntry(
+        id="pagarme",
+        driver="shared.providers.pagarme:driver",
+        refetch_client="shared.gateway.pagarme:PagarmeClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
+        dev_secret="ak_local_development_only_pagarme",
+        facts=ProviderFacts(
+            display_name="Pagar.me",
+            signature="v5 RS256 (JWKS) and legacy `X-Hub-Signature` sha1",
+            signature_source="verified",
+            dedup_key="hook id / derived",
+            docs_url="https://github.com/pagarme/ecommerce-module-core",
+        ),
+    ),
+    ProviderEntry(
+        id="kiwify",
+        driver="shared.providers.kiwify:driver",
+        refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)
+        routes=(
+            Route(_BY_EVENT_TIME, event_types_from="shared.providers.kiwify:SALE_EVENTS"),
+            Route(_BY_EVENT_TIME, ("CASHIN.*", "CASHOUT.*")),  # Kiwify Banking
+        ),
+        dev_secret="local-development-only-kiwify-token",
+        facts=ProviderFacts(
+            display_name="Kiwify",
+            signature="sales `?signature=` HMAC-SHA1; Banking Ed25519",
+            signature_source="verified",
+            dedup_key="derived (no stable envelope id)",
+            docs_url="https://docs.kiwify.com.br/en/api-reference/banking/webhook-headers",
+        ),
+    ),
+    ProviderEntry(
+        id="hotmart",
+        driver="shared.providers.hotmart:driver",
+        refetch_client=None,
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.hotmart:PURCHASE_EVENTS"),),
+        dev_secret="local-development-only-hotmart-hottok",
+        facts=ProviderFacts(
+            display_name="Hotmart",
+            signature="`X-HOTMART-HOTTOK`",
+            signature_source="secondary",
+            dedup_key="body `id`",
+            docs_url="https://help.hotmart.com/en/article/360001491352",
+        ),
+    ),
+    ProviderEntry(
+        id="pagbank",
+        driver="shared.providers.pagbank:driver",
+        refetch_client="shared.gateway.pagbank:PagbankClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*")),),
+        dev_secret="local-development-only-pagbank-token",
+        facts=ProviderFacts(
+            display_name="PagBank",
+            signature="`x-authenticity-token` = sha256(`{token}-{body}`)",
+            signature_source="verified",
+            dedup_key="derived",
+            docs_url="https://developer.pagbank.com.br/reference/confirmar-autenticidade-da-notificacao",
+        ),
+    ),
+    ProviderEntry(
+        id="iugu",
+        driver="shared.providers.iugu:driver",
+        refetch_client="shared.gateway.iugu:IuguClient",
+        routes=(Route(_REFETCH, ("invoice.*",)),),
+        dev_secret="local-development-only-iugu-token",
+        facts=ProviderFacts(
+            display_name="iugu",
+            signature="token in `Authorization` or `?token=` (never stored)",
+            signature_source="inferred",  # the token exists (iugu's OpenAPI); how it is put on the wire is inferred
+            dedup_key="derived",
+            docs_url="https://dev.iugu.com/docs/gatilhos",
+        ),
+    ),
+    ProviderEntry(
+        id="github",
+        driver="shared.providers.github:driver",
+        refetch_client=None,
+        routes=(),  # GitHub events are not payments: stored, then ignored
+        dev_secret="local-development-only-github-secret",
+        facts=ProviderFacts(
+            display_name="GitHub",
+            signature="`X-Hub-Signature-256`",
+            signature_source="verified",
+            dedup_key="`X-GitHub-Delivery`",
+            docs_url="https://docs.github.com/webhooks/securing",
+        ),
+    ),
+    ProviderEntry(
+        id="shopify",
+        driver="shared.providers.shopify:driver",
+        refetch_client=None,
+        # Order and dispute topics only: a transaction alone does not say what the order became.
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.shopify:PAYMENT_TOPICS"),),
+        dev_secret="local-development-only-shopify-client-secret",
+        facts=ProviderFacts(
+            display_name="Shopify",
+            signature="`X-Shopify-Hmac-Sha256` base64",
+            signature_source="verified",
+            dedup_key="`X-Shopify-Event-Id`",
+            docs_url="https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
+        ),
+    ),
+    ProviderEntry(
+        id="paddle",
+        driver="shared.providers.paddle:driver",
+        refetch_client="shared.gateway.paddle:PaddleClient",
+        routes=(Route(_REFETCH, ("transaction.*", "adjustment.*")),),
+        dev_secret="pdl_ntfset_local_development_only_paddle",
+        facts=ProviderFacts(
+            display_name="Paddle",
+            signature="`Paddle-Signature: ts=;h1=`",
+            signature_source="verified",
+            dedup_key="`event_id`",
+            docs_url="https://developer.paddle.com/webhooks/signature-verification",
+        ),
+    ),
+    ProviderEntry(
+        id="mercadopago",
+        driver="shared.providers.mercadopago:driver",
+        refetch_client="shared.gateway.mercadopago:MercadoPagoClient",
+        routes=(Route(_REFETCH, ("payment", "payment.*")),),
+        dev_secret="local-development-only-mercadopago-secret",
+        facts=ProviderFacts(
+            display_name="Mercado Pago",
+            signature="`x-signature` manifest HMAC",
+            signature_source="verified",
+            dedup_key="body `id` (notification id), else derived",
+            docs_url="https://mercadopago.com.br/developers/en/docs/checkout-pro/payment-notifications",
+        ),
+    ),
+    ProviderEntry(
+        id="adyen",
+        driver="shared.providers.adyen:driver",
+        refetch_client=None,
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.adyen:PAYMENT_EVENT_CODES"),),
+        # Adyen's HMAC key is hex (it is hex-decoded before use)
+        dev_secret="6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
+        facts=ProviderFacts(
+            display_name="Adyen",
+            signature="`hmacSignature` inside the notification item",
+            signature_source="verified",
+            dedup_key="pspReference + eventCode + success",
+            docs_url="https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
+        ),
+    ),
+    ProviderEntry(
+        id="generic",
+        driver="shared.providers.generic:driver",
+        refetch_client=None,
+        # The configured `payment_event_types` (INBOX_GENERIC_CONFIG), read when the router is built.
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.generic:payment_event_patterns"),),
+        dev_secret="local-development-only-generic-secret",
+        facts=ProviderFacts(
+            display_name="any HMAC sender",
+            signature="configured by data (`INBOX_GENERIC_CONFIG`)",
+            signature_source="configured",
+            dedup_key="configured",
+            docs_url=None,
+        ),
+    ),
+)
+
+# Derived lists (never spelled by hand).
+# Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
+PROVIDERS: Final[tuple[str, ...]] = tuple(entry.id for entry in PROVIDER_CATALOG)
+# Providers with a payment API the processor refetches from (one gateway API-key secret each). The others order
+# their events by `occurred_at` (or have no route at all).
+REFETCH_PROVIDERS: Final[tuple[str, ...]] = tuple(
+    entry.id for entry in PROVIDER_CATALOG if entry.refetch_client is not None
+)
+
+
+def provider_entry(provider: str) -> ProviderEntry:
+    """The catalog entry of `provider` (KeyError for a provider the catalog does not declare)."""
+    for entry in PROVIDER_CATALOG:
+        if entry.id == provider:
+            return entry
+    raise KeyError(provider)

@@ -1,0 +1,200 @@
+"""design.md's "Which way imports run", checked on the source with `ast` (infra/assets.py reads the imports the same
+way it stages each Lambda's asset), and no import cycle among the local runtime's modules.
+
+Rules, for every import statement anywhere in a module (a function-level or type-only import is a dependency
+too):
+- `functions/` imports nothing of ours but `shared/`;
+- `shared/` imports nothing of ours outside `shared/` (not functions/, infra/, the local runtime, the CLI...);
+- `infra/` imports from `shared/` only the definitions module, `shared/definitions.py`;
+- the definitions module itself imports only the standard library (the stack, the local runtime and every Lambda
+  import it).
+
+Cycles: only what runs when a module is imported counts (top-level statements, class bodies, decorators; not
+function bodies, not `if TYPE_CHECKING:` blocks). A function-level import is how one breaks a cycle on purpose,
+so it is allowed; a cycle at import time is what fails (a half-initialized module) depending on which module is
+imported first. An edge goes to the module a statement imports: `from p import m` to p.m when that is a module,
+to p when m is one of p's names. Importing p.m runs p's `__init__` first, but that is not an edge: a package
+whose `__init__` re-exports its modules would otherwise be a cycle with each of them, and Python handles that
+one (the package is already in sys.modules while its `__init__` runs).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from infra.assets import SourceModule, module_facts, package_modules
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Our top-level packages and modules (functions, shared, infra, inbox_local, inbox_cli, tests, bench, app...).
+FIRST_PARTY = frozenset(
+    {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")} | {path.stem for path in REPO_ROOT.glob("*.py")}
+)
+DEFINITIONS_MODULE = "shared.definitions"
+
+
+def _imports(modules: Mapping[str, SourceModule]) -> dict[str, set[str]]:
+    """Every name each module imports, wherever the statement is (type-only imports included)."""
+    return {name: set(module_facts(module, runtime_only=False).imports) for name, module in modules.items()}
+
+
+def _violations(modules: Mapping[str, SourceModule], allowed: Callable[[str], bool]) -> dict[str, set[str]]:
+    """{module: the names of ours it imports that `allowed` refuses}."""
+    found = {
+        name: {imported for imported in imports if imported.partition(".")[0] in FIRST_PARTY and not allowed(imported)}
+        for name, imports in _imports(modules).items()
+    }
+    return {name: refused for name, refused in found.items() if refused}
+
+
+def _only_shared(imported: str) -> bool:
+    """functions/ and shared/ alike: of ours, only shared/."""
+    return imported.partition(".")[0] == "shared"
+
+
+def _infra_rule(imported: str) -> bool:
+    top = imported.partition(".")[0]
+    if top == "shared":
+        return imported == DEFINITIONS_MODULE or imported.startswith(f"{DEFINITIONS_MODULE}.")
+    return top == "infra"
+
+
+RULES: dict[str, Callable[[str], bool]] = {"functions": _only_shared, "shared": _only_shared, "infra": _infra_rule}
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_imports_run_the_way_design_md_says(package: str) -> None:
+    # Given every module of the package, When its imports are read, Then none reaches where the rules forbid
+    modules = package_modules(REPO_ROOT / package)
+    assert modules  # the package is where the rule expects it
+    assert _violations(modules, RULES[package]) == {}
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "refused"),
+    [
+        ("functions", "from infra import definitions\n", "infra.definitions"),
+        ("functions", "import inbox_local.runtime\n", "inbox_local.runtime"),
+        ("functions", "from functions.other.handler import lambda_handler\n", "functions.other.handler.lambda_handler"),
+        ("shared", "from inbox_cli.main import main\n", "inbox_cli.main.main"),
+        ("shared", "def later():\n    from infra import stack\n", "infra.stack"),
+        ("shared", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import functions\n", "functions"),
+        ("infra", "from shared.settings import IngestSettings\n", "shared.settings.IngestSettings"),
+        ("infra", "import shared\n", "shared"),
+        ("infra", "from functions.ingest import handler\n", "functions.ingest.handler"),
+    ],
+)
+def test_a_forbidden_import_is_reported(package: str, source: str, refused: str, tmp_path: Path) -> None:
+    # Given a module of the package importing what the rules forbid
+    path = tmp_path / package / "mod.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    modules = {f"{package}.mod": SourceModule(f"{package}.mod", path, is_package=False)}
+    # Then the rule reports it
+    assert _violations(modules, RULES[package]) == {f"{package}.mod": {refused}}
+
+
+@pytest.mark.parametrize(
+    "source", ["from shared.definitions import INBOX_TABLE\n", "from shared import definitions\n", "import json\n"]
+)
+def test_infra_may_import_the_definitions_module(source: str, tmp_path: Path) -> None:
+    # Given an infra module importing the definitions module from shared/ (its home after the move), or stdlib
+    path = tmp_path / "infra" / "mod.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    # Then nothing is reported
+    assert _violations({"infra.mod": SourceModule("infra.mod", path, is_package=False)}, _infra_rule) == {}
+
+
+def _import_time_graph(modules: Mapping[str, SourceModule]) -> dict[str, set[str]]:
+    """{module: the modules of `modules` it imports when it is itself imported} (see the module docstring)."""
+
+    def imported_module(name: str) -> str | None:
+        parts = name.split(".")
+        candidates = (".".join(parts[:length]) for length in range(len(parts), 0, -1))
+        return next((candidate for candidate in candidates if candidate in modules), None)
+
+    return {
+        name: {
+            target
+            for imported in module_facts(module, at_import_only=True).imports
+            if (target := imported_module(imported)) is not None
+        }
+        for name, module in modules.items()
+    }
+
+
+def _cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module, or a module importing itself (Tarjan)."""
+    index: dict[str, int] = {}
+    lowlink: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = lowlink[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                lowlink[node] = min(lowlink[node], lowlink[target])
+            elif target in on_stack:
+                lowlink[node] = min(lowlink[node], index[target])
+        if lowlink[node] == index[node]:
+            component: list[str] = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1 or node in graph[node]:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_the_local_runtime_has_no_import_cycle() -> None:
+    # Given the local runtime's modules and what each imports when it is imported
+    graph = _import_time_graph(package_modules(REPO_ROOT / "inbox_local"))
+    assert len(graph) > 10 and any(graph.values())  # the graph was read, not empty
+    # Then no group of them imports itself round
+    assert _cycles(graph) == []
+
+
+def test_an_import_cycle_is_found_and_a_function_level_import_breaks_it(tmp_path: Path) -> None:
+    # Given a package whose modules import each other round at import time, and one whose third edge is only
+    # taken when a function runs, or only by the type checker
+    sources = {
+        "cyclic/__init__.py": "from cyclic.a import A\n",
+        "cyclic/a.py": "from cyclic import b\nA = 1\n",
+        "cyclic/b.py": "import cyclic.c\n",
+        "cyclic/c.py": "from cyclic.a import A\n",
+        "broken/__init__.py": "",
+        "broken/a.py": "from broken import b\n",
+        "broken/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from broken import a\n",
+        "broken/c.py": "import broken.a\ndef later():\n    from broken import c\n",
+    }
+    for relative, text in sources.items():
+        (tmp_path / relative).parent.mkdir(exist_ok=True)
+        (tmp_path / relative).write_text(textwrap.dedent(text))
+    # When the cycles are looked for
+    cyclic = _cycles(_import_time_graph(package_modules(tmp_path / "cyclic")))
+    broken = _cycles(_import_time_graph(package_modules(tmp_path / "broken")))
+    # Then the import-time cycle is reported (not the package re-exporting its module), the broken one is not
+    assert cyclic == [["cyclic.a", "cyclic.b", "cyclic.c"]]
+    assert broken == []
+
+
+def test_the_definitions_module_imports_only_the_standard_library() -> None:
+    # Given the definitions module's imports, wherever they are
+    module = SourceModule(DEFINITIONS_MODULE, REPO_ROOT / "shared" / "definitions.py", is_package=False)
+    imported = set(module_facts(module, runtime_only=False).imports)
+    # Then each is the standard library's (no boto3, no CDK, nothing else of ours)
+    assert {name for name in imported if name.partition(".")[0] not in sys.stdlib_module_names} == set()
