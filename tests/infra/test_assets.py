@@ -52,8 +52,9 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py"},
     ),
     "archiver": (
-        {"shared/retention.py", "shared/inbox/store.py"},
-        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/settings.py"},
+        # its settings are read by the one settings helper, like every function's
+        {"shared/retention.py", "shared/inbox/store.py", "shared/settings.py"},
+        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py"},
     ),
     "sweeper": (
         # the gateway registry is imported inside a function (supported_providers): it still rides along
