@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import string
 import threading
 import time
@@ -116,8 +117,13 @@ class _SentPayment:
 class EventTimeSender:
     """The senders with no API: payments, their steps and the webhooks that announce them, in this process."""
 
-    def __init__(self, seed: int, clock: Callable[[], float] = time.time) -> None:
-        self._rng = random.Random(f"event-time-sender:{seed}")  # noqa: S311 - reproducible ids, not secrets
+    def __init__(self, seed: int, clock: Callable[[], float] = time.time, *, run_id: str | None = None) -> None:
+        # The ids are new on every run (`run_id`, random unless a test fixes it): a second simulation on the same
+        # stack with the same seed drew the first one's payment and event ids, so its events were absorbed as
+        # duplicates of the first run's and its payments started from the first run's state. (The gateway
+        # simulator draws its own ids; these senders have no server to remember them.)
+        run = secrets.token_hex(8) if run_id is None else run_id
+        self._rng = random.Random(f"event-time-sender:{seed}:{run}")  # noqa: S311 - unique ids, not secrets
         self._clock = clock
         self._lock = threading.Lock()
         self._payments: dict[tuple[str, str], _SentPayment] = {}

@@ -158,3 +158,20 @@ def test_asking_for_a_lifecycle_keeps_to_the_providers_that_live_it():
     assert {"stripe", "asaas", "standard"} <= set(options.chosen_providers)
     assert SimulationOptions(providers=("kiwify",)).chosen_providers == ("kiwify",)
     assert SimulationOptions().chosen_providers == simulated_providers()
+
+
+def test_two_runs_with_the_same_seed_on_one_stack_draw_new_payment_and_event_ids():
+    # Given two simulations of the same seed (a second `inbox simulate` on the stack the first one used)
+    first, second = (EventTimeSender(seed=7, clock=lambda: 1_767_225_600) for _ in range(2))
+    # When each creates a payment of a sender with no API
+    (first_id, first_webhooks), (second_id, second_webhooks) = (
+        s.create_payment("standard", 1990) for s in (first, second)
+    )
+    # Then neither the payment nor its event is the other's: the inbox would absorb the second as a duplicate
+    assert first_id != second_id
+    assert first_webhooks[0]["body"] != second_webhooks[0]["body"]
+    # ... while a fixed run id still reproduces a run exactly
+    fixed = [
+        EventTimeSender(seed=7, clock=lambda: 1_767_225_600, run_id="r").create_payment("standard", 1990) for _ in "ab"
+    ]
+    assert fixed[0] == fixed[1]
