@@ -54,8 +54,8 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         from shared.inbox.model import StoredBody, build_item  # noqa: PLC0415
         from shared.inbox.store import to_attributes  # noqa: PLC0415
         from shared.ingest import default_ingest_service  # noqa: PLC0415
-        from shared.providers import get_driver  # noqa: PLC0415
         from shared.providers.base import NormalizedEvent, WebhookRequest  # noqa: PLC0415
+        from shared.providers.registry import get_driver  # noqa: PLC0415
 
         provision(boto3.session.Session(), names)
         aws.reset_clients()

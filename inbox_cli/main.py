@@ -23,7 +23,8 @@ from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAU
 from shared import aws
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
-from shared.providers import PayloadInvalid, get_driver, provider_names
+from shared.providers import PayloadInvalid
+from shared.providers.registry import get_driver, provider_names
 
 
 def _echo_json(value: Any) -> None:

@@ -26,7 +26,7 @@ from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
 from shared import definitions
-from shared.providers import provider_names
+from shared.providers.registry import provider_names
 
 if TYPE_CHECKING:
     from inbox_local.faults import FaultInjector

@@ -22,15 +22,8 @@ from typing import Any, Protocol
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
-from shared.providers import (
-    PayloadInvalid,
-    ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
-    UnknownProvider,
-    WebhookRequest,
-    get_driver,
-)
+from shared.providers import PayloadInvalid, ProviderDriver, SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.registry import UnknownProvider, get_driver
 from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
 

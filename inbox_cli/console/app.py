@@ -24,7 +24,7 @@ from inbox_cli import operations
 from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time
 from inbox_cli.target import Target
 from shared.inbox.model import EventStatus
-from shared.providers import provider_names
+from shared.providers.registry import provider_names
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200

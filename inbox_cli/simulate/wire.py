@@ -14,7 +14,8 @@ from functools import cache
 
 from inbox_local.senders import sender_for
 from shared.inbox.model import event_key
-from shared.providers import NormalizedEvent, WebhookRequest, get_driver
+from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.registry import get_driver
 
 # Two signing times far apart, to tell whether a driver dates an event by its delivery (see `dated_by_delivery`).
 _PROBE_TIMES = (1_700_000_000, 1_700_086_400)

@@ -13,8 +13,8 @@ from inbox_local.config import signing_secret
 from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens, Webhook
 from inbox_local.senders import sender_for
 from shared.payments.status import PaymentStatus
-from shared.providers import get_driver
 from shared.providers.base import utc_from_epoch
+from shared.providers.registry import get_driver
 
 Answer = tuple[int, dict[str, str], Any]
 """(HTTP status, extra headers, JSON document)."""

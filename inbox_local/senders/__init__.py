@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import Protocol
 
-from shared.providers import UnknownProvider, get_driver, provider_names
 from shared.providers.base import WebhookRequest
 from shared.providers.generic import GenericHmacDriver
+from shared.providers.registry import UnknownProvider, get_driver, provider_names
 
 
 class Sender(Protocol):

@@ -1,4 +1,9 @@
-"""Provider drivers and their registry. `get_driver(name)` is the one way to find a driver."""
+"""Provider drivers: verification and parsing of each gateway's deliveries (`base.py`: the interface).
+
+The registry (`shared.providers.registry.get_driver`) is the one way to find a driver. It is not re-exported
+here: every module importing the interface (`shared.providers.base`) runs this package's `__init__`, and a
+registry imported from it would make every Lambda asset carry every driver (infra/assets.py follows imports).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ from shared.providers.base import (
     SigningSecrets,
     WebhookRequest,
 )
-from shared.providers.registry import UnknownProvider, get_driver, provider_names, register_driver
 
 __all__ = [
     "NormalizedEvent",
@@ -18,9 +22,5 @@ __all__ = [
     "ProviderDriver",
     "SignatureInvalid",
     "SigningSecrets",
-    "UnknownProvider",
     "WebhookRequest",
-    "get_driver",
-    "provider_names",
-    "register_driver",
 ]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from shared.gateway.registry import supported_providers
-from shared.providers import provider_names
+from shared.providers.registry import provider_names
 from tests.e2e.conftest import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]

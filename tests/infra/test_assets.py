@@ -45,16 +45,39 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
     "forwarder": (
         # the forwarder signs Standard Webhooks: it keeps that signer
         {"shared/forwarding.py", "shared/providers/standard.py", "shared/payments/publishing.py"},
-        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/sweeper.py", "shared/retention.py"},
+        # ... and no other driver: the drivers' registry is not reachable from the signer
+        {
+            "shared/gateway/",
+            "shared/process/",
+            "shared/ingest.py",
+            "shared/sweeper.py",
+            "shared/retention.py",
+            "shared/providers/registry.py",
+            "shared/providers/stripe.py",
+        },
     ),
     "publisher": (
         {"shared/payments/publishing.py", "shared/payments/events.py"},
-        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py"},
+        {
+            "shared/gateway/",
+            "shared/process/",
+            "shared/providers/",
+            "shared/ingest.py",
+            "shared/forwarding.py",
+            "shared/sweeper.py",
+        },
     ),
     "archiver": (
         # its settings are read by the one settings helper, like every function's
         {"shared/retention.py", "shared/inbox/store.py", "shared/settings.py"},
-        {"shared/gateway/", "shared/process/", "shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py"},
+        {
+            "shared/gateway/",
+            "shared/process/",
+            "shared/providers/",
+            "shared/ingest.py",
+            "shared/forwarding.py",
+            "shared/sweeper.py",
+        },
     ),
     "sweeper": (
         # the gateway registry is imported inside a function (supported_providers): it still rides along

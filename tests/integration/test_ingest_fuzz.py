@@ -41,7 +41,8 @@ from shared import aws
 from shared.inbox.store import InboxStore
 from shared.ingest import default_ingest_service
 from shared.payments.status import PaymentStatus
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest, get_driver, provider_names
+from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.registry import get_driver, provider_names
 from tests.integration.conftest import AwsWorld
 
 PROVIDERS = provider_names()

@@ -24,7 +24,8 @@ from inbox_local.server import (
 )
 from shared.inbox.store import InboxStore
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
-from shared.providers import WebhookRequest, get_driver
+from shared.providers import WebhookRequest
+from shared.providers.registry import get_driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

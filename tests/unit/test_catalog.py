@@ -176,7 +176,7 @@ def test_every_list_of_providers_is_the_catalogs() -> None:
     from inbox_local.config import DEV_SECRETS
     from inbox_local.gateway_simulator import SHAPES
     from shared.gateway.registry import supported_providers
-    from shared.providers import provider_names
+    from shared.providers.registry import provider_names
 
     ids = tuple(entry.id for entry in PROVIDER_CATALOG)
     refetched = tuple(entry.id for entry in PROVIDER_CATALOG if entry.refetch_client)

@@ -30,7 +30,7 @@ from shared.payments.model import Payment
 from shared.process.decide import Apply, Touch, decide
 from shared.process.handlers import EventTimeOrderedHandler
 from shared.process.router import InboxEvent
-from shared.providers import get_driver, provider_names
+from shared.providers.registry import get_driver, provider_names
 
 NOW = "2026-01-01T00:00:00.000000Z"
 EVENT_TIME_PROVIDERS = [p for p in simulated_providers() if not refetched(p)]

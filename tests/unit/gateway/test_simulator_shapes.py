@@ -16,7 +16,7 @@ from shared.gateway import registry
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.gateway.http import GatewayHttpRejected, JsonHttpClient
 from shared.payments.status import PaymentStatus as S
-from shared.providers import get_driver
+from shared.providers.registry import get_driver
 from tests.unit.gateway.fakes import Clock, Sleeps
 
 T0 = 1_718_221_503

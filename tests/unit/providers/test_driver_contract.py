@@ -23,8 +23,9 @@ from inbox_local.config import signing_secret
 from inbox_local.senders import sender_for
 from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest, get_driver, provider_names
+from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._schemes import TokenScheme
+from shared.providers.registry import get_driver, provider_names
 from shared.settings import IngestSettings
 
 ROOT = Path(__file__).resolve().parents[3]
