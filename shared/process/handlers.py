@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 
 from shared.definitions import (
@@ -18,6 +17,7 @@ from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
+from shared.providers.registry import load_reference
 
 ClientLookup = Callable[[str], GatewayClient | None]
 
@@ -99,8 +99,7 @@ def route_event_types(route: Route) -> tuple[str, ...]:
     status tables, or a function returning one: the `generic` driver's come from its configuration)."""
     named: tuple[str, ...] = ()
     if route.event_types_from:
-        module_name, attribute = route.event_types_from.split(":")
-        value = getattr(importlib.import_module(module_name), attribute)
+        value = load_reference(route.event_types_from)
         named = tuple(value() if callable(value) else value)
     return (*route.event_types, *named)
 

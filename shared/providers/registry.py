@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import Any
 
 from shared.definitions import PROVIDER_CATALOG
 from shared.providers.base import ProviderDriver
@@ -40,6 +41,17 @@ def get_driver(name: str) -> ProviderDriver:
 
 @cache
 def _load_builtin(name: str) -> ProviderDriver:
-    module_name, attribute = _BUILTIN[name].split(":")
-    driver: ProviderDriver = getattr(importlib.import_module(module_name), attribute)
+    driver: ProviderDriver = load_reference(_BUILTIN[name])
     return driver
+
+
+def load_reference(reference: str) -> Any:
+    """What a catalog reference "shared.providers.<module>:<attribute>" names (a driver, a driver's event list).
+
+    The one place that imports provider modules by name: a function's Lambda asset carries the provider modules
+    the catalog names because it carries this loader (infra/assets.py stages, for a module that imports by a
+    computed name, the modules of its own package that its function's code names as data)."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name.startswith(f"{__package__}.") or not attribute:
+        raise ValueError(f"not a provider module reference: {reference!r}")
+    return getattr(importlib.import_module(module_name), attribute)

@@ -39,7 +39,14 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         {"shared/gateway/", "shared/process/", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
     ),
     "process": (
-        {"shared/process/app.py", "shared/gateway/registry.py", "shared/gateway/stripe.py", "shared/payments/store.py"},
+        # the driver modules whose event lists the catalog's routes name (Kiwify's sales events)
+        {
+            "shared/process/app.py",
+            "shared/gateway/registry.py",
+            "shared/gateway/stripe.py",
+            "shared/payments/store.py",
+            "shared/providers/kiwify.py",
+        },
         {"shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
     ),
     "forwarder": (
