@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import product
 
-from inbox_cli.doctor.profiles import MacAt
+from inbox_cli.doctor.profiles import MAC_TOKEN, MacAt
 from shared.providers.base import WebhookRequest
 
 MAX_TOKENS = 8  # signature-like tokens respelled per carrier: a header lists one or two signatures in practice
@@ -47,8 +47,6 @@ def prefix_variants(candidates: list[SecretCandidate], prefix: str | None) -> It
 
 # --------------------------------------------------------------------------------------- signature spellings
 
-# A run of base64/base64url/hex characters long enough to be a MAC, not preceded by one (so `v1=` stays out).
-_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 
 
@@ -92,7 +90,7 @@ def respellings(request: WebhookRequest, mac: MacAt) -> Iterator[tuple[str, Webh
     for where, name, value in carriers:
         if not value:
             continue
-        for match in list(_TOKEN.finditer(value))[:MAX_TOKENS]:
+        for match in list(MAC_TOKEN.finditer(value))[:MAX_TOKENS]:
             start, end, token = match.start(), match.end(), match.group()
             before, after = value[:start], value[end:]
             options = list(_spellings(token, mac))

@@ -175,10 +175,14 @@ def _diagnose(case: Case, known: list[str]) -> Diagnosis:
                 return Diagnosis(diagnosis, detail + stale_note + ".")
 
     kind = _reason_kind(reason)
+    unreadable = scheme.unreadable(case.request)
+    if kind is None and unreadable is not None:
+        kind, reason = "malformed_header", unreadable
     if kind is not None:
         return Diagnosis(
             kind,
-            f"The verifier says {reason!r}: the {display_name(case.provider)} scheme expects {scheme.expected}"
+            f"The delivery is refused because {reason}: the {display_name(case.provider)} scheme expects "
+            f"{scheme.expected}"
             + (" — pass every header of the delivery exactly as received." if kind == "missing_header" else "."),
         )
     if stale:
@@ -237,8 +241,9 @@ def _attempts(case: Case, scheme: SchemeProfile, known: list[str]) -> Iterator[A
             known.append(candidate.value)
             yield (
                 "wrong_secret",
-                f"The delivery is signed with {candidate.label}, not with {case.secret_label}: configure that one "
-                "for the source (INBOX_SECRET_<SOURCE>, or the source's secret in the stack)",
+                f"The delivery is signed with {candidate.label}, not with {case.secret_label}: configure the "
+                "source with that secret, exactly as the provider's dashboard shows it (INBOX_SECRET_<SOURCE>, or "
+                "the source's secret in the stack)",
                 case.request,
                 SigningSecrets(candidate.value),
             )
@@ -255,7 +260,7 @@ def _attempts(case: Case, scheme: SchemeProfile, known: list[str]) -> Iterator[A
 
 def _secret_candidates(case: Case, scheme: SchemeProfile) -> Iterator[SecretCandidate]:
     used = [
-        SecretCandidate(case.secret_label, case.secrets.current),
+        SecretCandidate("the same secret", case.secrets.current),
         *([SecretCandidate("the source's previous secret", case.secrets.previous)] if case.secrets.previous else []),
     ]
     yield from prefix_variants(used, scheme.secret_prefix)

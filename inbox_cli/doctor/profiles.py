@@ -11,7 +11,11 @@ Pagar.me v5, Kiwify Banking) are described from their modules' constants.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import re
+import string
 from dataclasses import dataclass
 from typing import Literal
 
@@ -101,6 +105,26 @@ class SchemeProfile:
             name in request.query for name in self.proof_query
         )
 
+    def unreadable(self, request: WebhookRequest) -> str | None:
+        """Why the MAC's carrier, present, holds nothing the scheme could read (some verifiers say only "no
+        signature matches" then); None when it holds a well-spelled MAC or is absent."""
+        if self.mac is None:
+            return None
+        present = [
+            *((f"the {name} header", request.header(name)) for name in self.mac.headers),
+            *((f"the {name} query parameter", request.query.get(name)) for name in self.mac.query),
+        ]
+        carried = [(where, value) for where, value in present if value]
+        if not carried:
+            return None
+        prefix = self.mac.prefix.lower()
+        for _, value in carried:
+            for match in MAC_TOKEN.finditer(value):
+                if _is_mac(match.group(), self.mac) and value[: match.start()].lower().endswith(prefix):
+                    return None
+        where = " and ".join(where for where, _ in carried)
+        return f"{where} holds no `{self.mac.prefix}<{self.mac.encoding} MAC of {self.mac.digest_size} bytes>`"
+
     def applicable(self) -> tuple[str, ...]:
         """The diagnoses this scheme makes possible (the matrix's row), in DIAGNOSES order."""
         possible = {
@@ -110,11 +134,25 @@ class SchemeProfile:
             "encoding_mismatch": self.mac is not None,
             "timestamp_out_of_tolerance": self.timestamp is not None,
             "missing_header": bool(self.proof_headers or self.proof_query),
-            "malformed_header": self.structured,
+            "malformed_header": self.structured or self.mac is not None,
             "wrong_provider": True,
             "unexplained": True,
         }
         return tuple(code for code in DIAGNOSES if possible[code])
+
+
+# A run of base64/base64url/hex characters long enough to be a MAC, not preceded by one (so `v1=` stays out).
+MAC_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
+
+
+def _is_mac(token: str, mac: MacAt) -> bool:
+    """Whether `token` is a MAC spelled exactly as the scheme spells it (encoding and length)."""
+    if mac.encoding == "hex":
+        return len(token) == 2 * mac.digest_size and all(c in string.hexdigits for c in token)
+    try:
+        return len(base64.b64decode(token, validate=True)) == mac.digest_size
+    except (binascii.Error, ValueError):
+        return False
 
 
 def _digest_size(algorithm: str) -> int:
