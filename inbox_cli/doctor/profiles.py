@@ -185,7 +185,9 @@ def profile_of_scheme(scheme: Scheme, *, family: str | None = None) -> tuple[Sch
         )
         return (
             SchemeProfile(
-                family=family or f"HMAC-{scheme.algorithm.upper()} {scheme.encoding} of `{scheme.signed_content}`",
+                family=family
+                or f"HMAC-{scheme.algorithm.upper()} {scheme.encoding} of `{scheme.signed_content}` in "
+                f"`{' or '.join(carriers)}: {scheme.prefix}..`",
                 kind="hmac",
                 expected=f"{' or '.join(carriers)}: {spelled}"
                 + (f" and {scheme.timestamp_header}: <epoch seconds>" if scheme.timestamp_header else ""),

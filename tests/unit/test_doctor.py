@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,10 @@ from inbox_cli.doctor.candidates import SecretCandidate, body_variants
 from inbox_cli.doctor.profiles import DIAGNOSES, SchemeProfile, matrix_markdown, profiles_for, scheme_of
 from inbox_local.senders import sender_for
 from shared.definitions import PROVIDER_CATALOG
-from shared.providers.base import SigningSecrets, WebhookRequest
+from shared.providers.base import ProviderDriver, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
+from tests.unit.providers import test_kiwify as kiwify_tests
+from tests.unit.providers import test_pagarme as pagarme_tests
 
 NOW = 1_764_590_400
 TOLERANCE = 300
@@ -74,12 +77,13 @@ def doctor(
     *,
     secrets: SigningSecrets | None = None,
     alternatives: tuple[SecretCandidate, ...] = (),
+    driver: ProviderDriver | None = None,
 ) -> Diagnosis:
     result = diagnose(
         Case(
             source=provider,
             provider=provider,
-            driver=get_driver(provider),
+            driver=driver or get_driver(provider),
             request=request,
             secrets=secrets or SigningSecrets(SECRETS[provider]),
             now=NOW,
@@ -95,6 +99,8 @@ def doctor(
 
 
 # ------------------------------------------------------------------------- how a developer breaks a delivery
+
+Built = tuple[WebhookRequest, dict[str, Any]]  # the delivery, and the doctor's options for it
 
 _HEX = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{40,128}(?![0-9a-fA-F])")
 _B64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{26,}={0,2}")
@@ -112,22 +118,22 @@ def _respelled(value: str, profile: SchemeProfile) -> str:
     return value[: match.start()] + base64.b64decode(match.group()).hex() + value[match.end() :]
 
 
-def case_valid(provider: str) -> tuple[WebhookRequest, dict]:
+def case_valid(provider: str) -> Built:
     return signed(provider), {}
 
 
-def case_wrong_secret(provider: str) -> tuple[WebhookRequest, dict]:
+def case_wrong_secret(provider: str) -> Built:
     # Signed with another source's secret, which the source's configuration also knows
     alternative = SecretCandidate("the secret of source 'shop-2'", other_secret(provider))
     return signed(provider, secret=other_secret(provider)), {"alternatives": (alternative,)}
 
 
-def case_body_reserialized(provider: str) -> tuple[WebhookRequest, dict]:
+def case_body_reserialized(provider: str) -> Built:
     # Signed as sent (pretty-printed), handed to the verifier after a framework parsed and re-encoded it
     return replace(signed(provider, body=PRETTY), body=COMPACT), {}
 
 
-def case_encoding_mismatch(provider: str) -> tuple[WebhookRequest, dict]:
+def case_encoding_mismatch(provider: str) -> Built:
     request = signed(provider)
     profile = scheme(provider, request)
     assert profile.mac is not None
@@ -136,11 +142,11 @@ def case_encoding_mismatch(provider: str) -> tuple[WebhookRequest, dict]:
     return replace(request, headers=headers, query=query), {}
 
 
-def case_timestamp_out_of_tolerance(provider: str) -> tuple[WebhookRequest, dict]:
+def case_timestamp_out_of_tolerance(provider: str) -> Built:
     return signed(provider, at=NOW - 1000), {}
 
 
-def case_missing_header(provider: str) -> tuple[WebhookRequest, dict]:
+def case_missing_header(provider: str) -> Built:
     # Every proof the provider's schemes accept is dropped (GitHub's legacy SHA-1 header would verify alone)
     request = signed(provider)
     profiles = profiles_for(provider, get_driver(provider))
@@ -151,7 +157,7 @@ def case_missing_header(provider: str) -> tuple[WebhookRequest, dict]:
     return replace(request, headers=headers, query=query), {}
 
 
-def case_malformed_header(provider: str) -> tuple[WebhookRequest, dict]:
+def case_malformed_header(provider: str) -> Built:
     request = signed(provider)
     profile = scheme(provider, request)
     if profile.kind == "in_body":  # Adyen: the signature field of the item is what is malformed
@@ -163,12 +169,12 @@ def case_malformed_header(provider: str) -> tuple[WebhookRequest, dict]:
     return replace(request, headers=headers, query=query), {}
 
 
-def case_wrong_provider(provider: str) -> tuple[WebhookRequest, dict]:
+def case_wrong_provider(provider: str) -> Built:
     other = "stripe" if provider == "github" else "github"
     return signed(other, body=body_for(provider)), {}
 
 
-def case_unexplained(provider: str) -> tuple[WebhookRequest, dict]:
+def case_unexplained(provider: str) -> Built:
     request = signed(provider)
     profile = scheme(provider, request)
     if profile.kind == "token":  # a token nobody configured
@@ -179,7 +185,7 @@ def case_unexplained(provider: str) -> tuple[WebhookRequest, dict]:
     return replace(request, body=request.body.replace(b"1990", b"9190")), {}
 
 
-CASES: dict[str, Callable[[str], tuple[WebhookRequest, dict]]] = {
+CASES: dict[str, Callable[[str], Built]] = {
     "valid": case_valid,
     "wrong_secret": case_wrong_secret,
     "body_reserialized": case_body_reserialized,
@@ -303,6 +309,50 @@ def test_the_re_serializations_cover_the_usual_encoders():
     assert php in variants
     assert PRETTY not in variants  # never the bytes given
     assert len(variants) <= 4 * 16 + 1  # a fixed, small set
+
+
+# ------------------------------------------------------------------------ the schemes no sender signs: keys
+
+
+def _v5(body: bytes) -> WebhookRequest:
+    return pagarme_tests.sign_v5(body, pagarme_tests.KEY, "k1")
+
+
+def _banking(body: bytes, at: int = NOW) -> WebhookRequest:
+    return kiwify_tests.sign_banking(body, kiwify_tests.BANKING_KEY, timestamp_ms=at * 1000)
+
+
+ASYMMETRIC: dict[str, tuple[Callable[[], ProviderDriver], Callable[[bytes], WebhookRequest], str]] = {
+    "pagarme": (pagarme_tests.v5_driver, _v5, "x-webhook-asymmetric-signature"),
+    "kiwify": (kiwify_tests.banking_driver, _banking, "x-kiwify-digital-signature"),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(ASYMMETRIC))
+def test_the_key_signed_schemes_get_their_diagnoses_too(provider):
+    make_driver, sign, header = ASYMMETRIC[provider]
+    driver = make_driver()
+    good = sign(PRETTY)
+    assert scheme(provider, good).kind == "asymmetric"
+    # Given a genuine delivery, Then valid
+    assert doctor(provider, good, driver=driver).diagnosis == "valid"
+    # Given its body re-serialized, Then body_reserialized
+    assert doctor(provider, replace(good, body=COMPACT), driver=driver).diagnosis == "body_reserialized"
+    # Given its signature header mangled, Then malformed_header
+    mangled = replace(good, headers={**good.headers, header: "not base64!"})
+    assert doctor(provider, mangled, driver=driver).diagnosis == "malformed_header"
+    # Given no proof at all, Then missing_header
+    bare = replace(good, headers={n: v for n, v in good.headers.items() if not n.startswith("x-")})
+    assert doctor(provider, bare, driver=driver).diagnosis == "missing_header"
+    # Given a body changed after signing, Then unexplained
+    changed = replace(good, body=PRETTY.replace(b"1990", b"9190"))
+    assert doctor(provider, changed, driver=driver).diagnosis == "unexplained"
+
+
+def test_a_stale_kiwify_banking_delivery_is_out_of_tolerance_with_its_skew_in_seconds():
+    result = doctor("kiwify", _banking(PRETTY, at=NOW - 700), driver=kiwify_tests.banking_driver())
+    assert result.diagnosis == "timestamp_out_of_tolerance"
+    assert "700 s old" in result.detail
 
 
 # ---------------------------------------------------------------------------------------- official libraries
