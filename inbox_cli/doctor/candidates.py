@@ -65,21 +65,21 @@ def _spellings(token: str, mac: MacAt) -> Iterator[tuple[str, str]]:
     is_hex = bool(_HEX.fullmatch(token)) and len(token) == 2 * mac.digest_size
     if mac.encoding == "hex":
         if is_hex and token != token.lower():
-            yield "the hex signature is in upper case where the scheme compares lower case", token.lower()
+            yield "its hex is in upper case where the scheme compares lower case", token.lower()
         raw = None if is_hex else _decoded(token)
         if raw is not None and len(raw) == mac.digest_size:
-            yield "the signature is spelled in base64 where the scheme expects hex", raw.hex()
+            yield "it is spelled in base64 where the scheme expects hex", raw.hex()
         return
     if is_hex:
         yield (
-            "the signature is spelled in hex where the scheme expects base64",
+            "it is spelled in hex where the scheme expects base64",
             base64.b64encode(bytes.fromhex(token)).decode("ascii"),
         )
         return
     raw = _decoded(token)
     canonical = base64.b64encode(raw).decode("ascii") if raw is not None else None
     if raw is not None and len(raw) == mac.digest_size and canonical != token:
-        yield "the signature is base64url or unpadded where the scheme expects standard padded base64", str(canonical)
+        yield "it is base64url or unpadded where the scheme expects standard padded base64", str(canonical)
 
 
 def respellings(request: WebhookRequest, mac: MacAt) -> Iterator[tuple[str, WebhookRequest]]:
@@ -97,7 +97,7 @@ def respellings(request: WebhookRequest, mac: MacAt) -> Iterator[tuple[str, Webh
             for problem, spelled in options:
                 yield problem, _with_carrier(request, where, name, before + spelled + after)
             if mac.prefix and not before.lower().endswith(mac.prefix.lower()):
-                missing = f"the `{mac.prefix}` prefix before the signature is missing"
+                missing = f"the `{mac.prefix}` prefix before it is missing"
                 yield missing, _with_carrier(request, where, name, before + mac.prefix + token + after)
                 for problem, spelled in options:
                     yield (

@@ -103,7 +103,13 @@ def _foreign(case: Case, own: tuple[SchemeProfile, ...]) -> dict[str, list[str]]
             names = [n for n in profile.proof_headers if n not in mine and case.request.header(n) is not None]
             if names:
                 found.setdefault(entry.id, []).extend(n for n in names if n not in found.get(entry.id, []))
-    return found
+    # A header two providers share (x-hub-signature: GitHub's legacy one, Pagar.me's) names the one whose other
+    # headers are there too.
+    return {
+        provider: names
+        for provider, names in found.items()
+        if not any(set(names) < set(others) for other, others in found.items() if other != provider)
+    }
 
 
 def _wrong_provider(case: Case, foreign: dict[str, list[str]]) -> Diagnosis:
@@ -181,7 +187,7 @@ def _diagnose(case: Case, known: list[str]) -> Diagnosis:
     if kind is not None:
         return Diagnosis(
             kind,
-            f"The delivery is refused because {reason}: the {display_name(case.provider)} scheme expects "
+            f"The delivery is refused ({reason}): the {display_name(case.provider)} scheme expects "
             f"{scheme.expected}"
             + (" — pass every header of the delivery exactly as received." if kind == "missing_header" else "."),
         )
@@ -232,7 +238,7 @@ def _attempts(case: Case, scheme: SchemeProfile, known: list[str]) -> Iterator[A
         for problem, request in respellings(case.request, scheme.mac):
             yield (
                 "encoding_mismatch",
-                f"The signature is right but {problem}: send it exactly as the provider does",
+                f"The signature is right, but {problem}: send it exactly as the provider does",
                 request,
                 case.secrets,
             )
