@@ -178,7 +178,12 @@ def test_rejected_reads_the_record_through_load_rejected(monkeypatch):
     )
     calls = []
     log = types.ModuleType("inbox_cli.rejected")
-    log.load_rejected = lambda target, rejected_id: calls.append(rejected_id) or record  # type: ignore[attr-defined]
+
+    def load_rejected(target: object, rejected_id: str) -> types.SimpleNamespace:
+        calls.append(rejected_id)
+        return record
+
+    log.load_rejected = load_rejected  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "inbox_cli.rejected", log)
     # When the doctor is asked about it
     result = CliRunner().invoke(cli, ["doctor", "--rejected", "rej_01", "--json"])
