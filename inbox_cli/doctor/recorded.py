@@ -29,15 +29,23 @@ Fingerprint = Callable[[str], str]  # a candidate secret -> its keyed fingerprin
 
 
 class RecordedDelivery(Protocol):
-    """The fields of a rejected-delivery record the doctor reads (inbox_cli.rejected.RejectedDelivery has them)."""
+    """The fields of a rejected-delivery record the doctor reads (inbox_cli.rejected.RejectedDelivery has them;
+    `body_redacted` and `body_sha256` are read when present)."""
 
-    source: str
-    provider: str
-    received_at: str  # ISO-8601 UTC
-    headers: Mapping[str, Any]  # name -> value, or {"fingerprint": hex} for a secret-bearing header
-    query: Mapping[str, Any]
-    body: bytes
-    body_truncated: bool
+    @property
+    def source(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def received_at(self) -> str: ...  # ISO-8601 UTC
+    @property
+    def headers(self) -> Mapping[str, Any]: ...  # name -> value, or {"fingerprint": hex} for a secret-bearing one
+    @property
+    def query(self) -> Mapping[str, Any]: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def body_truncated(self) -> bool: ...
 
 
 @dataclass(frozen=True)
