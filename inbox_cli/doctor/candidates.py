@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -126,10 +127,11 @@ LAYOUTS: tuple[tuple[str, dict[str, object]], ...] = (
 def body_variants(body: bytes, *, pretty_indent: int | None = None) -> Iterator[tuple[str, bytes]]:
     """(how it was re-serialized, the bytes) for the given body's JSON re-encoded in each usual way, without
     repeats and never the given bytes themselves. A body that is not JSON has only its trailing-newline variant."""
-    seen = {body}
+    # Digests, not copies: a 6 MB body has up to 65 variants
+    seen = {hashlib.sha256(body).digest()}
     toggled = body[:-1] if body.endswith(b"\n") else body + b"\n"
     what = "without the trailing newline" if body.endswith(b"\n") else "with a trailing newline added"
-    seen.add(toggled)
+    seen.add(hashlib.sha256(toggled).digest())
     yield f"the same bytes {what}", toggled
     try:
         value = json.loads(body.decode("utf-8"))
@@ -138,22 +140,30 @@ def body_variants(body: bytes, *, pretty_indent: int | None = None) -> Iterator[
     layouts = list(LAYOUTS)
     if pretty_indent is not None:  # the provider's own pretty-printing first: the likeliest original
         layouts.sort(key=lambda layout: layout[1].get("indent") != pretty_indent)
-    has_non_ascii = json.dumps(value, ensure_ascii=True) != json.dumps(value, ensure_ascii=False)
-    for (layout, options), ensure_ascii, sort_keys, escape_slashes, newline in product(
-        layouts, (False, True), (False, True), (False, True), (False, True)
-    ):
-        try:
-            text = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=sort_keys, **options)  # type: ignore[arg-type]
+    has_non_ascii = not json.dumps(value, ensure_ascii=False).isascii()
+    for (layout, options), ensure_ascii, sort_keys in product(layouts, (False, True), (False, True)):
+        try:  # one encoding per layout, escaping and key order; slashes and newline are edits of it
+            encoded = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=sort_keys, **options)  # type: ignore[arg-type]
         except (TypeError, ValueError, RecursionError):  # mixed-type keys cannot be sorted
             continue
+        yield from _edits(encoded, layout, ensure_ascii, sort_keys, has_non_ascii, seen)
+
+
+def _edits(
+    encoded: str, layout: str, ensure_ascii: bool, sort_keys: bool, has_non_ascii: bool, seen: set[bytes]
+) -> Iterator[tuple[str, bytes]]:
+    """One encoding with slashes escaped or not and a trailing newline or not, each described, without repeats."""
+    for escape_slashes, newline in product((False, True), (False, True)):
+        text = encoded
         if escape_slashes:
             if "/" not in text:
                 continue
             text = text.replace("/", "\\/")  # JSON has no `/` outside strings: every one is inside a string
         data = text.encode("utf-8") + (b"\n" if newline else b"")
-        if data in seen:
+        digest = hashlib.sha256(data).digest()
+        if digest in seen:
             continue
-        seen.add(data)
+        seen.add(digest)
         parts = [layout]
         if has_non_ascii:
             parts.append("non-ASCII as \\u escapes" if ensure_ascii else "non-ASCII as UTF-8")

@@ -113,16 +113,13 @@ def _foreign(case: Case, own: tuple[SchemeProfile, ...]) -> dict[str, list[str]]
 
 
 def _wrong_provider(case: Case, foreign: dict[str, list[str]]) -> Diagnosis:
-    theirs = []
-    for provider, names in foreign.items():
-        where = case.sources_by_provider.get(provider)
-        to = f" (post it to /webhooks/{where[0]})" if where else ""
-        theirs.append(f"{provider_entry(provider).facts.display_name}'s ({', '.join(names)}){to}")
-    own_name = display_name(case.provider)
+    theirs = " and ".join(f"{display_name(p)}'s headers ({', '.join(names)})" for p, names in foreign.items())
+    targets = [f"/webhooks/{case.sources_by_provider[p][0]}" for p in foreign if case.sources_by_provider.get(p)]
+    where = f"post it to {' or '.join(targets)}" if targets else "post it to the source of that provider"
     return Diagnosis(
         "wrong_provider",
-        f"The delivery carries {' and '.join(theirs)} headers, not {own_name}'s: it was sent to the wrong source "
-        f"URL, or source {case.source!r} is declared with the wrong provider.",
+        f"The delivery carries {theirs}, not {display_name(case.provider)}'s: {where}, or declare source "
+        f"{case.source!r} with the provider that sends it.",
     )
 
 
