@@ -101,6 +101,17 @@ def test_secret_given_on_the_command_line_is_checked_against_the_configured_one(
     assert given not in result.output
 
 
+def test_a_declared_test_mode_secret_is_a_candidate(tmp_path, monkeypatch):
+    # Given the source's test-mode secret declared beside its live one, and a delivery signed in test mode
+    test_secret = "whsec_stripe_test_mode_secret_0000"  # noqa: S105 - a test value
+    monkeypatch.setenv("INBOX_SECRET_STRIPE_TEST", test_secret)
+    result = _run(tmp_path, PRETTY, test_secret, "--json")
+    answer = json.loads(result.output)
+    # Then the doctor names it as the test-mode secret, without its value
+    assert answer["diagnosis"] == "wrong_secret" and "test-mode secret" in answer["detail"]
+    assert test_secret not in result.output
+
+
 def test_a_stale_delivery_gives_its_skew(tmp_path):
     result = _run(tmp_path, PRETTY, DEV_SECRET, "--json", at=NOW - 3600)
     answer = json.loads(result.output)
