@@ -103,7 +103,7 @@ def test_secret_given_on_the_command_line_is_checked_against_the_configured_one(
 
 def test_a_declared_test_mode_secret_is_a_candidate(tmp_path, monkeypatch):
     # Given the source's test-mode secret declared beside its live one, and a delivery signed in test mode
-    test_secret = "whsec_stripe_test_mode_secret_0000"  # noqa: S105 - a test value
+    test_secret = "whsec_stripe_test_mode_secret_0000"
     monkeypatch.setenv("INBOX_SECRET_STRIPE_TEST", test_secret)
     result = _run(tmp_path, PRETTY, test_secret, "--json")
     answer = json.loads(result.output)
