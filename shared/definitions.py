@@ -1187,3 +1187,17 @@ def find_source(sources: tuple[SourceSpec, ...], name: str) -> SourceSpec:
         if source.name == name:
             return source
     raise KeyError(name)
+
+
+def source_of(item: Mapping[str, Any]) -> str:
+    """The source an inbox item, payment or published event belongs to. Items written before sources existed
+    carry only `provider`: they belong to that provider's default source, which is named after it (and is their
+    key's first part)."""
+    return str(item.get("source") or item.get("provider") or str(item["pk"]).split("#", 1)[0])
+
+
+def source_key(source: str, part: str) -> str:
+    """`{source}#{part}`, the one rule of every key that belongs to a source: an event's (part = its event id),
+    a payment's and its FIFO group (its resource id), its reconcile partition (its status), its breaker. A
+    source name has no '#', so the source is everything before the first one."""
+    return f"{source}#{part}"
