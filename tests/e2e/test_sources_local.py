@@ -26,6 +26,8 @@ SOURCES = [
     {"name": "stripe-br", "provider": "stripe"},
     {"name": "stripe-us", "provider": "stripe"},
     {"name": "asaas", "provider": "asaas"},
+    # Only from a documentation range: the local stack's clients (127.0.0.1) are outside it.
+    {"name": "stripe-locked", "provider": "stripe", "allowed_ip_ranges": ["203.0.113.0/24"]},
 ]
 PROVIDER = {source["name"]: source["provider"] for source in SOURCES}
 
@@ -132,3 +134,17 @@ def test_three_sources_verify_refetch_and_match_the_gateway(stack):
         assert (payment["source"], payment["status"]) == (source, expected[source]["status"])
         assert int(payment["amount"]) == expected[source]["amount"]
     assert (expected["stripe-br"]["status"], expected["stripe-us"]["status"]) == ("paid", "canceled")
+
+
+def test_a_forged_forwarded_for_does_not_pass_a_sources_ip_ranges(stack):
+    # Given stripe-locked accepts deliveries only from 203.0.113.0/24, and a delivery signed with its own secret
+    secret = secrets_printed(stack)["INBOX_SECRET_STRIPE_LOCKED"]
+    body = sender_for("stripe").sample_body(
+        event_id="evt_locked", resource_id="pi_locked", status="paid", amount=100, occurred_at=int(time.time())
+    )
+    signed = sender_for("stripe").sign(body, secret, now=int(time.time()))
+    # When it comes from 127.0.0.1 claiming, in X-Forwarded-For, an address inside the ranges
+    headers = {"content-type": "application/json", "x-forwarded-for": "203.0.113.7", **signed.headers}
+    status, answer = request(f"{stack.url}/webhooks/stripe-locked", body, headers)
+    # Then the front door passes the connection's address, and the source refuses it before verification
+    assert (status, answer) == (403, {"error": "sender not allowed for this source"})
