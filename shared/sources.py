@@ -64,9 +64,11 @@ def reset_declared_sources() -> None:
 
 
 @cache
-def _networks(ranges: tuple[str, ...]) -> tuple[IpNetwork, ...]:
-    # The ranges were validated (and normalized) by parse_sources; parsed into networks once per source.
-    return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in ranges)
+def _networks(ranges: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
+    """(IP version, first address, last address) of each range, as integers: parsed once per source (the ranges
+    were validated by parse_sources), so a check is at most MAX_SOURCE_IP_RANGES integer comparisons."""
+    networks: list[IpNetwork] = [ipaddress.ip_network(cidr, strict=False) for cidr in ranges]
+    return tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in networks)
 
 
 def sender_allowed(source: SourceSpec, source_ip: str | None) -> bool:
@@ -82,4 +84,5 @@ def sender_allowed(source: SourceSpec, source_ip: str | None) -> bool:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    return any(address in network for network in _networks(source.allowed_ip_ranges))
+    version, value = address.version, int(address)
+    return any(v == version and first <= value <= last for v, first, last in _networks(source.allowed_ip_ranges))
