@@ -16,6 +16,7 @@ from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.process.service import ReconcileMessage, parse_message
 from shared.providers.standard import decode_secret
+from shared.retention import Archiver, archived_body
 from shared.secrets import SigningSecretSource, signing_secret_variable
 from shared.sources import Sources, UnknownSource, sender_allowed
 
@@ -201,3 +202,20 @@ def _payment(*, source: str = "", provider: str = "stripe") -> Payment:
         last_event_id=None,
         updated_at="2026-12-01T00:00:00.000000Z",
     )
+
+
+class TestRedactionPerSource:
+    def test_a_sources_redact_fields_apply_to_its_items_only_besides_the_deployments(self) -> None:
+        # Given the deployment redacts "email" and stripe-br also redacts "cpf"
+        archiver = Archiver(
+            "archive", redact_fields=frozenset({"email"}), source_redact_fields={"stripe-br": frozenset({"cpf"})}
+        )
+        body = b'{"email": "a@b.c", "cpf": "123.456.789-00", "amount": 10}'
+        # When an item of each source is archived
+        br = archived_body(body, archiver.fields_for({"pk": "stripe-br#evt_1", "source": "stripe-br"}))
+        us = archived_body(body, archiver.fields_for({"pk": "stripe-us#evt_1", "source": "stripe-us"}))
+        legacy = archived_body(body, archiver.fields_for({"pk": "stripe#evt_1", "provider": "stripe"}))
+        # Then stripe-br's archive has neither value, the others keep the cpf but never the email
+        assert "123.456.789-00" not in br["body"] and "a@b.c" not in br["body"]
+        assert "123.456.789-00" in us["body"] and "a@b.c" not in us["body"]
+        assert "123.456.789-00" in legacy["body"]
