@@ -22,14 +22,14 @@ from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
-SOURCES = [
+SOURCES: list[dict[str, Any]] = [
     {"name": "stripe-br", "provider": "stripe"},
     {"name": "stripe-us", "provider": "stripe"},
     {"name": "asaas", "provider": "asaas"},
     # Only from a documentation range: the local stack's clients (127.0.0.1) are outside it.
     {"name": "stripe-locked", "provider": "stripe", "allowed_ip_ranges": ["203.0.113.0/24"]},
 ]
-PROVIDER = {source["name"]: source["provider"] for source in SOURCES}
+PROVIDER: dict[str, str] = {source["name"]: source["provider"] for source in SOURCES}
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,8 @@ def test_three_sources_verify_refetch_and_match_the_gateway(stack):
     while True:
         stored = {source: stored_payment(stack, f"{source}#{created[source]['id']}") for source in created}
         matched = all(
-            stored[source] is not None and stored[source]["status"] == expected[source]["status"] for source in created
+            (payment := stored[source]) is not None and payment["status"] == expected[source]["status"]
+            for source in created
         )
         if matched or time.monotonic() > deadline:
             break
