@@ -23,7 +23,7 @@ SERVICE_NAME: Final = "webhook-inbox"
 METRICS_NAMESPACE: Final = "WebhookInbox"
 
 # ---------------------------------------------------------------------------------------------- inbox table
-INBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{event_id}": the unique key is what deduplicates
+INBOX_PARTITION_KEY: Final = "pk"  # "{source}#{event_id}": the unique key is what deduplicates
 INBOX_TTL_ATTRIBUTE: Final = "expires_at"
 
 # Sparse index of events that still need attention (pending or failed), oldest first. The partition value is
@@ -36,7 +36,7 @@ OPEN_EVENTS_SHARDS: Final = 8
 
 # Every event of one payment, in business-time order.
 RESOURCE_EVENTS_INDEX: Final = "events-by-resource"
-RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{provider}#{resource_id}", absent when unknown
+RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{source}#{resource_id}", absent when unknown
 RESOURCE_EVENTS_INDEX_SK: Final = "occurred_at"
 
 INBOX_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
@@ -69,7 +69,7 @@ INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 # ------------------------------------------------------------------------------------------- payments table
-PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"
+PAYMENTS_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}"
 
 # ---------------------------------------------------------------------------------------------- inbox lifecycle
 # The inbox item's statuses and every write that moves it, as data: each write is a row of LIFECYCLE (the statuses
@@ -483,6 +483,8 @@ PROCESSOR_TIMEOUT_SECONDS: Final = 30
 PROCESSOR_MEMORY_MB: Final = 512
 
 # ---------------------------------------------------------------------------------------------- ingest API
+# The parameter's value is a source's name (docs/sources.md); the route keeps its parameter's name so that a
+# deployed route is not replaced.
 WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
 HEALTH_ROUTE: Final = "/health"
 API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
@@ -499,7 +501,7 @@ INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
 
 
 def secret_prefix(stack_name: str) -> str:
-    """Name prefix of the local stack's signing secrets (``{prefix}{provider}``, inbox_local/config.py). The
+    """Name prefix of the local stack's signing secrets (``{prefix}{source}``, inbox_local/config.py). The
     deployed stack names none of its secrets: CloudFormation generates the names (infra/constructs/secrets.py)."""
     return f"{stack_name}/webhook-signing/"
 
@@ -524,7 +526,7 @@ LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 # ------------------------------------------------------------------------------------------- control table
 # Small operational state shared by every function instance: the refetch circuit breakers
-# (pk = "breaker#{provider}"). Kept apart from the payments table so payment scans never see it.
+# (pk = "breaker#{source}"). Kept apart from the payments table so payment scans never see it.
 CONTROL_PARTITION_KEY: Final = "pk"
 
 # ---------------------------------------------------------------------------------------------- environment
@@ -533,9 +535,10 @@ ENV_INBOX_TABLE: Final = "INBOX_TABLE"
 ENV_PAYMENTS_TABLE: Final = "PAYMENTS_TABLE"
 ENV_CONTROL_TABLE: Final = "CONTROL_TABLE"
 ENV_BODY_BUCKET: Final = "INBOX_BODY_BUCKET"
-ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{provider})
+ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{source})
 ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, for the API keys
-# The deployed stack's secrets, as JSON objects {provider: secret ARN} (shared/secrets.py reads them).
+# The deployed stack's secrets, as JSON objects {source: secret ARN} (shared/secrets.py reads them; a provider's
+# default source is named after it, docs/sources.md).
 ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
 ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
 ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
@@ -578,8 +581,8 @@ DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
 DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
 
 # Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
-# `reconcile_key` = "{provider}#{status}" (one partition per provider and status, so the sweeper queries only the
-# providers that have an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
+# `reconcile_key` = "{source}#{status}" (one partition per source and status, so the sweeper queries only the
+# sources whose provider has an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
 # against its source (the processor's write, or the sweeper's claim when it sends a reconciliation). Keys only:
 # the sweeper needs nothing else.
 RECONCILE_INDEX: Final = "payments-to-reconcile"
@@ -642,7 +645,7 @@ METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 # one record in the transaction that causes it; the table's stream publishes them (AWS: a Pipe to the stack's
 # EventBridge bus; locally: inbox_local/outbox_publisher.py). Keys: one partition per payment, ordered by the
 # payment's transition number, so the stream hands one payment's records over in order.
-OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
+OUTBOX_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}" (or "failed#{inbox pk}")
 OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
 OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
 OUTBOX_RETENTION_DAYS: Final = 7  # the TTL the outbox writes (shared/payments/outbox.py) and docs/events.md
@@ -1187,3 +1190,17 @@ def find_source(sources: tuple[SourceSpec, ...], name: str) -> SourceSpec:
         if source.name == name:
             return source
     raise KeyError(name)
+
+
+def source_of(item: Mapping[str, Any]) -> str:
+    """The source an inbox item, payment or published event belongs to. Items written before sources existed
+    carry only `provider`: they belong to that provider's default source, which is named after it (and is their
+    key's first part)."""
+    return str(item.get("source") or item.get("provider") or str(item["pk"]).split("#", 1)[0])
+
+
+def source_key(source: str, part: str) -> str:
+    """`{source}#{part}`, the one rule of every key that belongs to a source: an event's (part = its event id),
+    a payment's and its FIFO group (its resource id), its reconcile partition (its status), its breaker. A
+    source name has no '#', so the source is everything before the first one."""
+    return f"{source}#{part}"
