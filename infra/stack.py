@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -175,6 +176,11 @@ class WebhookInboxStack(Stack):
                 "The gateways' API keys, JSON {source: Secrets Manager ARN} (inbox secrets set SOURCE --kind api-key)",
             ),
         }
+        # No larger than the signing-secret map above (a provider id is shorter than an ARN).
+        outputs[definitions.OUTPUT_SOURCE_PROVIDERS] = (
+            json.dumps({source.name: source.provider for source in sources}, separators=(",", ":")),
+            "The deployed sources, JSON {source: provider}; gateways POST to <ApiUrl>webhooks/<source>",
+        )
         outputs[definitions.OUTPUT_REPLAY_STATE_MACHINE] = (
             self.replay.state_machine.state_machine_arn,
             "Replay workflow (Step Functions): `inbox replay --stack NAME` starts it",

@@ -560,6 +560,7 @@ OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
 OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
 OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
 OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {source: secret ARN}
+OUTPUT_SOURCE_PROVIDERS: Final = "SourceProviders"  # JSON {source: provider}: what the stack was deployed with
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event

@@ -65,11 +65,21 @@ class ReplayWorld:
         pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
         return [event for page in pages for event in page["events"]]
 
-    def put(self, provider: str, status: str, *, day: int = 1, event_type: str = "payment_intent.succeeded") -> str:
-        pk = f"{provider}#evt_{uuid.uuid4().hex[:12]}"
+    def put(
+        self,
+        provider: str,
+        status: str,
+        *,
+        day: int = 1,
+        event_type: str = "payment_intent.succeeded",
+        source: str | None = None,
+    ) -> str:
+        """An inbox item; with `source`, keyed and marked as that source's (without: the provider's default)."""
+        pk = f"{source or provider}#evt_{uuid.uuid4().hex[:12]}"
         item: dict[str, Any] = {
             "pk": pk,
             "provider": provider,
+            **({"source": source} if source else {}),
             "event_id": pk.partition("#")[2],
             "event_type": event_type,
             "status": status,
@@ -154,13 +164,35 @@ def test_a_dry_run_plans_and_changes_nothing(world: ReplayWorld) -> None:
     assert report.complete and report.dry_run
     assert report.counts["selected"] == report.counts["planned"] == 4
     assert report.counts["replayed"] == 0
-    planned = {"provider": "stripe", "status": "failed", "outcome": "planned"}
+    planned = {"source": "stripe", "provider": "stripe", "status": "failed", "outcome": "planned"}
     assert report.plan() == [
         {**planned, "event_type": "payment_intent.succeeded", "count": 3},
         {**planned, "event_type": "charge.refunded", "count": 1},
     ]
     assert report.counts["pages"] == definitions.OPEN_EVENTS_SHARDS  # one (small) page per index shard
     assert len(report.executions) == 1  # far from any per-execution bound
+
+
+def test_a_replay_of_one_source_leaves_the_other_sources_of_its_provider_alone(world: ReplayWorld) -> None:
+    # Given failed events of two Stripe sources and of the default Stripe source (an item from before sources)
+    brazil = {world.put("stripe", "failed", source="stripe-br") for _ in range(3)}
+    us = {world.put("stripe", "failed", source="stripe-us") for _ in range(2)}
+    default = world.put("stripe", "failed")
+    # When the stripe-br source is replayed
+    report = world.replay(provider="stripe", source="stripe-br")
+    # Then its events, and only they, are pending again, and the report names the source
+    items = world.items()
+    assert {pk for pk, item in items.items() if item["status"] == "pending"} == brazil
+    assert all(items[pk]["status"] == "failed" for pk in (*us, default))
+    assert report.counts["replayed"] == 3 and report.to_json()["source"] == "stripe-br"
+    assert {row["source"] for row in report.plan()} == {"stripe-br"}
+    # And without a source the provider's default source is selected (what an input of an older CLI means)
+    assert world.replay(provider="stripe").counts["replayed"] == 1
+    assert world.items()[default]["status"] == "pending"
+    # And by id, the key is the source's: stripe-us's event is found under stripe-us only
+    us_id = next(iter(us)).partition("#")[2]
+    assert world.replay(provider="stripe", source="stripe-br", event_ids=(us_id,)).counts["not_found"] == 1
+    assert world.replay(provider="stripe", source="stripe-us", event_ids=(us_id,)).counts["replayed"] == 1
 
 
 def test_a_replay_sets_only_the_selected_failed_events_back_to_pending(world: ReplayWorld) -> None:
@@ -321,6 +353,7 @@ def test_it_waits_between_pages_that_wrote(world: ReplayWorld) -> None:
         {"provider": "stripe", "max_events": MAX_EVENTS_LIMIT + 1},
         {"provider": "stripe", "since": "2026-02-01", "until": "2026-01-01"},
         {"provider": "stripe", "event_ids": []},
+        {"provider": "stripe", "source": 7},
     ],
 )
 def test_invalid_input_fails_the_execution_before_anything_is_read(world: ReplayWorld, execution_input) -> None:
