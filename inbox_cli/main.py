@@ -639,12 +639,19 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None:
     """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
-    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one."""
+    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one. The fixed cost
+    counts the secrets of the declared sources (sources.json, or INBOX_SOURCES_FILE; without one, one source per
+    provider)."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import for_sources, measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from shared.definitions import SourcesInvalid, load_sources  # noqa: PLC0415
 
-    assumptions = measured_assumptions()
+    try:  # the fixed cost follows the declaration: secrets exist for the declared sources only
+        declared = load_sources()
+    except SourcesInvalid as error:
+        raise click.UsageError(str(error)) from None
+    assumptions = for_sources(measured_assumptions(), declared)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None

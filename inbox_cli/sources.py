@@ -48,10 +48,6 @@ class SecretsRefused(ValueError):
     """`inbox secrets set` cannot store this (unknown source, no API, no value...): the message says why."""
 
 
-def has_api(source: SourceSpec) -> bool:
-    return source.provider in definitions.REFETCH_PROVIDERS
-
-
 # ------------------------------------------------------------------------------------------------------ list
 def source_rows(target: Target, secrets: SecretsManagerClient | None = None) -> list[dict[str, Any]]:
     """One row per source of the target: name, provider, url, signing_secret, api_key (None: no API), and
@@ -60,14 +56,14 @@ def source_rows(target: Target, secrets: SecretsManagerClient | None = None) -> 
     for source in target.sources:
         if target.local:
             signing: str | None = _local_state(signing_secret_variable(source), "dev secret")
-            api_key = _local_state(api_key_variable(source), "gateway simulator") if has_api(source) else NO_API
+            api_key = _local_state(api_key_variable(source), "gateway simulator") if source.has_api else NO_API
             ready = True  # the dev secret signs `inbox send`, the simulator answers without a key
         else:
             assert secrets is not None, "a deployed stack's secrets are read with a Secrets Manager client"
             signing = _deployed_state(secrets, target.signing_secret_arns.get(source.name), signing=True)
             api_key = (
                 _deployed_state(secrets, target.api_key_secret_arns.get(source.name), signing=False)
-                if has_api(source)
+                if source.has_api
                 else NO_API
             )
             ready = signing == SET and api_key in (SET, NO_API)
@@ -157,7 +153,7 @@ def secret_to_set(target: Target, source_name: str, kind: SecretKind, *, previou
     if kind == definitions.SECRET_KIND_API_KEY:
         if previous:
             raise SecretsRefused("--previous is for signing secrets: an API key has one value")
-        if not has_api(source):
+        if not source.has_api:
             raise SecretsRefused(
                 f"source {source.name}'s provider {source.provider} has no refetch API: there is no API key to set "
                 f"(providers with one: {', '.join(definitions.REFETCH_PROVIDERS)})"

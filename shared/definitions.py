@@ -1027,6 +1027,11 @@ class SourceSpec(NamedTuple):
         return source_env_suffix(self.name)
 
     @property
+    def has_api(self) -> bool:
+        """Its provider has a refetch API: the source has an API key (a secret of its own in AWS)."""
+        return self.provider in REFETCH_PROVIDERS
+
+    @property
     def refetch_rate(self) -> float:
         """Requests per second this source may send to its gateway's API."""
         if self.refetch_rate_per_second is not None:

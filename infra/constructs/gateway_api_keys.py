@@ -39,7 +39,7 @@ class GatewayApiKeys(Construct):
         """`alongside`: the other variables of the processor's environment that grow with the declaration."""
         super().__init__(scope, construct_id)
         self.secrets: dict[str, secretsmanager.Secret] = {}
-        refetched = [source for source in sources if source.provider in definitions.REFETCH_PROVIDERS]
+        refetched = [source for source in sources if source.has_api]
         stems = unique_logical_ids(source.name for source in refetched)
         for source in refetched:
             secret = retained_secret(
