@@ -10,17 +10,22 @@ startExecution integration as AWS runs them.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from click.testing import CliRunner
 from moto import mock_aws
 
+from inbox_cli import target as target_module
+from inbox_cli.main import cli
 from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
 from inbox_local.config import LocalNames
 from inbox_local.pipe import StreamPipe
@@ -468,3 +473,37 @@ def test_the_workflows_replay_and_the_owners_replay_write_leave_the_same_item(wo
         assert items[pk]["open_status"] == open_status_value(EventStatus.PENDING, pk)
         assert items[pk]["dispatched_at"] == items[pk]["replayed_at"]
         assert set(items[pk]) == set(items[by_workflow])
+
+
+def test_inbox_replay_source_replays_that_source_only(
+    world: ReplayWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the local stack's sources.json of two Stripe accounts, and failed events of each
+    sources = tmp_path / "sources.json"
+    accounts = [{"name": "stripe-br", "provider": "stripe"}, {"name": "stripe-us", "provider": "stripe"}]
+    sources.write_text(json.dumps(accounts))
+    monkeypatch.setenv(definitions.ENV_SOURCES_FILE, str(sources))
+    monkeypatch.delenv(definitions.ENV_SOURCES, raising=False)
+    monkeypatch.setattr(target_module, "aws_environment", lambda endpoints: {})  # moto serves this process
+    brazil = {world.put("stripe", "failed", source="stripe-br") for _ in range(2)}
+    us = world.put("stripe", "failed", source="stripe-us")
+
+    def inbox(command: str) -> Any:
+        result = CliRunner().invoke(cli, shlex.split(command)[1:])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    # When `inbox replay --source stripe-br --dry-run` runs, Then it plans that source's events and changes nothing
+    plan = inbox("inbox replay --source stripe-br --dry-run --json")
+    assert (plan["source"], plan["counts"]["planned"]) == ("stripe-br", 2)
+    assert all(item["status"] == "failed" for item in world.items().values())
+    # When `inbox replay --source stripe-br` runs, Then its events, and only they, are pending again
+    assert inbox("inbox replay --source stripe-br --json")["counts"]["replayed"] == 2
+    assert {pk for pk, item in world.items().items() if item["status"] == "pending"} == brazil
+    assert world.items()[us]["status"] == "failed"
+    # And --provider replays every source of the provider, one report each
+    reports = inbox("inbox replay --provider stripe --json")
+    assert [(r["source"], r["counts"]["replayed"]) for r in reports] == [("stripe-br", 0), ("stripe-us", 1)]
+    # And a source the stack does not declare is refused
+    refused = CliRunner().invoke(cli, ["replay", "--source", "stripe-mx"])
+    assert refused.exit_code == 2 and "no source 'stripe-mx'" in refused.output
