@@ -203,6 +203,12 @@ def test_each_function_reads_only_its_own_secrets(one_source: Synthesized) -> No
     assert secret_resources(stack.sweeper.role) == []
 
 
+def test_only_the_declared_providers_get_an_ignored_ratio_alarm(one_source: Synthesized) -> None:
+    # Then the alarms per provider are bounded by the declaration (one Stripe source: one), not the catalog
+    ratio_alarms = [name for name in one_source.stack.monitoring.alarms if name.startswith("ignored-ratio-")]
+    assert ratio_alarms == ["ignored-ratio-stripe"]
+
+
 def test_the_one_source_stack_is_cdk_nag_clean(one_source: Synthesized) -> None:
     reports = {report["pluginName"]: report for report in one_source.validation_report["pluginReports"]}
     assert reports["AwsSolutions"]["violations"] == []
