@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,20 @@ class Assumptions:
     publisher_ms_per_event: float = 15.0  # one PutEvents call per batch of up to ten
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
     published_event_kb: float = 0.6
-    secrets: int = len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS) + 1  # + the forwarding secret
+    # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
+    # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
+    sources: int = len(definitions.default_sources())
+    sources_with_api: int = sum(source.has_api for source in definitions.default_sources())
+
+    @property
+    def secrets(self) -> int:
+        """Secrets Manager secrets the stack holds: the sources' and, with forwarding, its signing secret."""
+        return self.sources + self.sources_with_api + (1 if self.forwarding else 0)
+
+
+def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec, ...]) -> Assumptions:
+    """The assumptions of a deployment of `sources` (what `inbox cost` prices: the declaration it reads)."""
+    return replace(assumptions, sources=len(sources), sources_with_api=sum(source.has_api for source in sources))
 
 
 def _wru(kilobytes: float) -> int:
@@ -247,6 +260,13 @@ def monthly_cost(
             "deliveries_per_event": a.deliveries_per_event,
             "transitions_per_event": a.transitions_per_event,
             "forwarding": a.forwarding,
+            "sources": a.sources,
+            "secrets": {
+                "signing": a.sources,
+                "api_key": a.sources_with_api,
+                "forwarding": 1 if a.forwarding else 0,
+                "total": a.secrets,
+            },
         },
         "assumptions": asdict(a),
         "index_projection": definitions.INBOX_INDEX_PROJECTION,
@@ -281,6 +301,9 @@ def render(report: dict[str, Any]) -> str:
         f"scenario: {scenario['body_kb']} KB bodies, {scenario['deliveries_per_event']} deliveries per event, "
         f"{scenario['transitions_per_event']} transitions per event, "
         f"forwarding {'on' if scenario['forwarding'] else 'off'}",
+        f"{scenario['sources']} source(s) declared: {scenario['secrets']['total']} secrets "
+        f"({scenario['secrets']['signing']} signing, {scenario['secrets']['api_key']} API key, "
+        f"{scenario['secrets']['forwarding']} forwarding)",
         f"per-event figures: {report['per_event_figures']}",
         "",
     ]

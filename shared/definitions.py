@@ -511,6 +511,7 @@ def secret_prefix(stack_name: str) -> str:
 # `aws secretsmanager list-secrets --filters Key=tag-key,...`), also one retained by a deleted stack.
 SECRET_TAG_STACK: Final = "webhook-inbox:stack"
 SECRET_TAG_PROVIDER: Final = "webhook-inbox:provider"
+SECRET_TAG_SOURCE: Final = "webhook-inbox:source"  # the source a signing or API-key secret belongs to
 SECRET_TAG_KIND: Final = "webhook-inbox:kind"
 SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
 SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
@@ -518,8 +519,9 @@ SECRET_KIND_FORWARD_SIGNING: Final = "forward-signing"  # the forwarded events' 
 
 # Lambda: "the total size of all environment variables doesn't exceed 4 KB"
 # (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
-# variables that grow with the number of providers (or, later, sources); infra/constructs/secrets.py checks at
-# synth that a map, at its longest possible ARNs, leaves this much of the 4 KB to every other variable.
+# variables that grow with the number of declared sources, with INBOX_SOURCES (the declaration itself);
+# infra/constructs/secrets.py checks at synth that they, the maps at their longest possible ARNs, leave this much
+# of the 4 KB to every other variable.
 LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
 LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
@@ -537,8 +539,8 @@ ENV_CONTROL_TABLE: Final = "CONTROL_TABLE"
 ENV_BODY_BUCKET: Final = "INBOX_BODY_BUCKET"
 ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{source})
 ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, for the API keys
-# The deployed stack's secrets, as JSON objects {source: secret ARN} (shared/secrets.py reads them; a provider's
-# default source is named after it, docs/sources.md).
+# The deployed stack's secrets, as JSON objects {source: secret ARN} (shared/secrets.py reads them): a signing
+# secret per declared source, an API-key secret per declared source whose provider has a refetch API.
 ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
 ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
 ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
@@ -552,14 +554,15 @@ OUTPUT_API_URL: Final = "ApiUrl"
 OUTPUT_INBOX_TABLE: Final = "InboxTableName"
 OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
 OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
-OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {provider: secret ARN}
+OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {source: secret ARN}: the deployed sources
 OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
 OUTPUT_CONTROL_TABLE: Final = "ControlTableName"
 OUTPUT_QUEUE_URL: Final = "DispatchQueueUrl"
 OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
 OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
 OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
-OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {provider: secret ARN}
+OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {source: secret ARN}
+OUTPUT_SOURCE_PROVIDERS: Final = "SourceProviders"  # JSON {source: provider}: what the stack was deployed with
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
@@ -1026,6 +1029,11 @@ class SourceSpec(NamedTuple):
         return source_env_suffix(self.name)
 
     @property
+    def has_api(self) -> bool:
+        """Its provider has a refetch API: the source has an API key (a secret of its own in AWS)."""
+        return self.provider in REFETCH_PROVIDERS
+
+    @property
     def refetch_rate(self) -> float:
         """Requests per second this source may send to its gateway's API."""
         if self.refetch_rate_per_second is not None:
@@ -1062,6 +1070,14 @@ def source_name_problem(name: object) -> str | None:
     if not SOURCE_NAME_PATTERN.fullmatch(name):
         return f"source name {name!r} is invalid: {SOURCE_NAME_RULE}"
     return None
+
+
+def dev_signing_secret(source: SourceSpec) -> str:
+    """The local stack's signing secret of `source` when INBOX_SECRET_<SOURCE> is unset (it signs nothing real).
+    A default source (named after its provider) keeps the provider's dev secret; any other gets that secret and
+    "-{name}", so two local sources of one provider never verify each other's deliveries."""
+    secret = provider_entry(source.provider).dev_secret
+    return secret if source.name == source.provider else f"{secret}-{source.name}"
 
 
 def default_sources() -> tuple[SourceSpec, ...]:
