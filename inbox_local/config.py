@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import hashlib
 import os
-import string
 from dataclasses import dataclass
 
 from shared import definitions
@@ -19,31 +15,6 @@ REGION = "us-east-1"
 # Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<SOURCE> is not
 # set. Printed at start-up: they are for the local stack only and sign nothing real.
 DEV_SECRETS: dict[str, str] = {entry.id: entry.dev_secret for entry in definitions.PROVIDER_CATALOG}
-_WHSEC = "whsec_"
-
-
-def dev_secret(source: definitions.SourceSpec) -> str:
-    """The development secret of a source: its provider's, and for a source not named after its provider one
-    derived from it and the name, so that two sources of one provider never share a secret (a delivery signed for
-    one is refused by the other). The derived secret keeps the provider's shape where the shape is checked: a
-    Standard Webhooks `whsec_<base64>` stays base64, Adyen's hex HMAC key stays hex."""
-    base = DEV_SECRETS.get(source.provider, f"local-{source.provider}-secret")
-    if source.name == source.provider:
-        return base
-    digest = hashlib.sha256(f"{base}-{source.name}".encode()).digest()
-    if base.startswith(_WHSEC) and _is_base64(base.removeprefix(_WHSEC)):
-        return _WHSEC + base64.b64encode(digest).decode("ascii")
-    if base and all(character in string.hexdigits for character in base):
-        return digest.hex()
-    return f"{base}-{source.name}"
-
-
-def _is_base64(text: str) -> bool:
-    try:
-        base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
 
 
 def local_source(name: str) -> definitions.SourceSpec:
@@ -65,7 +36,7 @@ def _declared(handed: str, path: str) -> tuple[definitions.SourceSpec, ...]:
 def signing_secret(source: str) -> str:
     """The signing secret the local stack verifies `source`'s deliveries with: INBOX_SECRET_<SOURCE>, else its
     development secret."""
-    return os.environ.get(signing_secret_variable(source)) or dev_secret(local_source(source))
+    return os.environ.get(signing_secret_variable(source)) or definitions.dev_signing_secret(local_source(source))
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,14 @@ same names and defaults, so local, cloud and function code cannot drift. It is t
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import ipaddress
 import json
 import os
 import re
+import string
 import zlib
 from collections.abc import Mapping
 from enum import Enum, StrEnum
@@ -1074,10 +1078,33 @@ def source_name_problem(name: object) -> str | None:
 
 def dev_signing_secret(source: SourceSpec) -> str:
     """The local stack's signing secret of `source` when INBOX_SECRET_<SOURCE> is unset (it signs nothing real).
-    A default source (named after its provider) keeps the provider's dev secret; any other gets that secret and
-    "-{name}", so two local sources of one provider never verify each other's deliveries."""
-    secret = provider_entry(source.provider).dev_secret
-    return secret if source.name == source.provider else f"{secret}-{source.name}"
+    A default source (named after its provider) keeps the provider's dev secret; any other gets one derived from it
+    and the name, so two local sources of one provider never verify each other's deliveries. The derived secret
+    keeps the provider's shape where the shape is checked: a Standard Webhooks `whsec_<base64>` stays base64,
+    Adyen's hex HMAC key stays hex."""
+    base = next(
+        (entry.dev_secret for entry in PROVIDER_CATALOG if entry.id == source.provider),
+        f"local-{source.provider}-secret",  # not a catalog provider: only the local stack's own tests name one
+    )
+    if source.name == source.provider:
+        return base
+    digest = hashlib.sha256(f"{base}-{source.name}".encode()).digest()
+    if base.startswith(_WHSEC) and _is_base64(base.removeprefix(_WHSEC)):
+        return _WHSEC + base64.b64encode(digest).decode("ascii")
+    if base and all(character in string.hexdigits for character in base):
+        return digest.hex()
+    return f"{base}-{source.name}"
+
+
+_WHSEC: Final = "whsec_"
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def default_sources() -> tuple[SourceSpec, ...]:

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS, dev_secret
+from inbox_local.config import DEV_SECRETS
 from shared.definitions import SourceSpec, parse_sources, source_of
+from shared.definitions import dev_signing_secret as dev_secret
 from shared.gateway.breaker import GuardedClient
 from shared.gateway.registry import api_key_variable, base_url_variable, build_gateway_client
 from shared.inbox.model import event_key, fifo_group_id, resource_key
