@@ -5,10 +5,8 @@ resend's period bounds."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from shared.forwarding_log import (
     reached_endpoint,
 )
 from shared.inbox.store import to_attributes
+from tests.outage_endpoint import OUTAGE_BODY, OUTAGE_HEADER, OutageEndpoint
 
 SECRET = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 EVENT = {
@@ -184,43 +183,14 @@ class _BrokenDynamoDB:
         raise RuntimeError("ProvisionedThroughputExceeded: the item was {'response_body': 'secret answer'}")
 
 
-class _Endpoint:
-    """A loopback endpoint answering the statuses given, in turn (then 204), with a header and a body."""
-
-    def __init__(self, statuses: list[int]) -> None:
-        self.statuses = list(statuses)
-        self.requests = 0
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["content-length"]))
-                endpoint.requests += 1
-                status = endpoint.statuses.pop(0) if endpoint.statuses else 204
-                body = b"" if status == 204 else b'{"error":"down for maintenance"}'
-                self.send_response(status)
-                self.send_header("X-Outage", "planned")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?token=t0ken"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def endpoint() -> Iterator[_Endpoint]:
-    server = _Endpoint([500, 500])
+def endpoint() -> Iterator[OutageEndpoint]:
+    server = OutageEndpoint(fail_first=2).start()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.stop()
 
 
-def test_a_failing_log_changes_nothing_in_the_delivery(endpoint: _Endpoint) -> None:
+def test_a_failing_log_changes_nothing_in_the_delivery(endpoint: OutageEndpoint) -> None:
     # Given a forwarder whose log cannot be written
     broken = _BrokenDynamoDB()
     warnings: list[str] = []
@@ -241,7 +211,7 @@ def test_a_failing_log_changes_nothing_in_the_delivery(endpoint: _Endpoint) -> N
     assert warnings == ["forwarding log: attempt of tr_0123 not recorded (RuntimeError)"] * 3
 
 
-def test_each_attempt_reaches_the_recorder_with_its_answer(endpoint: _Endpoint) -> None:
+def test_each_attempt_reaches_the_recorder_with_its_answer(endpoint: OutageEndpoint) -> None:
     recorded: list[tuple[str, Answer]] = []
     forwarder = Forwarder(
         url=endpoint.url,
@@ -253,7 +223,7 @@ def test_each_attempt_reaches_the_recorder_with_its_answer(endpoint: _Endpoint) 
     forwarder.deliver(EVENT)
     assert [answer.status for _url, answer in recorded] == [500, 500, 204]
     first = recorded[0][1]
-    assert ("X-Outage", "planned") in first.headers and first.body_head == b'{"error":"down for maintenance"}'
+    assert OUTAGE_HEADER in first.headers and first.body_head == OUTAGE_BODY
     assert first.latency_ms >= 0 and first.error is None
 
 
