@@ -82,8 +82,12 @@ def test_an_outage_is_logged_listed_and_its_period_resent_once(outage: tuple[Run
         assert attempt["response_body"] == OUTAGE_BODY.decode()
         assert attempt["response_headers"]["x-outage"] == "planned"
         assert attempt["endpoint"] == endpoint.logged_url and attempt["sender"] == "forwarder"
+    text = stack.cli("outbox", "attempts", ids[0]).stdout
+    assert text.count(" 500 ") == ATTEMPTS_PER_ROUND and "down for maintenance" in text
     # And both events are undelivered, during the outage and still after it ends (nothing retries them now)
     assert {row["id"] for row in cli_json(stack, "outbox", "list", "--undelivered")} >= set(ids)
+    listed = stack.cli("outbox", "list", "--undelivered").stdout
+    assert all(event_id in listed for event_id in ids), listed
     endpoint.down = False
     assert {row["id"] for row in cli_json(stack, "outbox", "list", "--undelivered")} >= set(ids)
 
@@ -93,6 +97,7 @@ def test_an_outage_is_logged_listed_and_its_period_resent_once(outage: tuple[Run
     assert re.search(r"sent 2 of \d+ outbox records", first), first
     assert sorted(endpoint.accepted) == sorted(ids)
     assert not {row["id"] for row in cli_json(stack, "outbox", "list", "--undelivered")} & set(ids)
+    assert "(none: every published event reached the endpoint)" in stack.cli("outbox", "list", "--undelivered").stdout
     # And the log shows the resend's 2xx after the outage's 500s
     last = cli_json(stack, "outbox", "attempts", ids[0])[-1]
     assert last["status"] == 204 and last["sender"] == "resend"
