@@ -198,11 +198,15 @@ class ForwardLog:
         return [int(raw["status"]["N"]) for raw in self._query(webhook_id, projection="#status")]
 
     def _query(self, webhook_id: str, projection: str | None = None) -> list[dict[str, Any]]:
+        # Expired items are filtered out: TTL deletes them in the background, typically within days of their
+        # expiry, and until then a Query returns them (https://docs.aws.amazon.com/amazondynamodb/latest/
+        # developerguide/ttl-expired-items.html). The local stack's moto never deletes them at all.
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": FORWARD_LOG_PARTITION_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": webhook_id}},
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#pk": FORWARD_LOG_PARTITION_KEY, "#ttl": FORWARD_LOG_TTL_ATTRIBUTE},
+            "ExpressionAttributeValues": {":pk": {"S": webhook_id}, ":now": {"N": str(int(self.clock()))}},
             "ScanIndexForward": True,
             "ConsistentRead": True,
         }

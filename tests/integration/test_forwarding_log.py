@@ -20,7 +20,7 @@ from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
 from shared import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder
-from shared.forwarding_log import SENDER_RESEND, ForwardLog
+from shared.forwarding_log import SENDER_RESEND, Answer, ForwardLog
 from shared.payments.outbox import transition_id
 from shared.payments.status import PaymentStatus as S
 from tests.integration.test_downstream_functions import stream_records
@@ -264,6 +264,20 @@ def test_resend_stops_at_the_first_refusal_and_records_it(
     attempts = json.loads(invoke("outbox", "attempts", ids[0], "--json").output)
     assert attempts and {a["status"] for a in attempts} == {500} and {a["sender"] for a in attempts} == {"resend"}
     assert json.loads(invoke("outbox", "attempts", ids[1], "--json").output) == []  # nothing after it went
+
+
+def test_expired_attempts_are_not_listed_though_ttl_has_not_deleted_them_yet(aws_world: Any) -> None:
+    # Given an attempt recorded with a one-day retention
+    log = forward_log(aws_world, retention_days=1)
+    ids = one_payment(aws_world, statuses=(S.PAID,))
+    event = {k: v for k, v in outbox_records(aws_world.names.outbox_table)[0].items() if k != "pk"}
+    log.record(event, "http://h/", Answer(status=500, latency_ms=1), datetime.now(UTC).timestamp())
+    assert len(log.attempts(ids[0])) == 1 and log.statuses(ids[0]) == [500]
+    # When two days have passed (TTL deletes in the background, days later; moto never does)
+    later = forward_log(aws_world, clock=lambda: datetime.now(UTC).timestamp() + 2 * 86_400)
+    # Then the expired attempt is no longer listed, though still stored
+    assert later.attempts(ids[0]) == [] and later.statuses(ids[0]) == []
+    assert dynamodb(aws_world).scan(TableName=aws_world.names.forward_log_table)["Count"] == 1
 
 
 def test_attempts_of_an_unknown_event_is_an_empty_list(aws_world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
