@@ -23,8 +23,9 @@ from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder
 from shared.forwarding_log import SENDER_RESEND, Answer, ForwardLog
 from shared.payments.outbox import transition_id
 from shared.payments.status import PaymentStatus as S
+from tests.integration.processing_support import FakeGateway
 from tests.integration.test_downstream_functions import stream_records
-from tests.integration.test_outbox import PREVIOUS_SECRET, SECRET, FakeGateway, lifecycle, three_payments
+from tests.integration.test_outbox import PREVIOUS_SECRET, SECRET, lifecycle, three_payments
 from tests.outage_endpoint import OUTAGE_BODY, OutageEndpoint
 
 
