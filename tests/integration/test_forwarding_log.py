@@ -317,3 +317,38 @@ def test_the_local_give_up_count_is_the_pipes_unless_set() -> None:
     assert local_forward_max_retry_attempts({definitions.ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS: "0"}) == 0
     with pytest.raises(ValueError, match=definitions.ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS):
         local_forward_max_retry_attempts({definitions.ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS: "-1"})
+
+
+# ------------------------------------------------------------------------------------------------ the console
+def test_the_payment_timeline_shows_each_published_events_forwarding(
+    aws_world: Any, endpoint: OutageEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a payment whose first event went on its second attempt and whose second was never forwarded
+    from inbox_cli import operations
+    from inbox_cli.console.app import create_app
+
+    ids = one_payment(aws_world)
+    log = forward_log(aws_world)
+    first = {k: v for k, v in outbox_records(aws_world.names.outbox_table)[0].items() if k != "pk"}
+    endpoint.fail_first = 1
+    forwarder(endpoint.url, log).deliver(first)
+    local_target(aws_world, monkeypatch)
+    target = Target(
+        "http://127.0.0.1:1",
+        aws_world.names.inbox_table,
+        aws_world.names.payments_table,
+        aws_world.names.body_bucket,
+        local=True,
+        outbox_table=aws_world.names.outbox_table,
+        control_table=aws_world.names.control_table,
+        forward_log_table=aws_world.names.forward_log_table,
+    )
+    # When its timeline is read, and its console page
+    published = {r["id"]: r for r in operations.payment_timeline(target, "stripe", "pi_1")["published"]}
+    app = create_app(target, port=8791, token="t")
+    app.config["SERVER_NAME"] = "127.0.0.1:8791"
+    page = app.test_client().get("/payments/stripe/pi_1").get_data(as_text=True)
+    # Then each published event says how its forwarding went
+    assert (published[ids[0]]["forward_attempts"], published[ids[0]]["forward_last_status"]) == (2, 204)
+    assert (published[ids[1]]["forward_attempts"], published[ids[1]]["forward_last_status"]) == (0, None)
+    assert f"204 after 2 attempts (<code>inbox outbox attempts {ids[0]}</code>)" in page
