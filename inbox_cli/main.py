@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,10 @@ from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid
 from shared.providers.registry import get_driver, provider_names
+
+if TYPE_CHECKING:
+    from shared.forwarding import ForwardCheckpoints
+    from shared.forwarding_log import ForwardLog
 
 
 def _echo_json(value: Any) -> None:
@@ -602,14 +606,14 @@ def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
     show_attempts(attempts, _table)
 
 
-def _checkpoints(target: Target) -> Any:
+def _checkpoints(target: Target) -> ForwardCheckpoints:
     from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
 
     assert target.control_table
     return ForwardCheckpoints(aws.dynamodb(), target.control_table)
 
 
-def _forward_log(target: Target, *, sender: str | None = None) -> Any:
+def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | None:
     """The stack's forwarding log (None for a stack deployed before it, or without forwarding)."""
     from shared.forwarding_log import SENDER_FORWARDER, ForwardLog  # noqa: PLC0415
 

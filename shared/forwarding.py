@@ -15,6 +15,10 @@ partition is checkpointed in the control table (`outbox-forward#{pk}`), and reco
 A crash between a delivery and its checkpoint re-sends that one event, with the same `webhook-id`: the receiver
 dedups by it (Standard Webhooks' contract). The same code runs locally (inbox_local/outbox_publisher.py) and in
 AWS (functions/forwarder, fed by the outbox Pipe).
+
+Every attempt's answer (status or connection error, latency, headers, the body's first 4 KB) goes to `record`
+when one is given: the forwarding log (shared/forwarding_log.py), which never raises, so a log that cannot be
+written changes no delivery. A resend (`inbox outbox resend`) moves a checkpoint with `advance`, only forward.
 """
 
 from __future__ import annotations
