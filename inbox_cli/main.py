@@ -577,6 +577,8 @@ def list_outbox(
     if undelivered:
         if not target.control_table:
             raise SystemExit("this stack has no control table (output ControlTableName): no forwarding checkpoints")
+        if not target.local and not target.forward_secret_name:
+            raise SystemExit("this stack forwards nothing (deploy with -c forward_url=https://...): none to deliver")
         records = undelivered_records(records, _checkpoints(target), _forward_log(target))
         if not as_json:
             show_undelivered(records, _table)

@@ -120,3 +120,8 @@ def test_outbox_attempts_with_stack_reads_the_deployed_stacks_forwarding_log(dep
     attempts = json.loads(run("inbox --stack NAME outbox attempts tr_deployed [--json]", as_json=True))
     # Then it lists the deployed stack's attempt only
     assert [(a["status"], a["endpoint"]) for a in attempts] == [(503, "https://app/h")]
+
+
+def test_outbox_list_undelivered_with_a_stack_that_forwards_nothing_says_so(deployed):
+    result = CliRunner().invoke(cli, ["--stack", STACK_NAME, "outbox", "list", "--undelivered"])
+    assert result.exit_code == 1 and "forwards nothing" in result.output
