@@ -46,6 +46,7 @@ class Assumptions:
     forwarding: bool = True
     publisher_ms_per_event: float = 15.0  # one PutEvents call per batch of up to ten
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
+    forward_attempts_per_transition: float = 1.0  # a healthy endpoint: each event accepted on its first POST
     published_event_kb: float = 0.6
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
@@ -70,6 +71,9 @@ def _wru(kilobytes: float) -> int:
 # A per-item storage overhead DynamoDB bills for indexing, in the table and in each index copy
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html).
 STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
+# The forwarding log's item of one attempt with a short answer (a 2xx, a few headers): ~0.4 KB by DynamoDB's sizing
+# rules (tests/unit/test_forwarding_log.py sizes one), so one write unit per attempt.
+FORWARD_LOG_ITEM_KB = 0.4
 PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
 
 
@@ -176,6 +180,7 @@ def monthly_cost(
     gb_ingest = definitions.INGEST_MEMORY_MB / 1024
     gb_processor = definitions.PROCESSOR_MEMORY_MB / 1024
     published = events * a.transitions_per_event
+    forward_attempts = published * a.forward_attempts_per_transition
     outbox_readers = 2 if a.forwarding else 1  # Pipes on the outbox stream
     gb_publisher = definitions.PUBLISHER_MEMORY_MB / 1024
     gb_forwarder = definitions.FORWARDER_MEMORY_MB / 1024
@@ -233,6 +238,18 @@ def monthly_cost(
         * p["lambda_arm64_per_gb_second"],
         "Forwarding checkpoints (control table)": (
             published * u.write_units_forwarding_per_transition / 1e6 * wru_price if a.forwarding else 0.0
+        ),
+        # One item per attempt, kept DEFAULT_FORWARD_LOG_RETENTION_DAYS (with PITR, like every table).
+        "Forwarding log (one item per attempt)": (
+            forward_attempts * _wru(FORWARD_LOG_ITEM_KB) / 1e6 * wru_price
+            + forward_attempts
+            * (FORWARD_LOG_ITEM_KB * 1024 + STORAGE_OVERHEAD_BYTES_PER_ITEM)
+            * definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
+            / 30
+            / 1024**3
+            * (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"])
+            if a.forwarding
+            else 0.0
         ),
         "EventBridge bus events + archive": published / 1e6 * p["eventbridge_custom_events_per_million"]
         + published * a.published_event_kb / 1024 / 1024 * p["eventbridge_archive_per_gb"],

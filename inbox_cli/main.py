@@ -32,6 +32,9 @@ from shared.providers.registry import get_driver, provider_names
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
+    from shared.forwarding import ForwardCheckpoints
+    from shared.forwarding_log import ForwardLog
+
 
 def _echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=_json_default))
@@ -687,60 +690,144 @@ def outbox() -> None:
 @outbox.command("list")
 @click.option("--provider", default=None, help="Only this provider's records.")
 @click.option("--resource-id", default=None, help="Only this payment's records (with --provider: one Query).")
+@click.option("--undelivered", is_flag=True, help="Only what has not reached the endpoint (no 2xx, no checkpoint).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def list_outbox(ctx: click.Context, provider: str | None, resource_id: str | None, as_json: bool) -> None:
+def list_outbox(
+    ctx: click.Context, provider: str | None, resource_id: str | None, undelivered: bool, as_json: bool
+) -> None:
     """Published events, by payment and sequence (kept 7 days)."""
-    from inbox_cli.outbox import outbox_records, show  # noqa: PLC0415
+    from inbox_cli.outbox import outbox_records, show, show_undelivered  # noqa: PLC0415
+    from inbox_cli.outbox import undelivered as undelivered_records  # noqa: PLC0415
 
     target = _target(ctx)
     if not target.outbox_table:
         raise SystemExit("this stack has no outbox table (output OutboxTableName)")
     records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    if undelivered:
+        if not target.control_table:
+            raise SystemExit("this stack has no control table (output ControlTableName): no forwarding checkpoints")
+        if not target.local and not target.forward_secret_name:
+            raise SystemExit("this stack forwards nothing (deploy with -c forward_url=https://...): none to deliver")
+        records = undelivered_records(records, _checkpoints(target), _forward_log(target))
+        if not as_json:
+            show_undelivered(records, _table)
+            return
     if as_json:
         _echo_json(records)
         return
     show(records, _table)
 
 
+@outbox.command("attempts")
+@click.argument("event_id")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: a list, oldest first.")
+@click.pass_context
+def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
+    """Every forwarding attempt of one published event (its id, the webhook-id), oldest first: when, to which
+    endpoint, the HTTP status (0: no answer, see error), latency, the response headers and body (first 4 KB)."""
+    from inbox_cli.outbox import attempt_view, show_attempts  # noqa: PLC0415
+
+    log = _forward_log(_target(ctx))
+    if log is None:
+        raise SystemExit("this stack has no forwarding log (output ForwardLogTableName): deploy with forwarding")
+    attempts = [attempt_view(item) for item in log.attempts(event_id)]
+    if as_json:
+        _echo_json(attempts)
+        return
+    show_attempts(attempts, _table)
+
+
+def _checkpoints(target: Target) -> ForwardCheckpoints:
+    from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
+
+    assert target.control_table
+    return ForwardCheckpoints(aws.dynamodb(), target.control_table)
+
+
+def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | None:
+    """The stack's forwarding log (None for a stack deployed before it, or without forwarding)."""
+    from shared.forwarding_log import SENDER_FORWARDER, ForwardLog  # noqa: PLC0415
+
+    if not target.forward_log_table:
+        return None
+    return ForwardLog(aws.dynamodb(), target.forward_log_table, sender=sender or SENDER_FORWARDER)
+
+
 @outbox.command("resend")
 @click.option("--url", default=None, help="Where to POST (default: INBOX_FORWARD_URL).")
 @click.option("--provider", default=None, help="Only this provider's records.")
 @click.option("--resource-id", default=None, help="Only this payment's records.")
+@click.option("--since", default=None, help="Only events published at or after (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
+@click.option("--until", default=None, help="Only events published before (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
+@click.option("--force", is_flag=True, help="Send also what the endpoint acknowledged (same webhook-id).")
 @click.pass_context
-def resend_outbox(ctx: click.Context, url: str | None, provider: str | None, resource_id: str | None) -> None:
+def resend_outbox(
+    ctx: click.Context,
+    url: str | None,
+    provider: str | None,
+    resource_id: str | None,
+    since: str | None,
+    until: str | None,
+    force: bool,
+) -> None:
     """Forward the events the forwarding has not delivered (e.g. after its dead-letter queue), in order, signed.
 
-    Only what is past each payment's forwarding checkpoint goes, so it never re-sends a delivered event (by
-    webhook-id a receiver would absorb it anyway). Against a deployed stack the signing secret is the stack's
-    forwarding secret; locally INBOX_FORWARD_SECRET."""
-    from inbox_cli.outbox import outbox_records, resend  # noqa: PLC0415
-    from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder  # noqa: PLC0415
+    Only what the endpoint has not acknowledged goes (no 2xx recorded, not past the payment's forwarding
+    checkpoint), so it never re-sends a delivered event unless --force (by webhook-id a receiver would absorb it
+    anyway). --since/--until pick the events published in a period, e.g. an outage of the endpoint. Against a
+    deployed stack the signing secret is the stack's forwarding secret; locally INBOX_FORWARD_SECRET. Every
+    attempt is recorded in the forwarding log (`inbox outbox attempts`)."""
+    from inbox_cli.outbox import outbox_records, period_bound, resend  # noqa: PLC0415
+    from shared.forwarding import DeliveryFailed, Forwarder  # noqa: PLC0415
+    from shared.forwarding_log import SENDER_RESEND  # noqa: PLC0415
 
+    bounds = {}
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                bounds[name] = period_bound(value)
+            except ValueError as error:
+                raise click.BadParameter(str(error), param_hint=name) from None
+    if "--since" in bounds and "--until" in bounds and bounds["--until"] <= bounds["--since"]:
+        raise click.BadParameter("must be later than --since", param_hint="--until")
     target = _target(ctx)
     if not target.outbox_table or not target.control_table:
         raise SystemExit("this stack has no outbox table or control table (outputs OutboxTableName, ControlTableName)")
     url = url or os.environ.get("INBOX_FORWARD_URL", "").strip()
     if not url:
         raise SystemExit("give --url (or set INBOX_FORWARD_URL): where the events go")
+    log = _forward_log(target, sender=SENDER_RESEND)
+    record = log.record if log is not None else None
     if target.local:
         try:
-            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url})
+            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url}, record=record)
         except ValueError as error:  # no or a malformed INBOX_FORWARD_SECRET: say so, no traceback
             raise SystemExit(str(error)) from None
         assert forwarder is not None  # the URL is set
     elif target.forward_secret_name:
-        forwarder = Forwarder.from_secret(url, target.forward_secret_name)
+        forwarder = Forwarder.from_secret(url, target.forward_secret_name, record=record)
     else:
         raise SystemExit("this stack has no forwarding secret (deploy with -c forward_url=https://...)")
-    checkpoints = ForwardCheckpoints(aws.dynamodb(), target.control_table)
     records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
     sent: list[dict[str, Any]] = []
     try:
-        resend(records, forwarder, checkpoints, on_delivered=sent.append)
+        resend(
+            records,
+            forwarder,
+            _checkpoints(target),
+            log=log,
+            since=bounds.get("--since"),
+            until=bounds.get("--until"),
+            force=force,
+            on_delivered=sent.append,
+        )
     except DeliveryFailed as error:
         raise SystemExit(f"sent {len(sent)}, then the endpoint refused: {error}") from None
-    click.echo(f"sent {len(sent)} of {len(records)} outbox records (the rest were delivered before)")
+    rest = "delivered before" if not force else "outside the period"
+    if bounds and not force:
+        rest = "delivered before or outside the period"
+    click.echo(f"sent {len(sent)} of {len(records)} outbox records (the rest were {rest})")
 
 
 # -------------------------------------------------------------------------------------------------- receiver

@@ -177,6 +177,14 @@ def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[st
         from inbox_cli.outbox import outbox_records  # noqa: PLC0415
 
         published = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    if target.forward_log_table and published:
+        from shared.forwarding_log import ForwardLog  # noqa: PLC0415
+
+        log = ForwardLog(dynamodb, target.forward_log_table)
+        for record in published:  # a payment has a handful of transitions: one small Query each
+            statuses = log.statuses(str(record["id"]))
+            record["forward_attempts"] = len(statuses)
+            record["forward_last_status"] = statuses[-1] if statuses else None
     for event in events:
         # The refetched status of an event the processor applied is the status its transition published (the
         # outbox record names the event); an ignored event changed nothing, and its note says what it saw.

@@ -24,6 +24,7 @@ class Target:
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
     control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
     forward_secret_name: str | None = None  # the forwarding signing secret's ARN (output ForwardSigningSecretArn)
+    forward_log_table: str | None = None  # every forwarding attempt's answer (output ForwardLogTableName)
     # The bus the published events go to (output EventBusName). None locally: the local stack has no bus, `inbox
     # listen` reads its outbox stream instead.
     event_bus_name: str | None = None
@@ -104,6 +105,7 @@ def resolve(stack: str | None) -> Target:
             local=True,
             outbox_table=names.outbox_table,
             control_table=names.control_table,
+            forward_log_table=names.forward_log_table,
             dead_letter_queues={"processor": names.dead_letter_queue},
             sources=definitions.load_sources(),
         )
@@ -125,6 +127,7 @@ def resolve(stack: str | None) -> Target:
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
         control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
         forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
+        forward_log_table=outputs.get(definitions.OUTPUT_FORWARD_LOG_TABLE),
         event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
         signing_secret_arns=signing,
         api_key_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_API_KEY_SECRETS)),

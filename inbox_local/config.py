@@ -81,6 +81,7 @@ class LocalNames:
     queue: str = f"{LOCAL_STACK_NAME}-events.fifo"
     dead_letter_queue: str = f"{LOCAL_STACK_NAME}-events-dlq.fifo"
     outbox_table: str = f"{LOCAL_STACK_NAME}-outbox"
+    forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
 
 
@@ -102,6 +103,7 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_INBOX_TABLE: names.inbox_table,
         definitions.ENV_PAYMENTS_TABLE: names.payments_table,
         definitions.ENV_OUTBOX_TABLE: names.outbox_table,
+        definitions.ENV_FORWARD_LOG_TABLE: names.forward_log_table,
         definitions.ENV_CONTROL_TABLE: names.control_table,
         definitions.ENV_BODY_BUCKET: names.body_bucket,
         definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,

@@ -19,7 +19,7 @@ from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, func
 from inbox_local.embedded_aws import EmbeddedAws
 from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
-from inbox_local.outbox_publisher import OutboxPublisher
+from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
@@ -131,13 +131,16 @@ class LocalStack:
         self.archive_mapping = ArchiveMapping(session, self.resources["stream_arn"], archiver_handler)
         self._spawn("archiver", lambda: self.archive_mapping.run(self._stopping) if self.archive_mapping else None)
         # The outbox's publisher (in AWS: the outbox Pipe to the event bus), forwarding when INBOX_FORWARD_URL is set.
-        from shared.forwarding import Forwarder  # noqa: PLC0415
+        from shared.forwarding import Forwarder, forward_log_from_environ  # noqa: PLC0415
 
+        # Every attempt is recorded in the forwarding log, as the forwarder Lambda's are.
+        forward_log = forward_log_from_environ(session.client("dynamodb"))
         self.outbox_publisher = OutboxPublisher(
             session,
             self.resources["outbox_stream_arn"],
             self.names.control_table,
-            forwarder=Forwarder.from_environ(),
+            forwarder=Forwarder.from_environ(record=forward_log.record if forward_log else None),
+            max_retry_attempts=local_forward_max_retry_attempts(),
         )
         self._spawn("outbox", lambda: self.outbox_publisher.run(self._stopping) if self.outbox_publisher else None)
         sweep_interval = float(

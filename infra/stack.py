@@ -215,5 +215,10 @@ class WebhookInboxStack(Stack):
                 self.outbox.forward_pipe.dead_letter_queue.queue_url,
                 "Dead-letter queue of forwarded batches the endpoint kept refusing",
             )
+        if self.outbox.forward_log is not None:
+            outputs[definitions.OUTPUT_FORWARD_LOG_TABLE] = (
+                self.outbox.forward_log.table_name,
+                "Forwarding log: every forwarding attempt and the endpoint's answer (inbox outbox attempts)",
+            )
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -698,6 +698,31 @@ OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
 OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
 EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
 
+# The forwarding log (shared/forwarding_log.py): one item per forwarding attempt (the forwarder's, the local
+# publisher's, `inbox outbox resend`'s), keyed by the event's `webhook-id` and the attempt's time, so one Query
+# lists an event's attempts oldest first. Written only by whoever forwards (PutItem), never updated; gone by TTL.
+# Its own table, not the control table: a log that grows with traffic must not share a table with the
+# checkpoints and breakers every forwarder reads, and its TTL and size rules are its own.
+FORWARD_LOG_PARTITION_KEY: Final = "webhook_id"
+FORWARD_LOG_SORT_KEY: Final = "attempted_at"  # ISO-8601 UTC with microseconds: string order is time order
+FORWARD_LOG_TTL_ATTRIBUTE: Final = "expires_at"
+DEFAULT_FORWARD_LOG_RETENTION_DAYS: Final = 30  # outlives the outbox's 7 days: an event's answers stay readable
+MAXIMUM_FORWARD_LOG_RETENTION_DAYS: Final = 365
+# Bounds of one item (DynamoDB's item limit is 400 KB; these keep an attempt under ~12 KB whatever the endpoint
+# answers): the first bytes of the body, a number of headers, each header's name and value, the error text.
+FORWARD_LOG_BODY_BYTES: Final = 4096
+FORWARD_LOG_MAX_HEADERS: Final = 32
+FORWARD_LOG_HEADER_NAME_CHARS: Final = 64
+FORWARD_LOG_HEADER_VALUE_CHARS: Final = 256
+FORWARD_LOG_ERROR_CHARS: Final = 300
+ENV_FORWARD_LOG_TABLE: Final = "INBOX_FORWARD_LOG_TABLE"
+ENV_FORWARD_LOG_RETENTION_DAYS: Final = "INBOX_FORWARD_LOG_RETENTION_DAYS"
+OUTPUT_FORWARD_LOG_TABLE: Final = "ForwardLogTableName"
+# Local stack only: how many times the local publisher retries a chunk the endpoint refuses before it gives the
+# chunk up, as the forwarding Pipe does after FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS (its records then wait for
+# `inbox outbox resend`). Default: the Pipe's own number.
+ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS: Final = "INBOX_FORWARD_MAX_RETRY_ATTEMPTS"
+
 
 # ------------------------------------------------------------------------------------------- provider catalog
 # One declaration per provider: everything the code, the stack, the local stack and the docs need to know that a

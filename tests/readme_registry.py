@@ -19,6 +19,7 @@ OPERATE = "tests/e2e/test_readme_operate.py::"
 MAKE = "tests/infra/test_readme_make_targets.py::"
 STACK = "tests/integration/test_cli_stack.py::"
 SOURCES = "tests/integration/test_cli_sources.py::"
+FORWARDING_LOG = "tests/e2e/test_forwarding_log.py::test_an_outage_is_logged_listed_and_its_period_resent_once"
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,31 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
         Run(
             "tests/integration/test_outbox_resend.py::test_the_command_resends_against_the_local_stack",
             "URL=a receiver on a free port (the CLI command in-process, against moto)",
+        ),
+    ),
+    "inbox outbox attempts EVENT_ID [--json]": (
+        Run(FORWARDING_LOG, "EVENT_ID = a published event's id; with and without --json"),
+        Run(
+            "tests/integration/test_forwarding_log.py::test_the_forwarder_lambda_records_each_attempt_and_the_cli_lists_them",
+            "the CLI command in-process, against moto, the attempts the forwarder Lambda recorded",
+        ),
+    ),
+    "inbox outbox list --undelivered [--json]": (
+        Run(FORWARDING_LOG, "with and without --json, during an outage and after the resend"),
+    ),
+    "inbox outbox resend --since T [--until T] [--force]": (
+        Run(FORWARDING_LOG, "T = a moment before the outage; then again, then with --force"),
+        Run(
+            "tests/integration/test_forwarding_log.py::test_resend_since_sends_the_period_once_and_force_sends_it_again",
+            "--since 1h, --since ISO --force, --until 1h --force (the CLI command in-process, against moto)",
+        ),
+    ),
+    "inbox outbox attempts EVENT_ID": (Run(FORWARDING_LOG, "EVENT_ID = a published event's id"),),
+    "inbox outbox list --undelivered": (Run(FORWARDING_LOG, "during an outage and after the resend"),),
+    "inbox outbox resend --since 1h": (
+        Run(
+            "tests/integration/test_forwarding_log.py::test_resend_since_sends_the_period_once_and_force_sends_it_again",
+            "as written, plus --url (the CLI command in-process, against moto)",
         ),
     ),
     "inbox receiver --port P [--secret whsec_...] [--json]": (

@@ -257,3 +257,14 @@ def test_a_bad_sources_file_is_a_usage_error_naming_the_entry(monkeypatch, tmp_p
     result = CliRunner().invoke(cli, ["cost"])
     assert result.exit_code == 2
     assert "entry 1 ('Stripe')" in result.output
+
+
+def test_the_forwarding_log_costs_a_write_per_attempt_and_its_storage_only_with_forwarding():
+    # Given the same month with forwarding on, off, and with an endpoint that needs two attempts per event
+    line = "Forwarding log (one item per attempt)"
+    on = monthly_cost(1_000_000, "us-east-1", Assumptions())
+    off = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=False))
+    retried = monthly_cost(1_000_000, "us-east-1", Assumptions(forward_attempts_per_transition=2.0))
+    # Then it is priced only with forwarding, and doubles with the attempts
+    assert on["lines"][line] > 0 and off["lines"][line] == 0
+    assert retried["lines"][line] == pytest.approx(2 * on["lines"][line], rel=0.01)
