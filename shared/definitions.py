@@ -9,10 +9,13 @@ same names and defaults, so local, cloud and function code cannot drift. It is t
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import json
 import os
 import re
+import string
 import zlib
 from collections.abc import Mapping
 from enum import Enum, StrEnum
@@ -1073,9 +1076,24 @@ def source_name_problem(name: object) -> str | None:
 def dev_signing_secret(source: SourceSpec) -> str:
     """The local stack's signing secret of `source` when INBOX_SECRET_<SOURCE> is unset (it signs nothing real).
     A default source (named after its provider) keeps the provider's dev secret; any other gets that secret and
-    "-{name}", so two local sources of one provider never verify each other's deliveries."""
+    "-{name}", so two local sources of one provider never verify each other's deliveries. A secret that is an
+    encoded key stays one: the suffix goes into the key's bytes (Standard Webhooks' `whsec_<base64>`, Adyen's
+    hex), since a driver decodes it before use."""
     secret = provider_entry(source.provider).dev_secret
-    return secret if source.name == source.provider else f"{secret}-{source.name}"
+    if source.name == source.provider:
+        return secret
+    suffix = f"-{source.name}"
+    encoded = secret.removeprefix("whsec_")
+    if encoded != secret:
+        try:
+            key = base64.b64decode(encoded, validate=True)
+        except binascii.Error:
+            key = b""  # Stripe's `whsec_...` is not base64: a plain string, suffixed as such
+        if key:
+            return "whsec_" + base64.b64encode(key + suffix.encode()).decode()
+    if len(secret) % 2 == 0 and all(char in string.hexdigits for char in secret):
+        return secret + suffix.encode().hex()
+    return secret + suffix
 
 
 def default_sources() -> tuple[SourceSpec, ...]:

@@ -333,3 +333,19 @@ def test_events_show_and_payments_show_take_a_source(stack_with_sources: dict[st
     assert json.loads(invoke(f"inbox --stack {STACK_NAME} events list --source stripe-us --json").output) == []
     by_provider = json.loads(invoke(f"inbox --stack {STACK_NAME} events list --provider stripe --json").output)
     assert [row["source"] for row in by_provider] == ["stripe-br"]
+
+
+@pytest.mark.parametrize("provider", definitions.PROVIDERS)
+def test_every_providers_second_source_has_a_dev_secret_its_driver_accepts(provider: str) -> None:
+    # Given a second source of each provider (not named after it), with the dev secret the rule gives it
+    from inbox_local.senders import sender_for
+
+    own, other = SourceSpec(f"{provider}-b", provider), SourceSpec(provider, provider)
+    secret = dev_signing_secret(own)
+    assert secret != dev_signing_secret(other)
+    sender, driver, now = sender_for(provider), get_driver(provider), int(time.time())
+    # When a sample is signed with it (an encoded key must stay decodable: Standard Webhooks, Adyen)
+    body = sender.sample_body(event_id="evt_1", resource_id="pay_1", status="paid", amount=1990, occurred_at=now)
+    signed = sender.sign(body, secret, now=now, event_id="evt_1")
+    # Then the driver verifies it with that secret
+    driver.verify(signed, SigningSecrets(secret), now=now, tolerance_seconds=300)
