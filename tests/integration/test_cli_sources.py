@@ -8,6 +8,7 @@ Locally: the declaration in the file INBOX_SOURCES_FILE names, as `make run` rea
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import shlex
@@ -22,7 +23,6 @@ import boto3
 import pytest
 from click.testing import CliRunner, Result
 
-from inbox_cli import sources as sources_module
 from inbox_cli import target as target_module
 from inbox_cli.main import cli
 from inbox_cli.sources import MAX_SECRET_VALUE_BYTES, SecretsRefused, read_secret_value
@@ -205,7 +205,12 @@ def test_on_a_terminal_the_value_is_asked_for_without_echo(monkeypatch: pytest.M
             return True
 
     asked: list[str] = []
-    monkeypatch.setattr(sources_module.getpass, "getpass", lambda prompt: asked.append(prompt) or " typed \n")
+
+    def no_echo_prompt(prompt: str) -> str:
+        asked.append(prompt)
+        return " typed \n"
+
+    monkeypatch.setattr(getpass, "getpass", no_echo_prompt)
     # When the value is read, Then getpass (no echo) asked for it, and the typed value is returned trimmed
     assert read_secret_value(Terminal(), prompt="signing secret of stripe-br: ") == "typed"
     assert asked == ["signing secret of stripe-br: "]
@@ -328,3 +333,19 @@ def test_events_show_and_payments_show_take_a_source(stack_with_sources: dict[st
     assert json.loads(invoke(f"inbox --stack {STACK_NAME} events list --source stripe-us --json").output) == []
     by_provider = json.loads(invoke(f"inbox --stack {STACK_NAME} events list --provider stripe --json").output)
     assert [row["source"] for row in by_provider] == ["stripe-br"]
+
+
+@pytest.mark.parametrize("provider", definitions.PROVIDERS)
+def test_every_providers_second_source_has_a_dev_secret_its_driver_accepts(provider: str) -> None:
+    # Given a second source of each provider (not named after it), with the dev secret the rule gives it
+    from inbox_local.senders import sender_for
+
+    own, other = SourceSpec(f"{provider}-b", provider), SourceSpec(provider, provider)
+    secret = dev_signing_secret(own)
+    assert secret != dev_signing_secret(other)
+    sender, driver, now = sender_for(provider), get_driver(provider), int(time.time())
+    # When a sample is signed with it (an encoded key must stay decodable: Standard Webhooks, Adyen)
+    body = sender.sample_body(event_id="evt_1", resource_id="pay_1", status="paid", amount=1990, occurred_at=now)
+    signed = sender.sign(body, secret, now=now, event_id="evt_1")
+    # Then the driver verifies it with that secret
+    driver.verify(signed, SigningSecrets(secret), now=now, tolerance_seconds=300)
