@@ -847,6 +847,20 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
     ),
     ProviderEntry(
+        id="eduzz",
+        driver="shared.providers.eduzz:driver",
+        refetch_client=None,  # no invoice API is refetched: ordered by event time (provider_status is canonical)
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz:INVOICE_EVENTS"),),
+        dev_secret="local-development-only-eduzz-key",
+        facts=ProviderFacts(
+            display_name="Eduzz",
+            signature="`x-signature` HMAC-SHA256 hex of the body",
+            signature_source="verified",  # the scheme is Eduzz's; the hex encoding is inferred (docs/providers.md)
+            dedup_key="body `id`",
+            docs_url="https://github.com/eduzz/eduzz-webhook-docs",
+        ),
+    ),
+    ProviderEntry(
         id="pagbank",
         driver="shared.providers.pagbank:driver",
         refetch_client="shared.gateway.pagbank:PagbankClient",
