@@ -816,6 +816,23 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
     ),
     ProviderEntry(
+        id="stone",
+        driver="shared.providers.stone:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
+        refetch_client="shared.gateway.stone:StoneClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
+        dev_secret="ak_local_development_only_stone",
+        facts=ProviderFacts(
+            display_name="Stone",
+            signature="as `pagarme` (Pagar.me platform): v5 RS256, legacy sha1",
+            signature_source="inferred",  # Stone documents Pagar.me's hooks and API; the signature header is inferred
+            dedup_key="hook id / derived",
+            docs_url="https://connect-stone.stone.com.br/reference/retorno-webhook",
+        ),
+        # Pagar.me's documented limit for GET /charges/* and /orders/*: 200 requests a minute (docs.pagar.me
+        # "Rate Limit"), the API Connect Stone payments are read from.
+        refetch_rate_per_second=200 / 60,
+    ),
+    ProviderEntry(
         id="kiwify",
         driver="shared.providers.kiwify:driver",
         refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)

@@ -356,6 +356,11 @@ class GatewaySimulator:
                 return None
             return p
 
+    def _carries_key_of(self, shape: ProviderShape, request: ApiRequest) -> bool:
+        """Whether the request presents `shape`'s API key the way its API wants it (whose account it reads)."""
+        key = self.api_keys.get(shape.name)
+        return key is not None and key != "" and shape.authorized(request, key)
+
     def handle_api(self, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> Answer:
         """One request (lower-case header names) -> (status, extra headers, JSON document): the HTTP core."""
         parts = urlsplit(target)
@@ -366,10 +371,10 @@ class GatewaySimulator:
             return admin_route(self, method, list(segments[1:]), body)
         if method != "GET":
             return 405, {}, {"error": "method not allowed"}
-        shape = catalog.route(segments)
+        request = ApiRequest(segments, parse_qs(parts.query), headers)
+        shape = catalog.route(segments, owns=lambda candidate: self._carries_key_of(candidate, request))
         if shape is None:
             return 404, {}, {"error": "no such route"}
-        request = ApiRequest(segments, parse_qs(parts.query), headers)
         expected = self.api_keys.get(shape.name)
         if expected and not shape.authorized(request, expected):
             return shape.unauthorized_status, {}, shape.unauthorized(request)

@@ -17,7 +17,7 @@ from inbox_local.senders import sender_for
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 # Hotmart's and Eduzz's samples carry their own event id; the others have none on the wire and get a derived one.
-PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu", "eduzz"]
+PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu", "eduzz", "stone"]
 OWN_EVENT_ID = {"hotmart", "eduzz"}
 RESOURCES = {
     "pagarme": "2727{stamp}",
@@ -26,6 +26,7 @@ RESOURCES = {
     "pagbank": "ORDE_{stamp}",
     "iugu": "1757E1D7{stamp}",
     "eduzz": "8{stamp}",
+    "stone": "3737{stamp}",
 }
 
 

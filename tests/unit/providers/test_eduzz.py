@@ -196,7 +196,12 @@ class TestSamples:
         assert request.header("x-signature") == _docs_signature(body, KEY)
         _verify(request)
         event = driver.parse(request)
-        assert (event.event_id, event.resource_id, event.provider_status, event.amount) == ("evt_e", "987", status, 1010)
+        assert (event.event_id, event.resource_id, event.provider_status, event.amount) == (
+            "evt_e",
+            "987",
+            status,
+            1010,
+        )
         assert event.occurred_at.timestamp() == NOW
 
     def test_unknown_status(self):
