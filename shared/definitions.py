@@ -851,6 +851,23 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
     ),
     ProviderEntry(
+        id="stone",
+        driver="shared.providers.stone:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
+        refetch_client="shared.gateway.stone:StoneClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
+        dev_secret="ak_local_development_only_stone",
+        facts=ProviderFacts(
+            display_name="Stone",
+            signature="as `pagarme` (Pagar.me platform): v5 RS256, legacy sha1",
+            signature_source="inferred",  # Stone documents Pagar.me's hooks and API; the signature header is inferred
+            dedup_key="hook id / derived",
+            docs_url="https://connect-stone.stone.com.br/reference/retorno-webhook",
+        ),
+        # Pagar.me's documented limit for GET /charges/* and /orders/*: 200 requests a minute (docs.pagar.me
+        # "Rate Limit"), the API Connect Stone payments are read from.
+        refetch_rate_per_second=200 / 60,
+    ),
+    ProviderEntry(
         id="kiwify",
         driver="shared.providers.kiwify:driver",
         refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)
@@ -879,6 +896,20 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             signature_source="secondary",
             dedup_key="body `id`",
             docs_url="https://help.hotmart.com/en/article/360001491352",
+        ),
+    ),
+    ProviderEntry(
+        id="eduzz",
+        driver="shared.providers.eduzz:driver",
+        refetch_client=None,  # no invoice API is refetched: ordered by event time (provider_status is canonical)
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz:INVOICE_EVENTS"),),
+        dev_secret="local-development-only-eduzz-key",
+        facts=ProviderFacts(
+            display_name="Eduzz",
+            signature="`x-signature` HMAC-SHA256 hex of the body",
+            signature_source="verified",  # the scheme is Eduzz's; the hex encoding is inferred (docs/providers.md)
+            dedup_key="body `id`",
+            docs_url="https://github.com/eduzz/eduzz-webhook-docs",
         ),
     ),
     ProviderEntry(

@@ -379,6 +379,12 @@ class GatewaySimulator:
                 return None
             return p
 
+    def _carries_key_of(self, shape: ProviderShape, request: ApiRequest) -> bool:
+        """Whether the request presents the API key of one of `shape`'s accounts the way its API wants it (two
+        gateways sharing URL paths, Stone and Pagar.me: the key says whose account is read)."""
+        keys = (self.api_keys.get(account) for account, provider in self.accounts.items() if provider == shape.name)
+        return any(key and shape.authorized(request, key) for key in keys)
+
     def handle_api(self, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> Answer:
         """One request (lower-case header names) -> (status, extra headers, JSON document): the HTTP core."""
         parts = urlsplit(target)
@@ -389,7 +395,8 @@ class GatewaySimulator:
             return admin_route(self, method, list(segments[1:]), body)
         if method != "GET":
             return 405, {}, {"error": "method not allowed"}
-        shape = catalog.route(segments)
+        request = ApiRequest(segments, parse_qs(parts.query), headers)
+        shape = catalog.route(segments, owns=lambda candidate: self._carries_key_of(candidate, request))
         if shape is None:
             return 404, {}, {"error": "no such route"}
         request = ApiRequest(segments, parse_qs(parts.query), headers)
