@@ -15,9 +15,11 @@ import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from inbox_cli.target import Target, UnknownSource, api_key_variable, signing_secret_variable
+from inbox_cli.target import Target, UnknownSource
 from shared import definitions
 from shared.definitions import SourceSpec
+from shared.gateway.registry import api_key_variable
+from shared.secrets import signing_secret_variable
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -55,8 +57,8 @@ def source_rows(target: Target, secrets: SecretsManagerClient | None = None) -> 
     rows = []
     for source in target.sources:
         if target.local:
-            signing: str | None = _local_state(signing_secret_variable(source), "dev secret")
-            api_key = _local_state(api_key_variable(source), "gateway simulator") if source.has_api else NO_API
+            signing: str | None = _local_state(signing_secret_variable(source.name), "dev secret")
+            api_key = _local_state(api_key_variable(source.name), "gateway simulator") if source.has_api else NO_API
             ready = True  # the dev secret signs `inbox send`, the simulator answers without a key
         else:
             assert secrets is not None, "a deployed stack's secrets are read with a Secrets Manager client"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment
 from shared import definitions
 from shared.definitions import SourceSpec
+from shared.secrets import signing_secret_variable
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Target:
         (definitions.dev_signing_secret), deployed the `current` value of its secret in the stack. A provider's
         name that is not a declared source stands for its default source (`inbox simulate` names providers)."""
         spec = self._source_or_default(source)
-        variable = signing_secret_variable(spec)
+        variable = signing_secret_variable(spec.name)
         secret = os.environ.get(variable)
         if secret:
             return secret
@@ -79,16 +80,6 @@ class Target:
 
 class UnknownSource(LookupError):
     """A source the target stack does not have; the message lists the ones it has."""
-
-
-def signing_secret_variable(source: SourceSpec) -> str:
-    """INBOX_SECRET_<SOURCE>: a source's signing secret in the environment (the local stack, `inbox send`)."""
-    return f"INBOX_SECRET_{source.env_suffix}"
-
-
-def api_key_variable(source: SourceSpec) -> str:
-    """INBOX_API_KEY_<SOURCE>: a source's gateway API key in the local stack's environment."""
-    return f"INBOX_API_KEY_{source.env_suffix}"
 
 
 def resolve(stack: str | None) -> Target:
