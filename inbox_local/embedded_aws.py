@@ -177,7 +177,10 @@ def serve(host: str, port: int) -> None:
     threading.Thread(target=server.serve_forever, name="embedded-aws", daemon=True).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    while not stop.wait(0.2):  # a timed wait: the handler runs between the waits
+    parent = os.getppid()
+    # A timed wait: the handler runs between the waits. A parent killed outright (SIGKILL: a test's timeout, an
+    # OOM kill) cannot stop us, and an orphan would hold its port and its memory for ever: its death ends us too.
+    while not stop.wait(0.2) and os.getppid() == parent:
         pass
     os._exit(0)
 
