@@ -16,12 +16,18 @@ from tests.e2e.conftest import ROOT, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
+# How the stack starts it (inbox_local/aws_process.py: `python -m inbox_local.embedded_aws HOST PORT`, then
+# wait for the port), without importing moto in the parent too.
 PARENT = """
-import sys
-from inbox_local.embedded_aws import EmbeddedAws
-aws = EmbeddedAws("127.0.0.1", int(sys.argv[1]))
-aws.start(timeout=120)
-print(aws._process.pid, flush=True)
+import socket, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-m", "inbox_local.embedded_aws", "127.0.0.1", sys.argv[1]])
+def listening():
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0
+while not listening():
+    assert child.poll() is None, "the embedded AWS exited"
+    time.sleep(0.1)
+print(child.pid, flush=True)
 sys.stdin.read()  # until killed
 """
 
