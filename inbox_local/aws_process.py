@@ -23,7 +23,9 @@ class EmbeddedAws:
         self.port = port
         self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 90.0) -> None:
+        # Generous: importing moto takes ~2 CPU s, but 30 s of wall time was not enough on a machine running a
+        # test suite and other stacks (load 15 on 2 cores): the stack failed to start and its tests errored.
         self._process = subprocess.Popen(  # noqa: S603 - our own module, with the running interpreter
             [sys.executable, "-m", "inbox_local.embedded_aws", self.host, str(self.port)],
             stdout=subprocess.DEVNULL,
