@@ -13,11 +13,8 @@ import json
 import logging
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -177,44 +174,12 @@ def serve(host: str, port: int) -> None:
     threading.Thread(target=server.serve_forever, name="embedded-aws", daemon=True).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    while not stop.wait(0.2):  # a timed wait: the handler runs between the waits
+    parent = os.getppid()
+    # A timed wait: the handler runs between the waits. A parent killed outright (SIGKILL: a test's timeout, an
+    # OOM kill) cannot stop us, and an orphan would hold its port and its memory for ever: its death ends us too.
+    while not stop.wait(0.2) and os.getppid() == parent:
         pass
     os._exit(0)
-
-
-class EmbeddedAws:
-    """The embedded AWS in a process of its own: moto's request handling is CPU-heavy Python, and sharing one
-    interpreter (one GIL) with the functions halved the local stack's throughput."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30.0) -> None:
-        self._process = subprocess.Popen(  # noqa: S603 - our own module, with the running interpreter
-            [sys.executable, "-m", "inbox_local.embedded_aws", self.host, str(self.port)],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"the embedded AWS exited with code {self._process.returncode}")
-            with socket.socket() as probe:
-                if probe.connect_ex((self.host, self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"the embedded AWS did not listen on {self.host}:{self.port} within {timeout} s")
-
-    def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-        self._process = None
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inbox_local.archive_mapping import ArchiveMapping
+from inbox_local.aws_process import EmbeddedAws
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
-from inbox_local.embedded_aws import EmbeddedAws
 from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
 from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts

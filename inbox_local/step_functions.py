@@ -19,6 +19,12 @@ process (``install()``; the embedded AWS calls it at start-up, the tests' in-pro
   normalisation are stubs). Here they are mapped onto the API's own member names through botocore's service model,
   as AWS maps them.
 
+- GetExecutionHistory pages. AWS returns at most ``maxResults`` events per call (default 100, at most 1,000; 0 means
+  the default), with a ``nextToken`` for the rest, newest first with ``reverseOrder``
+  (https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html). moto 5.2.5 ignores
+  all three and serializes the whole history on every call (a deep copy, then ~1 ms per event: ~40 s of CPU to
+  read back the five histories of a 1,000-event replay). Here the call returns the page asked for, copied alone.
+
 And two for speed, not behaviour (measured with a sampling profile of a replay): moto's interpreter parses every
 JSONPath again each time it evaluates it (jsonpath_ng builds a yacc parser per call), and builds a new boto3 client
 for every task it runs; ``install()`` makes it reuse parsed paths and one client per service and endpoint.
@@ -26,6 +32,7 @@ for every task it runs; ``install()`` makes it reuse parsed paths and one client
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import sys
@@ -33,7 +40,9 @@ import threading
 from typing import Any, Final
 
 import botocore.session
+from moto.core.responses import ActionResult
 from moto.core.utils import camelcase_to_underscores
+from moto.stepfunctions.exceptions import InvalidToken, ValidationException
 from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType, StateMachineType
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
     StateTaskServiceSfn,
@@ -43,6 +52,7 @@ from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext, EventManager
 from moto.stepfunctions.parser.asl.utils import boto_client, json_path
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.replay_definition import EXECUTION_HISTORY_LIMIT
 
@@ -216,9 +226,71 @@ def install_json_path_reuse() -> None:
         json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)  # type: ignore[attr-defined]
 
 
+# ------------------------------------------------------------------------- GetExecutionHistory, one page at a time
+HISTORY_PAGE_DEFAULT: Final = 100
+HISTORY_PAGE_MAX: Final = 1000
+
+
+def history_page(events: Any, *, max_results: int | None, reverse: bool, next_token: str | None) -> dict[str, Any]:
+    """The page of an execution's history (a sequence of events, oldest first) that AWS returns for these
+    parameters: copied events, and a nextToken when events are left."""
+    size = max_results or HISTORY_PAGE_DEFAULT
+    if not 0 < size <= HISTORY_PAGE_MAX:
+        raise ValidationException(
+            f"1 validation error detected: Value '{max_results}' at 'maxResults' failed to satisfy constraint: "
+            f"Member must have value less than or equal to {HISTORY_PAGE_MAX}"
+        )
+    start = 0
+    if next_token is not None:
+        if not next_token.isdigit() or int(next_token) > len(events):
+            raise InvalidToken()
+        start = int(next_token)
+    stop = min(start + size, len(events))
+    if reverse:  # newest first: position p of the reversed history is event len - 1 - p
+        page = [events[len(events) - 1 - position] for position in range(start, stop)]
+    else:
+        page = list(events[start:stop])
+    result: dict[str, Any] = {"events": copy.deepcopy(page)}
+    if stop < len(events):
+        result["nextToken"] = str(stop)
+    return result
+
+
+def _recorded_events(response: StepFunctionResponse, execution_arn: str) -> Any:
+    """The execution's recorded history, not copied (the interpreter's event list), or the backend's own answer
+    where moto runs no interpreter (its canned histories)."""
+    backend = response.stepfunction_backend
+    execution = backend.describe_execution(execution_arn)
+    if not hasattr(execution, "exec_worker"):
+        return backend.get_execution_history(execution_arn)["events"]
+    env = execution.exec_worker.env if execution.exec_worker is not None else None
+    if env is None:
+        return []  # not started yet
+    manager = env.event_manager
+    with manager._mutex:
+        return list(manager._history_event_list)  # a shallow copy: events are appended, never changed
+
+
+def _get_execution_history(self: StepFunctionResponse) -> ActionResult:
+    events = _recorded_events(self, self._get_param("executionArn"))
+    return ActionResult(
+        history_page(
+            events,
+            max_results=self._get_param("maxResults"),
+            reverse=bool(self._get_param("reverseOrder")),
+            next_token=self._get_param("nextToken"),
+        )
+    )
+
+
+def install_history_paging() -> None:
+    StepFunctionResponse.get_execution_history = _get_execution_history  # type: ignore[method-assign]
+
+
 def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
     """The corrections above, in this process (idempotent)."""
     install_history_limit(limit)
+    install_history_paging()
     install_start_execution_integration()
     install_client_reuse()
     install_json_path_reuse()

@@ -76,7 +76,8 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
     log.close()
     log_path = Path(log.name)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    # Longer than the stack's own wait for its embedded AWS (inbox_local/aws_process.py), so that its error shows.
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"local stack exited early:\n{log_path.read_text()}")
@@ -87,7 +88,7 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise AssertionError("local stack did not become healthy in 60 s")
+    raise AssertionError("local stack did not become healthy in 120 s")
 
 
 def stop_stack(stack: RunningStack) -> int:

@@ -1,7 +1,7 @@
 """README `make bench`: `.venv/bin/python -m bench end_to_end` — not re-run in full inside the suite (600 + 200 + 300
 events, about a minute and a half on two cores): the same `main(["end_to_end"])` that `python -m bench end_to_end`
-calls, with the section's event counts made small and its outputs (results file, histogram, profile) redirected to
-a temporary directory, so the committed bench/results/latest.json is not touched."""
+calls, with the section's event and request counts made small and its outputs (results file, histogram, profile)
+redirected to a temporary directory, so the committed bench/results/latest.json is not touched."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def test_bench_end_to_end_measures_and_keeps_the_other_sections(monkeypatch, cap
     monkeypatch.setattr(
         end_to_end, "measure", functools.partial(end_to_end.measure, events=12, storm_events=4, profiled_events=8)
     )
+    # and its baselines too (5 x 150 GET /health and 200 PutItems by default): what is checked is that each is
+    # measured and enters its ratio, not its figure
+    monkeypatch.setattr(end_to_end, "health_baseline", functools.partial(end_to_end.health_baseline, requests=20))
+    monkeypatch.setattr(end_to_end, "putitem_baseline", functools.partial(end_to_end.putitem_baseline, count=40))
     # When `python -m bench end_to_end` runs (its main, with that argument)
     assert bench_main.main(["end_to_end"]) == 0
     # Then it measured the end-to-end section against its baseline, and kept the section it did not run

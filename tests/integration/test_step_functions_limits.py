@@ -14,7 +14,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from inbox_local.step_functions import HISTORY_LIMIT_ERROR, history_limit, history_limit_cause, install
+from inbox_local.step_functions import (
+    HISTORY_LIMIT_ERROR,
+    HISTORY_PAGE_DEFAULT,
+    history_limit,
+    history_limit_cause,
+    history_page,
+    install,
+)
 from infra.replay_definition import EXECUTION_HISTORY_LIMIT
 
 LIMIT = 50  # ExecutionStarted + 2 per Pass state + ExecutionSucceeded: 24 Pass states make exactly 50 events
@@ -91,3 +98,45 @@ def test_no_state_runs_after_the_limit_failed_the_execution(sfn: Any) -> None:
     # Then the quota ended it (where moto alone would loop until the execution's timeout)
     assert (described["status"], described["error"]) == ("FAILED", HISTORY_LIMIT_ERROR)
     assert len(sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]) == LIMIT
+
+
+def test_the_history_is_read_a_page_at_a_time_as_aws_pages_it(sfn: Any) -> None:
+    # Given an execution of exactly LIMIT events
+    described, events = _run(sfn, _passes((LIMIT - 2) // 2))
+    arn = described["executionArn"]
+    assert [event["id"] for event in events] == list(range(1, LIMIT + 1))
+    # When it is read 20 events at a time, oldest first, following nextToken
+    pages, token = [], None
+    while True:
+        page = sfn.get_execution_history(executionArn=arn, maxResults=20, **({"nextToken": token} if token else {}))
+        pages.append(page["events"])
+        if (token := page.get("nextToken")) is None:
+            break
+    # Then the pages hold every event once, in order, the last one shorter
+    assert [len(page) for page in pages] == [20, 20, 10]
+    assert [event for page in pages for event in page] == events
+    # And newest first, one event: the ExecutionSucceeded, whose id is the history's length
+    newest = sfn.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=1)
+    assert newest["events"] == [events[-1]] and events[-1]["type"] == "ExecutionSucceeded"
+    assert newest["events"][0]["id"] == LIMIT and "nextToken" in newest
+    reversed_page = sfn.get_execution_history(executionArn=arn, reverseOrder=True, nextToken=newest["nextToken"])
+    assert reversed_page["events"] == events[-2::-1] and "nextToken" not in reversed_page
+
+
+def test_without_max_results_a_page_is_awss_default_of_100_events() -> None:
+    events = [{"id": n} for n in range(1, 151)]
+    for max_results in (None, 0):  # 0 "uses the default" too
+        first = history_page(events, max_results=max_results, reverse=False, next_token=None)
+        assert [event["id"] for event in first["events"]] == list(range(1, 101))
+        rest = history_page(events, max_results=max_results, reverse=False, next_token=first["nextToken"])
+        assert [event["id"] for event in rest["events"]] == list(range(101, 151)) and "nextToken" not in rest
+    assert HISTORY_PAGE_DEFAULT == 100
+
+
+def test_a_page_larger_than_aws_allows_or_a_foreign_token_is_refused(sfn: Any) -> None:
+    described, _ = _run(sfn, _passes(3))
+    arn = described["executionArn"]
+    with pytest.raises(sfn.exceptions.ClientError, match="maxResults"):
+        sfn.get_execution_history(executionArn=arn, maxResults=1001)
+    with pytest.raises(sfn.exceptions.InvalidToken):
+        sfn.get_execution_history(executionArn=arn, nextToken="not-a-token")
