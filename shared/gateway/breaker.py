@@ -16,8 +16,9 @@ five failures (and five timeouts) to learn what the first one already knows. One
   instance and no writes.
 
 What counts as a failure is decided by `guarded_call`: GatewayUnavailable (5xx, 429, timeouts after the HTTP
-client's own retries). A 404 (ResourceNotFound) or a 4xx (GatewayRejected) is the gateway answering, so it is
-a success as far as availability goes.
+client's own retries), except waits: a 429 under the source's rate limit blocks the source in the limiter
+(shared/gateway/ratelimit.py) instead, and the limiter's own "not now" made no call. A 404 (ResourceNotFound) or
+a 4xx (GatewayRejected) is the gateway answering, so it is a success as far as availability goes.
 
 The breaker is an optimisation, never a gate: if the control table cannot be read or written, the failure is
 logged and the call proceeds as if the circuit were closed.
@@ -243,7 +244,7 @@ def guarded_call(breaker: CircuitBreaker | None, fn: Callable[[], T]) -> T:
     try:
         result = fn()
     except GatewayUnavailable as error:
-        if not error.circuit_open:
+        if error.counts_as_attempt:  # waits (an open circuit, the rate limit, its 429s) say nothing of an outage
             breaker.record_failure()
         raise
     except (ResourceNotFound, GatewayRejected):
