@@ -771,6 +771,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="event `id`",
             docs_url="https://stripe.com/docs/payments/handling-payment-events",
         ),
+        # 25 requests/s: Stripe's default per-endpoint limit (live mode allows 100 operations/s in all, sandboxes
+        # 25): docs/providers.md, "Refetch rate limits".
+        refetch_rate_per_second=25.0,
     ),
     ProviderEntry(
         id="standard",
@@ -814,6 +817,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="hook id / derived",
             docs_url="https://github.com/pagarme/ecommerce-module-core",
         ),
+        # GET /charges/* and /orders/* are limited to 200 requests a minute (3.3/s): docs/providers.md.
+        refetch_rate_per_second=3.0,
     ),
     ProviderEntry(
         id="kiwify",
@@ -916,6 +921,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="`event_id`",
             docs_url="https://developer.paddle.com/webhooks/signature-verification",
         ),
+        # 240 requests a minute per IP address for most operations: docs/providers.md.
+        refetch_rate_per_second=4.0,
     ),
     ProviderEntry(
         id="mercadopago",
