@@ -8,7 +8,7 @@ from dataclasses import asdict, replace
 import pytest
 from click.testing import CliRunner
 
-from inbox_cli.cost import Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
+from inbox_cli.cost import PRICES, Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
 from inbox_cli.main import cli
 
 
@@ -190,3 +190,18 @@ def test_another_body_size_prices_with_the_formulas_and_says_so():
     result = CliRunner().invoke(cli, ["cost", "--body-kb", "8"])
     assert result.exit_code == 0, result.output
     assert "per-event figures: assumed" in result.output
+
+
+def test_the_refetch_rate_limit_costs_one_write_per_gateway_request(tmp_path):
+    # Given events that each ask the gateway twice, and events that never do (ordered by event time)
+    twice = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=2.0))
+    never = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=0.0))
+    # Then the limiter's line is one write request unit per request, and nothing without requests
+    price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["dynamodb_per_million_write_request_units"]
+    assert twice["lines"]["Refetch rate limit (control table)"] == pytest.approx(2 * price, rel=1e-3)
+    assert never["lines"]["Refetch rate limit (control table)"] == 0
+    assert twice["write_units_per_event"]["rate_limit"] == 2.0
+    # And a measurement that has the figure is used; one from before the rate limit falls back to the formula
+    measured = {**MEASURED_ITEM_SIZES, "per_event": {**MEASURED_ITEM_SIZES["per_event"], "write_units_rate_limit": 1.2}}
+    assert measured_usage(_results(tmp_path, measured)).write_units_rate_limit == 1.2  # type: ignore[union-attr]
+    assert measured_usage(_results(tmp_path)).write_units_rate_limit == Assumptions().gateway_requests_per_event  # type: ignore[union-attr]
