@@ -154,10 +154,11 @@ class RateLimiter:
     def acquire(self) -> float:
         """Take a slot for one request, sleeping up to `max_wait_seconds` for it; returns the seconds slept.
         Raises RateLimited when the schedule is full further ahead than that, or the source is blocked."""
-        now = self._clock()
         with self._lock:
-            busy = self._seen_tat > now  # which write to try first: what this instance saw last
+            busy = self._seen_tat > self._clock()  # which write to try first: what this instance saw last
         for _ in range(_WRITE_ROUNDS):
+            # Read the clock for every write: a slow write must not make the next one judge by a stale time.
+            now = self._clock()
             try:
                 outcome = self._write(now, busy=busy)
             except RateLimited:
@@ -170,7 +171,7 @@ class RateLimiter:
                 continue
             with self._lock:
                 self._seen_tat = outcome
-            wait = outcome - self.interval - self.tolerance - now
+            wait = outcome - self.interval - self.tolerance - self._clock()  # the slot, from after the write
             wait = 0.0 if wait < _NEGLIGIBLE_WAIT_SECONDS else wait  # times are stored to 0.1 ms: rounding
             if wait > 0:
                 self._sleep(wait)
