@@ -66,12 +66,13 @@ class BreakerState:
         if not item:
             return cls()
         return cls(
-            consecutive_failures=int(_number(item.get("consecutive_failures"))),
-            open_until=float(_number(item.get("open_until"))),
+            consecutive_failures=int(number_attribute(item.get("consecutive_failures"))),
+            open_until=float(number_attribute(item.get("open_until"))),
         )
 
 
-def _number(attribute: Any) -> Decimal:
+def number_attribute(attribute: Any) -> Decimal:
+    """A DynamoDB number attribute (`{"N": ...}`) as a Decimal; 0 when absent or unreadable."""
     if not isinstance(attribute, dict) or "N" not in attribute:
         return Decimal(0)
     try:
@@ -80,7 +81,8 @@ def _number(attribute: Any) -> Decimal:
         return Decimal(0)
 
 
-def _is_conditional_failure(error: Exception) -> bool:
+def is_conditional_failure(error: Exception) -> bool:
+    """Whether `error` is DynamoDB's ConditionalCheckFailedException (the write's condition did not hold)."""
     response = getattr(error, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
@@ -141,7 +143,7 @@ class CircuitBreaker:
                 ExpressionAttributeValues={":zero": {"N": "0"}, ":now": {"N": _epoch(now)}},
             )
         except Exception as error:
-            if not _is_conditional_failure(error):  # a conditional failure: another instance reset it first
+            if not is_conditional_failure(error):  # a conditional failure: another instance reset it first
                 self._storage_failed("reset", error)
                 return
         else:
@@ -186,7 +188,7 @@ class CircuitBreaker:
                 ExpressionAttributeValues={":until": {"N": _epoch(open_until)}, ":now": {"N": _epoch(now)}},
             )
         except Exception as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 # Someone else opened it just now; the next read picks up their window.
                 with self._lock:
                     self._cached = None

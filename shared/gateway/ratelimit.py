@@ -40,11 +40,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
 from shared.gateway.base import GatewayUnavailable
+from shared.gateway.breaker import is_conditional_failure, number_attribute
 from shared.observability import logger
 
 if TYPE_CHECKING:
@@ -84,16 +84,10 @@ class LimiterState:
     def from_item(cls, item: dict[str, Any] | None) -> LimiterState:
         if not item:
             return cls()
-        return cls(tat=_number(item.get("tat")), blocked_until=_number(item.get("blocked_until")))
-
-
-def _number(attribute: Any) -> float:
-    if not isinstance(attribute, dict) or "N" not in attribute:
-        return 0.0
-    try:
-        return float(Decimal(attribute["N"]))
-    except (InvalidOperation, TypeError, ValueError):
-        return 0.0
+        return cls(
+            tat=float(number_attribute(item.get("tat"))),
+            blocked_until=float(number_attribute(item.get("blocked_until"))),
+        )
 
 
 def _epoch(value: float) -> str:
@@ -214,7 +208,7 @@ class RateLimiter:
                 },
             )
         except Exception as error:
-            if not _is_conditional_failure(error):
+            if not is_conditional_failure(error):
                 self._storage_failed("block", error)
                 return
         logger.warning(
@@ -306,7 +300,7 @@ class RateLimiter:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except Exception as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 item = getattr(error, "response", {}).get("Item")
                 raise _ConditionFailed(LimiterState.from_item(item)) from None
             raise
@@ -321,8 +315,3 @@ class RateLimiter:
             "rate limiter storage failed; proceeding unlimited",
             extra={"source": self.source, "action": action, "error": type(error).__name__},
         )
-
-
-def _is_conditional_failure(error: Exception) -> bool:
-    response = getattr(error, "response", None)
-    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

@@ -19,26 +19,9 @@ from shared.gateway.breaker import CircuitBreaker, guarded_call
 from shared.gateway.http import JsonHttpClient
 from shared.gateway.ratelimit import MAX_BLOCK_SECONDS, RateLimited, RateLimiter, burst_size
 from shared.process.service import MAX_BACKOFF_SECONDS, wait_seconds
-from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps
+from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps, Spy
 
 TABLE = "test-control"
-
-
-class Spy:
-    """A DynamoDB client that counts the calls it forwards."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return attribute(*args, **kwargs)
-
-        return call
 
 
 @pytest.fixture
