@@ -15,10 +15,12 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   `rate * max_wait`, nobody is ever told "not now". Beyond that horizon the limiter raises RateLimited with the
   time until the schedule has room: the processor delays the message (visibility) without counting an attempt.
 - One conditional UpdateItem per admitted request, no read. DynamoDB cannot compute `max(tat, now)`, so there
-  are two writes to choose from: "idle" (`tat <= now`: SET tat = now + interval) and "busy" (`now < tat <= now +
-  horizon`: SET tat = tat + interval). The instance guesses from what it saw last; a wrong guess fails its
-  condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two
-  writes only when the source switches between idle and busy. A refused request costs one (failed) write too.
+  are two writes to choose from: "idle" (`tat <= now`: SET tat = now + interval) and "busy" (`now - interval <=
+  tat <= now + horizon`: SET tat = tat + interval; they overlap by one interval, so a source near its rate does
+  not flip between them, at the price of at most one request early). The instance guesses from what it saw last;
+  a wrong guess fails its condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other
+  write is tried: two writes only when the source switches between idle and busy. A refused request costs one
+  (failed) write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
@@ -60,7 +62,7 @@ DEFAULT_BLOCK_SECONDS = 1.0  # a 429 with no (readable) Retry-After
 MAX_BLOCK_SECONDS = 600.0  # a longer Retry-After is capped: the processor's longest backoff (MAX_BACKOFF_SECONDS)
 MAX_CLOCK_AHEAD_SECONDS = 30.0
 _NEGLIGIBLE_WAIT_SECONDS = 0.001
-_WRITE_ROUNDS = 3  # idle guess, busy guess, and one more when another instance moved the schedule in between
+_WRITE_ROUNDS = 4  # idle or busy guess, the other, and twice more when other instances moved the schedule between
 
 
 class RateLimited(GatewayUnavailable):
@@ -148,8 +150,8 @@ class RateLimiter:
     def acquire(self) -> float:
         """Take a slot for one request, sleeping up to `max_wait_seconds` for it; returns the seconds slept.
         Raises RateLimited when the schedule is full further ahead than that, or the source is blocked."""
-        with self._lock:
-            busy = self._seen_tat > self._clock()  # which write to try first: what this instance saw last
+        with self._lock:  # which write to try first: what this instance saw last
+            busy = self._seen_tat >= self._clock() - self.interval
         for _ in range(_WRITE_ROUNDS):
             # Read the clock for every write: a slow write must not make the next one judge by a stale time.
             now = self._clock()
@@ -161,7 +163,7 @@ class RateLimiter:
                 self._storage_failed("take a slot", error)
                 return 0.0
             if isinstance(outcome, LimiterState):  # the other write applies to what is there: try it
-                busy = outcome.tat > now
+                busy = outcome.tat >= now - self.interval
                 continue
             with self._lock:
                 self._seen_tat = outcome
@@ -254,10 +256,14 @@ class RateLimiter:
     def _take_busy(self, now: float) -> float:
         attributes = self._update(
             "SET tat = tat + :interval, updated_at = :now ADD admitted :one",
-            f"tat > :now AND tat <= :limit AND {self._not_blocked()}",
+            # From one interval in the past: the two writes overlap there, so a source running near its rate
+            # (tat close to now, either side) is not sent back and forth between them; at most one request more
+            # than the exact schedule is admitted when it goes from idle to busy.
+            f"tat >= :floor AND tat <= :limit AND {self._not_blocked()}",
             {
                 ":interval": {"N": _epoch(self.interval)},
                 ":now": {"N": _epoch(now)},
+                ":floor": {"N": _epoch(now - self.interval)},
                 ":limit": {"N": _epoch(now + self.horizon)},
                 ":one": {"N": "1"},
             },
