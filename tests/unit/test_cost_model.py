@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -202,6 +203,8 @@ def test_the_refetch_rate_limit_costs_one_write_per_gateway_request(tmp_path):
     assert never["lines"]["Refetch rate limit (control table)"] == 0
     assert twice["write_units_per_event"]["rate_limit"] == 2.0
     # And a measurement that has the figure is used; one from before the rate limit falls back to the formula
-    measured = {**MEASURED_ITEM_SIZES, "per_event": {**MEASURED_ITEM_SIZES["per_event"], "write_units_rate_limit": 1.2}}
-    assert measured_usage(_results(tmp_path, measured)).write_units_rate_limit == 1.2  # type: ignore[union-attr]
-    assert measured_usage(_results(tmp_path)).write_units_rate_limit == Assumptions().gateway_requests_per_event  # type: ignore[union-attr]
+    per_event: dict[str, Any] = {**MEASURED_ITEM_SIZES["per_event"], "write_units_rate_limit": 1.2}  # type: ignore[dict-item]
+    with_figure = measured_usage(_results(tmp_path, {**MEASURED_ITEM_SIZES, "per_event": per_event}))
+    before_it = measured_usage(_results(tmp_path))
+    assert with_figure is not None and with_figure.write_units_rate_limit == 1.2
+    assert before_it is not None and before_it.write_units_rate_limit == Assumptions().gateway_requests_per_event
