@@ -524,7 +524,8 @@ LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 # ------------------------------------------------------------------------------------------- control table
 # Small operational state shared by every function instance: the refetch circuit breakers
-# (pk = "breaker#{provider}"). Kept apart from the payments table so payment scans never see it.
+# (pk = "breaker#{provider}") and the refetch rate limits (pk = "ratelimit#{source}", shared/gateway/ratelimit.py).
+# Kept apart from the payments table so payment scans never see it.
 CONTROL_PARTITION_KEY: Final = "pk"
 
 # ---------------------------------------------------------------------------------------------- environment
