@@ -46,6 +46,7 @@ def test_a_burst_stays_within_the_gateway_limit_and_drains_with_nothing_failed(m
     assert burst["attempts_per_event"] == {"1": EVENTS}
     # And the gateway never saw more in a second than the limit plus the bucket's short burst
     assert burst["gateway_per_second_max"] <= LIMIT + burst_size(LIMIT)
-    # And every request the gateway saw took a slot of the shared schedule
-    assert burst["limiter"]["admitted"] == burst["gateway_requests"]
+    # And every request the gateway saw took a slot of the shared schedule (a slot is taken before connecting: a
+    # request that never reached the gateway, a connect timeout on a loaded machine, used one too)
+    assert burst["gateway_requests"] <= burst["limiter"]["admitted"]
     assert "Refetch burst" in capsys.readouterr().out
