@@ -140,6 +140,9 @@ def test_two_instances_sharing_the_control_table_keep_the_source_within_its_rate
     assert elapsed >= (requests - BURST) / RATE * 0.95
     # And every request took a slot of the shared schedule, one conditional write each (a slot is taken before
     # connecting, so a request that never reached the gateway used one too: at least as many slots as requests)
+    item = boto3.client("dynamodb").get_item(
+        TableName=aws_world.names.control_table, Key={"pk": {"S": "ratelimit#stripe"}}
+    )["Item"]
     assert int(item["admitted"]["N"]) >= requests
     # And with 8 requesters and a second of reservations (20 slots), nobody had to be sent back to the queue
     assert first_queue.delays == second_queue.delays == []
