@@ -144,5 +144,6 @@ def test_two_instances_sharing_the_control_table_keep_the_source_within_its_rate
         TableName=aws_world.names.control_table, Key={"pk": {"S": "ratelimit#stripe"}}
     )["Item"]
     assert int(item["admitted"]["N"]) >= requests
-    # And with 8 requesters and a second of reservations (20 slots), nobody had to be sent back to the queue
-    assert first_queue.delays == second_queue.delays == []
+    # And with 8 requesters and a second of reservations (20 slots) they took turns in process: at most a few were
+    # sent back to the queue (only when the schedule moved under a slow write several times in a row)
+    assert len(first_queue.delays) + len(second_queue.delays) <= EVENTS // 10
