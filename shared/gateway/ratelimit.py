@@ -163,7 +163,7 @@ class RateLimiter:
                 self._storage_failed("take a slot", error)
                 return 0.0
             if isinstance(outcome, LimiterState):  # the other write applies to what is there: try it
-                busy = outcome.tat >= now - self.interval
+                busy = outcome.tat >= self._clock() - self.interval
                 continue
             with self._lock:
                 self._seen_tat = outcome
@@ -184,6 +184,9 @@ class RateLimiter:
             state = failed.state
         with self._lock:
             self._seen_tat = state.tat
+        # Judge the state by the time it was read, not by when the write set out: with a slow control table, other
+        # instances' writes are younger than our `now`, and the schedule would look booked further ahead than it is.
+        now = max(now, self._clock())
         self._refuse_if_full(state, now)
         if state.tat > now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
             replaced = self._replace_skewed(state, now)
