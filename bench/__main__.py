@@ -1,7 +1,7 @@
 """`make bench`: every figure is a ratio against a baseline measured in the same run.
 
 `python -m bench` runs every section; `python -m bench end_to_end` (or `cold_start`, `ingest_cost`, `item_sizes`,
-`ingest_burst`) runs some, keeping the other sections of bench/results/latest.json as they were.
+`ingest_burst`, `refetch_burst`) runs some, keeping the other sections of bench/results/latest.json as they were.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes
+from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes, refetch_burst
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 TARGETS = {"ingest: import + init": 1.3, "processor: import + init": 1.6}
 INGEST_OVERHEAD_TARGET = 1.5
-SECTIONS = ("cold_start", "ingest_cost", "end_to_end", "item_sizes", "ingest_burst")
+SECTIONS = ("cold_start", "ingest_cost", "end_to_end", "item_sizes", "ingest_burst", "refetch_burst")
 
 
 def print_cold_start(cold: dict[str, Any]) -> None:
@@ -156,6 +156,27 @@ def print_ingest_burst(burst: dict[str, Any]) -> None:
     )
 
 
+def print_refetch_burst(burst: dict[str, Any]) -> None:
+    print(
+        f"\nRefetch burst (bench/refetch_burst.py): {burst['events']} Stripe events over {burst['payments']} payments, "
+        f"the gateway limited to {burst['limit_per_second']:g} requests/s (429 above), the source's rate the same"
+    )
+    print(
+        f"  gateway saw per second: max {burst['gateway_per_second_max']}, p99 {burst['gateway_per_second_p99']} "
+        f"({burst['gateway_requests']} requests, {burst['gateway_requests_per_event']} per event); "
+        f"429s: {burst['gateway_429s']}"
+    )
+    print(
+        f"  drained in {burst['drain_seconds']} s from the first POST (posting took {burst['post_seconds']} s); "
+        f"the limit allows {burst['ideal_drain_seconds']} s at best -> ratio {burst['drain_vs_ideal']}x"
+    )
+    print(
+        f"  failed {burst['failed']}, pending {burst['pending']}, payments differing from the gateway "
+        f"{burst['mismatched_payments']}; attempts per event {burst['attempts_per_event']}; "
+        f"limiter {burst['limiter']}; ok: {burst['ok']}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("sections", nargs="*", metavar="section", help=f"any of {', '.join(SECTIONS)} (default: all)")
@@ -188,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     if "ingest_burst" in chosen:
         print("measuring an ingest burst (a local stack of its own, processing paused)...", flush=True)
         document["ingest_burst"] = ingest_burst.measure()
+    if "refetch_burst" in chosen:
+        print("measuring a refetch burst against a rate-limited gateway (a local stack of its own)...", flush=True)
+        document["refetch_burst"] = refetch_burst.measure()
     if "cold_start" in document:
         print_cold_start(document["cold_start"])
     if "ingest_cost" in document:
@@ -198,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         print_item_sizes(document["item_sizes"])
     if "ingest_burst" in document:
         print_ingest_burst(document["ingest_burst"])
+    if "refetch_burst" in document:
+        print_refetch_burst(document["refetch_burst"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(document, indent=2) + "\n")
     where = RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS

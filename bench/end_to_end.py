@@ -83,6 +83,7 @@ class Stack:
     aws_port: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    gateway_port: int = 0  # the gateway simulator's (its admin API is under /_sim/)
 
     @property
     def aws_url(self) -> str:
@@ -134,7 +135,7 @@ def own_stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
         [sys.executable, "-m", "inbox_local"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
     )
     log.close()
-    stack = Stack(ports["INBOX_PORT"], ports["INBOX_AWS_PORT"], process, Path(log.name))
+    stack = Stack(ports["INBOX_PORT"], ports["INBOX_AWS_PORT"], process, Path(log.name), ports["INBOX_GATEWAY_PORT"])
     try:
         deadline = time.monotonic() + STACK_START_SECONDS
         while not _healthy(stack.api_port):

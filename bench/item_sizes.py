@@ -441,7 +441,11 @@ def _figures(recorder: Recorder, report: Any, scenario: Scenario, names: Any) ->
             events,
         ),
         "write_units_processing": _per(
-            sum(v for k, v in write_units.items() if k.startswith("processor:") and not k.endswith(": outbox"))
+            sum(
+                v
+                for k, v in write_units.items()
+                if k.startswith("processor:") and not k.endswith((": outbox", ": control"))
+            )
             + sum(v for k, v in index_units.items() if k.startswith("processor:")),
             events,
         ),
@@ -451,6 +455,8 @@ def _figures(recorder: Recorder, report: Any, scenario: Scenario, names: Any) ->
         "write_units_forwarding_checkpoints": _per(
             sum(v for k, v in write_units.items() if k.startswith("outbox pipe:")), events
         ),
+        # the refetch rate limit's slot per gateway request (and the breaker's rare writes): the control table
+        "write_units_rate_limit": _per(write_units.get("processor: control", 0), events),
         "write_units_per_duplicate_delivery": _per(duplicate_units, duplicates),
         "read_units_processing": _per(recorder.read_units.get("processor", 0.0), events),
         "read_units_ingest": _per(recorder.read_units.get("ingest", 0.0), events),

@@ -48,6 +48,10 @@ class Assumptions:
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
     forward_attempts_per_transition: float = 1.0  # a healthy endpoint: each event accepted on its first POST
     published_event_kb: float = 0.6
+    # Requests each event sends to the gateway's API, each taking a slot of its source's rate limit with one
+    # conditional write to the control table (shared/gateway/ratelimit.py). Stripe reads the intent, and its charge
+    # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
+    gateway_requests_per_event: float = 1.5
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -88,6 +92,9 @@ class Usage:
     write_units_processing: float  # the processor's transaction (inbox item, payment) and its index writes
     write_units_outbox_per_transition: float  # the outbox record, inside the transaction
     write_units_forwarding_per_transition: float  # the forwarder's checkpoint in the control table
+    # the refetch rate limit's conditional write per gateway request (control table, an item under 1 KB); a refused
+    # or mis-guessed write is billed too, so a saturated source pays a little more per refetch
+    write_units_rate_limit: float
     read_units_processing: float
     pipe_events: float  # events the dispatch Pipe passes (its filter drops the processor's own status changes)
     processor_invocations: float
@@ -115,6 +122,7 @@ def assumed_usage(a: Assumptions) -> Usage:
         + indexes * _wru(projected_kb),
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
+        write_units_rate_limit=a.gateway_requests_per_event * 1,
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
         read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event,
         pipe_events=1.0,
@@ -153,6 +161,8 @@ def measured_usage(results_path: Path | None = None) -> Usage | None:
         write_units_processing=per["write_units_processing"],
         write_units_outbox_per_transition=round(per["write_units_outbox"] / transitions, 3),
         write_units_forwarding_per_transition=round(per["write_units_forwarding_checkpoints"] / transitions, 3),
+        # a measurement from before the rate limit has no such figure: the formula's
+        write_units_rate_limit=per.get("write_units_rate_limit", Assumptions().gateway_requests_per_event),
         read_units_processing=per["read_units_processing"],
         pipe_events=per["pipe_events"],
         processor_invocations=per["processor_invocations"],
@@ -199,6 +209,7 @@ def monthly_cost(
         / 1e6
         * wru_price,
         "DynamoDB writes (processing, transactions)": events * u.write_units_processing / 1e6 * wru_price,
+        "Refetch rate limit (control table)": events * u.write_units_rate_limit / 1e6 * wru_price,
         "DynamoDB reads": events * u.read_units_processing / 1e6 * p["dynamodb_per_million_read_request_units"],
         "DynamoDB Streams reads (Pipe)": events / 100 / 100_000 * p["dynamodb_streams_per_100k_read_requests"],
         "DynamoDB storage + PITR": storage_gb * (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"]),
@@ -269,6 +280,7 @@ def monthly_cost(
             "per_duplicate_delivery": u.write_units_per_duplicate,
             "processing": u.write_units_processing,
             "outbox_per_transition": u.write_units_outbox_per_transition,
+            "rate_limit": u.write_units_rate_limit,
         },
         "per_event_figures": u.source,
         "usage": asdict(u),

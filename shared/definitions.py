@@ -532,7 +532,8 @@ LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 # ------------------------------------------------------------------------------------------- control table
 # Small operational state shared by every function instance: the refetch circuit breakers
-# (pk = "breaker#{source}"). Kept apart from the payments table so payment scans never see it.
+# (pk = "breaker#{source}") and the refetch rate limits (pk = "ratelimit#{source}", shared/gateway/ratelimit.py).
+# Kept apart from the payments table so payment scans never see it.
 CONTROL_PARTITION_KEY: Final = "pk"
 
 # ---------------------------------------------------------------------------------------------- environment
@@ -806,6 +807,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="event `id`",
             docs_url="https://stripe.com/docs/payments/handling-payment-events",
         ),
+        # 25 requests/s: Stripe's default per-endpoint limit (live mode allows 100 operations/s in all, sandboxes
+        # 25): docs/providers.md, "Refetch rate limits".
+        refetch_rate_per_second=25.0,
     ),
     ProviderEntry(
         id="standard",
@@ -849,6 +853,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="hook id / derived",
             docs_url="https://github.com/pagarme/ecommerce-module-core",
         ),
+        # GET /charges/* and /orders/* are limited to 200 requests a minute (3.3/s): docs/providers.md.
+        refetch_rate_per_second=3.0,
     ),
     ProviderEntry(
         id="stone",
@@ -865,7 +871,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
         # Pagar.me's documented limit for GET /charges/* and /orders/*: 200 requests a minute (docs.pagar.me
         # "Rate Limit"), the API Connect Stone payments are read from.
-        refetch_rate_per_second=200 / 60,
+        refetch_rate_per_second=3.0,  # as pagarme: the same API and its documented 200 requests a minute
     ),
     ProviderEntry(
         id="kiwify",
@@ -982,6 +988,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="`event_id`",
             docs_url="https://developer.paddle.com/webhooks/signature-verification",
         ),
+        # 240 requests a minute per IP address for most operations: docs/providers.md.
+        refetch_rate_per_second=4.0,
     ),
     ProviderEntry(
         id="mercadopago",

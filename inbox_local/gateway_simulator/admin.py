@@ -12,7 +12,9 @@
   created with -> `{"revealed"}`.
 - `GET /_sim/payments` (every payment's truth); `GET|POST /_sim/faults` (read / change the fault knobs; POST
   takes any subset); `GET /_sim/stats` (requests served and faults injected); `GET /_sim/stats/providers` (the
-  faults injected per provider and kind: `{"stripe": {"error": 2, "unknown": 1}, ...}`).
+  faults injected per provider and kind: `{"stripe": {"error": 2, "unknown": 1}, ...}`); `GET /_sim/stats/rate`
+  (API requests per second and provider, 429s of the rate limit among them, and `rate_limit_per_second`, set with
+  `POST /_sim/faults {"rate_limit_per_second": 20}`); `POST /_sim/stats/rate/reset` forgets the counts.
 
 Each webhook is `{"event_type", "body" (the exact UTF-8 text), "occurred_at" (epoch s)}`.
 """
@@ -44,6 +46,11 @@ def admin_route(simulator: GatewaySimulator, method: str, path: list[str], body:
         return 200, {}, simulator.stats()
     if path == ["stats", "providers"] and method == "GET":
         return 200, {}, simulator.faults_by_provider()
+    if path == ["stats", "rate"] and method == "GET":
+        return 200, {}, simulator.rate_stats()
+    if path == ["stats", "rate", "reset"] and method == "POST":
+        simulator.reset_rate_stats()
+        return 200, {}, {"reset": True}
     if path == ["faults"] and method == "GET":
         return 200, {}, asdict(simulator.faults)
     if path == ["faults"] and method == "POST":

@@ -19,6 +19,7 @@ apart from the id draws, so that faults never shift the ids and a run can be rep
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -39,6 +40,7 @@ from shared.gateway.registry import api_key_variable, base_url_variable
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus
+RATE_SECONDS_KEPT = 3600  # per-second request counts kept (per provider and second): an hour of a busy run
 
 
 class _Lookup:
@@ -92,6 +94,8 @@ class GatewaySimulator:
         self._faults.validate()
         self._stats: dict[str, int] = {}
         self._faults_by_provider: dict[str, dict[str, int]] = {}
+        # API requests per wall-clock second and provider: [answered, answered 429 by the rate limit]
+        self._per_second: dict[tuple[str, int], list[int]] = {}
         self._server: QuietServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -156,6 +160,38 @@ class GatewaySimulator:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return dict(self._stats)
+
+    def rate_stats(self) -> dict[str, Any]:
+        """What the API saw per second and provider (the last RATE_SECONDS_KEPT seconds), and the limit in force:
+        `{"limit_per_second", "seconds": [{"provider", "second", "requests", "throttled"}, ...]}`; `requests`
+        counts every API request of that second, the 429s of the rate limit included."""
+        with self._lock:
+            seconds = [
+                {"provider": provider, "second": second, "requests": counts[0] + counts[1], "throttled": counts[1]}
+                for (provider, second), counts in sorted(self._per_second.items(), key=lambda kv: kv[0][1])
+            ]
+            return {"limit_per_second": self._faults.rate_limit_per_second, "seconds": seconds}
+
+    def reset_rate_stats(self) -> None:
+        with self._lock:
+            self._per_second.clear()
+
+    def _over_rate_limit(self, provider: str) -> float | None:
+        """Count one API request; the seconds left in its window when the rate limit refuses it, else None."""
+        now = self._clock()
+        second = int(now)
+        with self._lock:
+            counts = self._per_second.setdefault((provider, second), [0, 0])
+            if len(self._per_second) > RATE_SECONDS_KEPT:
+                for key in sorted(self._per_second, key=lambda k: k[1])[: len(self._per_second) - RATE_SECONDS_KEPT]:
+                    del self._per_second[key]
+            limit = self._faults.rate_limit_per_second
+            if limit and counts[0] >= limit:
+                counts[1] += 1
+                self._count("rate_limited", provider)
+                return second + 1 - now
+            counts[0] += 1
+            return None
 
     def faults_by_provider(self) -> dict[str, dict[str, int]]:
         """The faults injected so far, per provider and kind (`error`, `throttle`, `slow`, `unknown`)."""
@@ -404,6 +440,9 @@ class GatewaySimulator:
         if account is None:
             return shape.unauthorized_status, {}, shape.unauthorized(request)
 
+        window_left = self._over_rate_limit(shape.name)
+        if window_left is not None:
+            return 429, {"Retry-After": str(max(1, math.ceil(window_left)))}, shape.throttled(request)
         fault, delay = self._draw_fault(shape.name)
         if delay:
             self._sleep(delay)

@@ -15,6 +15,9 @@ class Faults:
     - `slow_rate` / `slow_seconds`: probability of answering only after a delay (the client's read timeout is 5 s);
     - `unknown_fetches`: a payment created while this is N answers 404 to its first N fetches (webhooks racing
       the API: the webhook arrives before the resource is readable).
+    - `rate_limit_per_second`: not drawn: the gateway's API rate limit, requests answered per wall-clock second
+      and provider (a fixed window, the strictest reading of "N per second"); above it, 429 with `Retry-After`
+      (the seconds left in the window, rounded up). 0: no limit.
     """
 
     error_rate: float = 0.0
@@ -23,6 +26,7 @@ class Faults:
     slow_rate: float = 0.0
     slow_seconds: float = 0.0
     unknown_fetches: int = 0
+    rate_limit_per_second: float = 0.0
 
     def validate(self) -> None:
         for name in ("error_rate", "throttle_rate", "slow_rate"):
@@ -33,6 +37,8 @@ class Faults:
             raise ValueError("error_rate + throttle_rate cannot exceed 1")
         if self.retry_after_seconds < 0 or self.slow_seconds < 0 or self.unknown_fetches < 0:
             raise ValueError("retry_after_seconds, slow_seconds and unknown_fetches cannot be negative")
+        if not 0 <= self.rate_limit_per_second <= 100_000:  # NaN fails the comparison too
+            raise ValueError("rate_limit_per_second must be 0 (no limit) or a positive number of requests")
 
     def updated(self, changes: dict[str, Any]) -> Faults:
         known = {f.name: f.type for f in fields(self)}

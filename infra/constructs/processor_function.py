@@ -6,7 +6,8 @@ What the code calls (shared/payments/store.py, shared/gateway/breaker.py, shared
 - payments table: GetItem (load the payment), PutItem (the payment half of the transaction). TransactWriteItems
   is not an IAM action: DynamoDB authorizes each item of a transaction with its own action (Put -> PutItem,
   Update -> UpdateItem, ConditionCheck -> ConditionCheckItem, unused here);
-- control table: GetItem and UpdateItem (the breakers create their item with UpdateItem; no PutItem);
+- control table: GetItem and UpdateItem (the breakers and the refetch rate limits create their items with
+  UpdateItem; no PutItem);
 - outbox table: PutItem (the outbox record, conditioned on not existing, inside the applying transaction);
 - dispatch queue: what the event source mapping needs (receive, delete, visibility, attributes), which includes
   ChangeMessageVisibility, the processor's retry backoff;

@@ -15,10 +15,19 @@ class ResourceNotFound(Exception):
 class GatewayUnavailable(Exception):
     """The gateway failed (5xx, 429, timeout) after bounded retries, or its circuit is open. Retry later."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None, circuit_open: bool = False) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, circuit_open: bool = False, throttled: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after  # seconds the gateway (or the breaker) asked us to wait, if it said
         self.circuit_open = circuit_open  # no call was made: this must not count as one of the event's attempts
+        self.throttled = throttled  # the gateway answered 429 under the source's rate limit: the source waits
+
+    @property
+    def counts_as_attempt(self) -> bool:
+        """False for waits (an open circuit, the rate limit's "not now", the gateway's 429 under the rate limit):
+        the message is delayed, and the event's attempts towards `failed` stay as they were."""
+        return not (self.circuit_open or self.throttled)
 
 
 class GatewayRejected(Exception):

@@ -17,8 +17,9 @@ account: docs/sources.md), `pk = "breaker#{source}"`, holds `consecutive_failure
   instance and no writes.
 
 What counts as a failure is decided by `guarded_call`: GatewayUnavailable (5xx, 429, timeouts after the HTTP
-client's own retries). A 404 (ResourceNotFound) or a 4xx (GatewayRejected) is the gateway answering, so it is
-a success as far as availability goes.
+client's own retries), except waits: a 429 under the source's rate limit blocks the source in the limiter
+(shared/gateway/ratelimit.py) instead, and the limiter's own "not now" made no call. A 404 (ResourceNotFound) or
+a 4xx (GatewayRejected) is the gateway answering, so it is a success as far as availability goes.
 
 The breaker is an optimisation, never a gate: if the control table cannot be read or written, the failure is
 logged and the call proceeds as if the circuit were closed.
@@ -66,12 +67,13 @@ class BreakerState:
         if not item:
             return cls()
         return cls(
-            consecutive_failures=int(_number(item.get("consecutive_failures"))),
-            open_until=float(_number(item.get("open_until"))),
+            consecutive_failures=int(number_attribute(item.get("consecutive_failures"))),
+            open_until=float(number_attribute(item.get("open_until"))),
         )
 
 
-def _number(attribute: Any) -> Decimal:
+def number_attribute(attribute: Any) -> Decimal:
+    """A DynamoDB number attribute (`{"N": ...}`) as a Decimal; 0 when absent or unreadable."""
     if not isinstance(attribute, dict) or "N" not in attribute:
         return Decimal(0)
     try:
@@ -80,7 +82,8 @@ def _number(attribute: Any) -> Decimal:
         return Decimal(0)
 
 
-def _is_conditional_failure(error: Exception) -> bool:
+def is_conditional_failure(error: Exception) -> bool:
+    """Whether `error` is DynamoDB's ConditionalCheckFailedException (the write's condition did not hold)."""
     response = getattr(error, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
@@ -141,7 +144,7 @@ class CircuitBreaker:
                 ExpressionAttributeValues={":zero": {"N": "0"}, ":now": {"N": _epoch(now)}},
             )
         except Exception as error:
-            if not _is_conditional_failure(error):  # a conditional failure: another instance reset it first
+            if not is_conditional_failure(error):  # a conditional failure: another instance reset it first
                 self._storage_failed("reset", error)
                 return
         else:
@@ -186,7 +189,7 @@ class CircuitBreaker:
                 ExpressionAttributeValues={":until": {"N": _epoch(open_until)}, ":now": {"N": _epoch(now)}},
             )
         except Exception as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 # Someone else opened it just now; the next read picks up their window.
                 with self._lock:
                     self._cached = None
@@ -244,7 +247,7 @@ def guarded_call(breaker: CircuitBreaker | None, fn: Callable[[], T]) -> T:
     try:
         result = fn()
     except GatewayUnavailable as error:
-        if not error.circuit_open:
+        if error.counts_as_attempt:  # waits (an open circuit, the rate limit, its 429s) say nothing of an outage
             breaker.record_failure()
         raise
     except (ResourceNotFound, GatewayRejected):

@@ -3,10 +3,13 @@
 What maps to what (the refetch contract in `shared.gateway.base`):
 - 2xx with a JSON object body -> the object.
 - 404 -> ResourceNotFound (the webhook raced the API: retry with backoff, outside this call).
-- 429, 408 and 5xx, timeouts and connection errors -> retried here, at most `max_attempts` calls in all, with
-  full-jitter exponential backoff (a random wait in [0, min(max_delay, base_delay * 2**n)]). A `Retry-After`
-  (delay-seconds or HTTP-date) is honoured when it is within `max_retry_after`; a longer one gives up at once
-  with GatewayUnavailable(retry_after=...), so the caller delays the message instead of the Lambda sleeping.
+- with a rate limit (`throttle`, shared/gateway/ratelimit.py): every request takes a slot first, and a 429 blocks
+  the whole source (`throttle.block(Retry-After)`) and ends the call at once with GatewayUnavailable(throttled=True):
+  waiting for the gateway's limit is not one of the event's attempts.
+- 429 (without a rate limit), 408 and 5xx, timeouts and connection errors -> retried here, at most `max_attempts`
+  calls in all, with full-jitter exponential backoff (a random wait in [0, min(max_delay, base_delay * 2**n)]).
+  A `Retry-After` (delay-seconds or HTTP-date) is honoured when it is within `max_retry_after`; a longer one gives
+  up at once with GatewayUnavailable(retry_after=...), so the caller delays the message instead of the Lambda sleeping.
   No new attempt starts more than `budget_seconds` after the first: a Lambda batch must not spend its timeout
   here.
   Once retries are exhausted: GatewayUnavailable.
@@ -69,6 +72,14 @@ class GatewayResponseInvalid(GatewayRejected):
 
     Retrying returns the same answer: our mapping is out of date or the base URL points at the wrong thing.
     """
+
+
+class RequestThrottle(Protocol):
+    """The source's shared rate limit (shared/gateway/ratelimit.py): a slot before each request, a block on 429."""
+
+    def acquire(self) -> float: ...
+
+    def block(self, retry_after: float | None) -> None: ...
 
 
 class HttpPool(Protocol):
@@ -167,6 +178,7 @@ class JsonHttpClient:
         random: Callable[[], float] = _random.random,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        throttle: RequestThrottle | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -183,6 +195,7 @@ class JsonHttpClient:
         self._random = random
         self._clock = clock
         self._monotonic = monotonic
+        self._throttle = throttle
 
     def get_json(
         self,
@@ -202,6 +215,7 @@ class JsonHttpClient:
 
         for attempt in range(1, self._max_attempts + 1):
             retry_after: float | None = None
+            self._take_slot(attempt, path)
             try:
                 response = pool.request(
                     "GET",
@@ -229,6 +243,12 @@ class JsonHttpClient:
                     )
                 failure = f"HTTP {status}"
                 retry_after = parse_retry_after(retry_after_header, now=self._clock())
+                if status == 429 and self._throttle is not None:
+                    # The gateway's own limit: the whole source waits (every instance), this call gives up now.
+                    self._throttle.block(retry_after)
+                    raise GatewayUnavailable(
+                        f"{self.provider} answered 429 for {path}", retry_after=retry_after, throttled=True
+                    )
 
             message = f"{self.provider} unavailable for {path}: {failure} (attempt {attempt}/{self._max_attempts})"
             if retry_after is not None and retry_after > self._max_retry_after:
@@ -253,6 +273,22 @@ class JsonHttpClient:
             )
             self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
+
+    def _take_slot(self, attempt: int, path: str) -> None:
+        """Every request, retries included, takes a slot of the source's rate limit. Refused before the first one:
+        RateLimited propagates (no request was made, not an attempt). Refused before a retry: the call did fail,
+        so it ends as the failure it is, with the limiter's wait as its Retry-After."""
+        if self._throttle is None:
+            return
+        try:
+            self._throttle.acquire()
+        except GatewayUnavailable as refused:
+            if attempt == 1:
+                raise
+            raise GatewayUnavailable(
+                f"{self.provider} unavailable for {path}; retry {attempt} not within the rate limit",
+                retry_after=refused.retry_after,
+            ) from refused
 
     @staticmethod
     def _consume(response: Any) -> tuple[int, bytes, str | None]:

@@ -11,7 +11,12 @@ named after it, so `INBOX_API_KEY_STRIPE` is the default Stripe source's):
   CloudFormation names the secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{source}` (the
   local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
   every instance within that time). Resolved on every call, never at import or construction.
-- `CONTROL_TABLE`: the table holding the shared circuit breakers (one per source). Unset: no breaker.
+- `CONTROL_TABLE`: the table holding the shared circuit breakers and refetch rate limits. Unset: neither (plain
+  calls).
+- The refetch rate of a source: its `refetch_rate_per_second` in sources.json (INBOX_SOURCES), else its provider's
+  documented rate (`ProviderEntry.refetch_rate_per_second`, docs/providers.md). `INBOX_REFETCH_BURST_SECONDS`
+  (default 0.25 s of the rate, at least one request) and `INBOX_REFETCH_MAX_WAIT_SECONDS` (default 1 s, at most 5)
+  shape it: shared/gateway/ratelimit.py.
 - `INBOX_BREAKER_COOLDOWN_SECONDS`: how long an open circuit refuses calls (default 30 s, at most 3600).
 
 Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
@@ -31,11 +36,16 @@ from shared.definitions import (
     ENV_API_KEY_SECRETS,
     ENV_CONTROL_TABLE,
     PROVIDER_CATALOG,
+    SourcesInvalid,
+    SourceSpec,
+    find_source,
+    load_sources,
     source_env_suffix,
 )
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
+from shared.gateway.ratelimit import DEFAULT_BURST_SECONDS, DEFAULT_MAX_WAIT_SECONDS, RateLimiter, burst_size
 from shared.secrets import secret_id
 from shared.settings import ConfigurationError, positive_number, text_map
 from shared.sources import declared_sources, reset_declared_sources
@@ -45,6 +55,11 @@ API_KEY_CACHE_SECONDS = 300
 # shorten it for a gateway that recovers fast, or lengthen it for one whose outages last; at most an hour.
 ENV_BREAKER_COOLDOWN = "INBOX_BREAKER_COOLDOWN_SECONDS"
 MAX_BREAKER_COOLDOWN_SECONDS = 3600.0
+# The refetch rate limit's shape (shared/gateway/ratelimit.py; the rate itself is the source's): how many seconds of
+# its rate a rested source may send at once, and how long a request may sleep for its slot before it is sent back
+# to the queue instead.
+ENV_REFETCH_BURST_SECONDS = "INBOX_REFETCH_BURST_SECONDS"
+ENV_REFETCH_MAX_WAIT_SECONDS = "INBOX_REFETCH_MAX_WAIT_SECONDS"
 # Secrets Manager answers that a retry will not fix: the secret is missing or we may not read it.
 _CONFIGURATION_ERRORS = frozenset(
     {"ResourceNotFoundException", "AccessDeniedException", "AccessDeniedFault", "DecryptionFailure"}
@@ -138,6 +153,29 @@ def supported_providers() -> tuple[str, ...]:
     return tuple(_PROVIDERS)
 
 
+def source_refetch_rate(source: str, provider: str, environ: Mapping[str, str]) -> float:
+    """Requests per second `source` may send: its declaration's (sources.json / INBOX_SOURCES), else its provider's
+    documented rate (a source not declared: a default deployment names sources after their providers)."""
+    try:
+        sources = load_sources(environ)
+    except SourcesInvalid as error:  # a broken deployment: an operator must act, retrying will not help
+        raise GatewayRejected(f"sources not readable for {source}: {error}") from None
+    try:
+        return find_source(sources, source).refetch_rate
+    except KeyError:
+        return SourceSpec(name=source, provider=provider).refetch_rate
+
+
+def build_rate_limiter(
+    source: str, provider: str, table: str, environ: Mapping[str, str], **options: Any
+) -> RateLimiter:
+    """The shared refetch rate limit of `source`, kept in the control table `table`."""
+    rate = source_refetch_rate(source, provider, environ)
+    burst_seconds = positive_number(environ, ENV_REFETCH_BURST_SECONDS, DEFAULT_BURST_SECONDS, high=10.0)
+    max_wait = positive_number(environ, ENV_REFETCH_MAX_WAIT_SECONDS, DEFAULT_MAX_WAIT_SECONDS, high=5.0)
+    return RateLimiter(table, source, rate, burst=burst_size(rate, burst_seconds), max_wait_seconds=max_wait, **options)
+
+
 def build_gateway_client(
     source: str, environ: Mapping[str, str] | None = None, *, provider: str | None = None
 ) -> GatewayClient | None:
@@ -151,6 +189,11 @@ def build_gateway_client(
     http = JsonHttpClient(env.get(base_url_variable(source), "").strip() or default_base, provider=provider)
     client = factory(http, ApiKeySource(source, env))
     table = env.get(ENV_CONTROL_TABLE, "").strip()
+    limiter = build_rate_limiter(source, provider, table, env) if table else None
+    http = JsonHttpClient(
+        env.get(base_url_variable(source), "").strip() or default_base, provider=provider, throttle=limiter
+    )
+    client = factory(http, ApiKeySource(source, env))
     cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
     # One breaker per source: the control item is "breaker#{source}".
     breaker = CircuitBreaker(table, source, cooldown_seconds=cooldown) if table else None

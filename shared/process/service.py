@@ -9,6 +9,7 @@ item pending and the message comes back.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -138,6 +139,15 @@ def backoff_seconds(
     return int(max(1, min(cap, round(delay))))
 
 
+def wait_seconds(retry_after: float | None, default: float, *, rng: random.Random | None = None) -> int:
+    """The visibility delay of a wait that is not an attempt: what the breaker or the rate limit asked for, rounded
+    up and spread by up to +50 % (messages told "not now" together must not all come back in the same second),
+    at least 1 s (SQS counts whole seconds), at most MAX_BACKOFF_SECONDS."""
+    rng = rng or random.Random()  # noqa: S311 - jitter, not security
+    base = retry_after if retry_after is not None and retry_after > 0 else default
+    return int(max(1, min(MAX_BACKOFF_SECONDS, math.ceil(base * rng.uniform(1.0, 1.5)))))
+
+
 class EventProcessor:
     def __init__(
         self,
@@ -201,8 +211,10 @@ class EventProcessor:
             self._count(event, Outcome.FAILED)
             return Outcome.FAILED
         except GatewayUnavailable as error:
-            if error.circuit_open:  # no call was made: delay without spending one of the event's attempts
-                self.queue.delay(delivery, max(1, round(error.retry_after or self.retry_base_seconds)))
+            if not error.counts_as_attempt:  # a wait (open circuit, rate limit): delay, spend no attempt
+                delay = wait_seconds(error.retry_after, self.retry_base_seconds)
+                self.queue.delay(delivery, delay)
+                logger.info("event waits", extra={"pk": event.pk, "delay_s": delay, "reason": str(error)})
                 raise RetryLater(str(error)) from error
             return self._retry(event, delivery, f"GatewayUnavailable: {error}", error.retry_after)
         except ResourceNotFound as error:
@@ -267,7 +279,8 @@ class EventProcessor:
         nothing to change). Writes the payment only; nothing is written when nothing changed.
 
         Never retried through the queue: a delayed message would hold up this payment's webhooks in its FIFO
-        group. When the gateway cannot answer, the sweeper asks again after its reconcile interval."""
+        group. When the gateway cannot answer, the sweeper asks again after its reconcile interval; so it does when
+        the source's rate limit says "not now" (deferred: the webhooks' refetches go first)."""
         provider = message.provider
         if self.reconciler is None:
             logger.warning("reconciliation without a reconciler", extra={"payment": message.key})
@@ -292,8 +305,15 @@ class EventProcessor:
                 logger.info("payment reconciled", extra={"payment": message.key, "change": decision.reason})
                 return Outcome.PROCESSED
             raise VersionConflict(f"{message.key} kept changing")
+        except GatewayUnavailable as error:
+            if not error.counts_as_attempt:  # the source's rate limit (or its circuit) says not now: not a failure
+                count_for_provider("ReconciliationsDeferred", provider)
+                logger.info("reconciliation deferred", extra={"payment": message.key, "reason": str(error)})
+                return Outcome.SKIPPED
+            logger.warning(
+                "reconciliation failed", extra={"payment": message.key, "error": f"GatewayUnavailable: {error}"}
+            )
         except (
-            GatewayUnavailable,
             GatewayRejected,
             ResourceNotFound,
             UnprocessableEvent,

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable
+from shared.gateway.ratelimit import RateLimited
 from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
@@ -148,8 +149,34 @@ def test_an_open_circuit_delays_without_spending_an_attempt(aws_world, gateway, 
         with pytest.raises(RetryLater):
             run(processor, pk)
     assert item(aws_world, pk)["attempts"] == 0
-    assert queue.delays[-1][1] == 17
+    assert 17 <= queue.delays[-1][1] <= 26  # the time left, spread by up to +50 % (wait_seconds)
     assert queue.dead_letters == []
+
+
+@pytest.mark.parametrize(
+    "wait",
+    [
+        RateLimited("refetch rate of stripe is booked", retry_after=3.2),
+        GatewayUnavailable("stripe answered 429", retry_after=3.2, throttled=True),
+    ],
+    ids=["rate limit says not now", "gateway 429 under the rate limit"],
+)
+def test_waiting_for_the_rate_limit_is_never_an_attempt(aws_world, gateway, queue, processor, wait):
+    # Given the source's rate limit (or the gateway's 429) keeps saying "not now", more often than max_attempts
+    gateway.failure = wait
+    pk = store_event(aws_world.names)
+    for _ in range(12):
+        with pytest.raises(RetryLater):
+            run(processor, pk)
+    # Then the message was delayed each time by at least the wait, no attempt was spent, nothing dead-lettered
+    stored = item(aws_world, pk)
+    assert (stored["status"], stored["attempts"]) == ("pending", 0)
+    assert all(4 <= seconds <= 5 for _, seconds in queue.delays)
+    assert queue.dead_letters == []
+    # And once the limit lets it through, the event is processed
+    gateway.failure = None
+    gateway.set("pi_1", S.PAID)
+    assert run(processor, pk) is Outcome.PROCESSED
 
 
 def test_a_gateway_that_rejects_our_key_fails_the_event_for_an_operator(aws_world, gateway, processor):

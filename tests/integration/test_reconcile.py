@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shared.gateway.base import GatewayUnavailable
+from shared.gateway.ratelimit import RateLimited
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.service import Outcome
@@ -126,4 +127,16 @@ def test_a_gateway_outage_drops_the_reconciliation_without_holding_up_the_paymen
     [message] = receive_all(aws_world)
     # The record handler does not raise (the message is acknowledged, not retried in the FIFO group)
     assert handle_message(aws_world, message, real_processor(aws_world, gateway)) == Outcome.FAILED.value
+    assert stored(aws_world).version == 1
+
+
+def test_a_reconciliation_the_rate_limit_defers_is_skipped_not_failed(aws_world, gateway):
+    # Given the source's rate limit says "not now" when the sweeper's reconciliation comes
+    put_payment(aws_world, a_payment())
+    gateway.failure = RateLimited("refetch rate of stripe is booked", retry_after=2.0)
+    sweeper_for(aws_world, clock=later(DUE)).run()
+    [message] = receive_all(aws_world)
+    # Then it is acknowledged as deferred (the webhooks' refetches go first), and the payment is untouched: the
+    # sweeper asks again after its reconcile interval
+    assert handle_message(aws_world, message, real_processor(aws_world, gateway)) == Outcome.SKIPPED.value
     assert stored(aws_world).version == 1

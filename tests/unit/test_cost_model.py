@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -268,3 +269,20 @@ def test_the_forwarding_log_costs_a_write_per_attempt_and_its_storage_only_with_
     # Then it is priced only with forwarding, and doubles with the attempts
     assert on["lines"][line] > 0 and off["lines"][line] == 0
     assert retried["lines"][line] == pytest.approx(2 * on["lines"][line], rel=0.01)
+
+
+def test_the_refetch_rate_limit_costs_one_write_per_gateway_request(tmp_path):
+    # Given events that each ask the gateway twice, and events that never do (ordered by event time)
+    twice = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=2.0))
+    never = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=0.0))
+    # Then the limiter's line is one write request unit per request, and nothing without requests
+    price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["dynamodb_per_million_write_request_units"]
+    assert twice["lines"]["Refetch rate limit (control table)"] == pytest.approx(2 * price, rel=1e-3)
+    assert never["lines"]["Refetch rate limit (control table)"] == 0
+    assert twice["write_units_per_event"]["rate_limit"] == 2.0
+    # And a measurement that has the figure is used; one from before the rate limit falls back to the formula
+    per_event: dict[str, Any] = {**MEASURED_ITEM_SIZES["per_event"], "write_units_rate_limit": 1.2}  # type: ignore[dict-item]
+    with_figure = measured_usage(_results(tmp_path, {**MEASURED_ITEM_SIZES, "per_event": per_event}))
+    before_it = measured_usage(_results(tmp_path))
+    assert with_figure is not None and with_figure.write_units_rate_limit == 1.2
+    assert before_it is not None and before_it.write_units_rate_limit == Assumptions().gateway_requests_per_event

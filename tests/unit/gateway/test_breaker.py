@@ -14,28 +14,9 @@ from inbox_local.resources import simple_table_spec
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.gateway.breaker import BreakerState, CircuitBreaker, GuardedClient, guarded_call
 from shared.payments.status import PaymentStatus
-from tests.unit.gateway.fakes import Clock
+from tests.unit.gateway.fakes import Clock, Spy
 
 TABLE = "test-control"
-
-
-class Spy:
-    """A DynamoDB client that counts the calls it forwards."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if not callable(attribute):
-            return attribute
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return attribute(*args, **kwargs)
-
-        return call
 
 
 @pytest.fixture
