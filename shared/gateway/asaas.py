@@ -43,7 +43,7 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayHttpRejected, GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 
@@ -130,7 +130,8 @@ class AsaasClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         path = f"/v3/payments/{path_segment(resource_id)}"
         try:
             payment = self._http.get_json(path, headers={"access_token": self._api_key()}, parse_float=Decimal)

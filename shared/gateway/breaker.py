@@ -261,5 +261,5 @@ class GuardedClient:
         self.client = client
         self.breaker = breaker
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
-        return guarded_call(self.breaker, lambda: self.client.fetch_payment(resource_id))
+    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+        return guarded_call(self.breaker, lambda: self.client.fetch_payment(resource_id, account=account))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.pagbank import canonical_status
@@ -75,7 +75,8 @@ class PagbankClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         if resource_id.startswith("CHAR_"):
             document = self._get(f"/charges/{path_segment(resource_id)}")
             charge: dict[str, Any] | None = document

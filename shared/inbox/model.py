@@ -147,7 +147,7 @@ def build_item(
         item["resource_id"] = event.resource_id
         item["resource_key"] = resource_key(provider, event.resource_id)
         item["group_id"] = fifo_group_id(item["resource_key"])
-    for name in ("provider_status", "amount", "currency"):
+    for name in ("provider_status", "amount", "currency", "account"):
         value = getattr(event, name)
         if value is not None:
             item[name] = value

@@ -31,6 +31,9 @@ class Payment:
     # The status before the last transition (None for a payment only seen once): what the outbox publishes as
     # `previous_status`. Written with every transition, in the same item, so the two cannot disagree.
     previous_status: PaymentStatus | None = None
+    # The gateway sub-account the payment lives in (a Stripe Connect account): the sweeper's reconciliation
+    # refetches within it. The key stays `{source}#{resource_id}`: Stripe's object ids are unique across accounts.
+    account: str | None = None
 
     @property
     def key(self) -> str:
@@ -53,6 +56,8 @@ class Payment:
             "updated_at": self.updated_at,
             "previous_status": self.previous_status.value if self.previous_status else None,
         }
+        if self.account is not None:  # absent, not null, for the payments of a source's own account
+            item["account"] = self.account
         if self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
             item[RECONCILE_KEY] = f"{self.provider}#{self.status.value}"
@@ -75,6 +80,7 @@ class Payment:
             last_event_id=item.get("last_event_id"),
             updated_at=item["updated_at"],
             previous_status=PaymentStatus(item["previous_status"]) if item.get("previous_status") else None,
+            account=item.get("account"),
         )
 
     def evolve(self, **changes: Any) -> Payment:

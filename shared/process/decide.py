@@ -22,6 +22,7 @@ class Observation:
     event_id: str | None  # the event that led to this observation (None for a reconciliation)
     event_occurred_at: str | None  # ISO-8601 UTC; orders events when there is no API to ask
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
+    account: str | None = None  # the gateway sub-account the payment was read from (None: the source's own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
                 last_event_at=seen.event_occurred_at,
                 last_event_id=seen.event_id,
                 updated_at=now,
+                account=seen.account,
             ),
             None,
             "first seen",
@@ -116,6 +118,8 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             last_event_id=seen.event_id or current.last_event_id,
             updated_at=now,
             previous_status=current.status,
+            # An object lives in one account for good: the first account seen stays, a later event fills a gap.
+            account=current.account or seen.account,
         ),
         current,
         f"{current.status.value} -> {seen.status.value}",

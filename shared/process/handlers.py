@@ -42,19 +42,23 @@ class RefetchPaymentHandler(StateMachineApply):
         client = self._clients(event.provider)
         if client is None:
             raise UnprocessableEvent(f"no API client for provider {event.provider!r}")
-        snapshot = client.fetch_payment(event.resource_id)
+        snapshot = client.fetch_payment(event.resource_id, account=event.account)
         check_amount_agrees(event, snapshot)
-        return observation_from_snapshot(event.provider, snapshot, event)
+        return observation_from_snapshot(event.provider, snapshot, event, account=event.account)
 
-    def observe(self, provider: str, resource_id: str) -> Observation:
-        """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation)."""
+    def observe(self, provider: str, resource_id: str, *, account: str | None = None) -> Observation:
+        """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation),
+        read within the sub-account the stored payment records."""
         client = self._clients(provider)
         if client is None:
             raise UnprocessableEvent(f"no API client for provider {provider!r}")
-        return observation_from_snapshot(provider, client.fetch_payment(resource_id), None)
+        snapshot = client.fetch_payment(resource_id, account=account)
+        return observation_from_snapshot(provider, snapshot, None, account=account)
 
 
-def observation_from_snapshot(provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None) -> Observation:
+def observation_from_snapshot(
+    provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None, *, account: str | None = None
+) -> Observation:
     return Observation(
         provider=provider,
         resource_id=snapshot.resource_id,
@@ -66,6 +70,7 @@ def observation_from_snapshot(provider: str, snapshot: PaymentSnapshot, event: I
         event_id=event.event_id if event else None,
         event_occurred_at=event.occurred_at if event else None,
         ordered_by_event_time=False,
+        account=account,
     )
 
 
@@ -91,6 +96,7 @@ class EventTimeOrderedHandler(StateMachineApply):
             event_id=event.event_id,
             event_occurred_at=event.occurred_at,
             ordered_by_event_time=True,
+            account=event.account,
         )
 
 

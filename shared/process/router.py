@@ -33,6 +33,7 @@ class InboxEvent:
     amount: int | None
     currency: str | None
     attempts: int
+    account: str | None = None  # the gateway sub-account the payment lives in (NormalizedEvent.account)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> InboxEvent:
@@ -47,6 +48,7 @@ class InboxEvent:
             amount=item.get("amount"),
             currency=item.get("currency"),
             attempts=int(item.get("attempts") or 0),
+            account=item.get("account"),
         )
 
 

@@ -95,7 +95,7 @@ def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
 class Reconciler(Protocol):
     """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
 
-    def observe(self, provider: str, resource_id: str) -> Observation: ...
+    def observe(self, provider: str, resource_id: str, *, account: str | None = None) -> Observation: ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 
@@ -262,10 +262,15 @@ class EventProcessor:
             logger.warning("reconciliation without a reconciler", extra={"payment": message.key})
             return Outcome.SKIPPED
         try:
-            seen = self.reconciler.observe(provider, message.resource_id)
-            for _ in range(MAX_DECISION_ROUNDS):
-                current = self.store.load_payment(message.key)
-                if current is None:  # only known payments are reconciled
+            # Read first: only known payments are reconciled, and the stored payment names the sub-account (a
+            # Stripe Connect account) the gateway must be asked within; the sweeper's index carries keys only.
+            stored = self.store.load_payment(message.key)
+            if stored is None:
+                return Outcome.SKIPPED
+            seen = self.reconciler.observe(provider, message.resource_id, account=stored.account)
+            for round_number in range(MAX_DECISION_ROUNDS):
+                current = stored if round_number == 0 else self.store.load_payment(message.key)
+                if current is None:
                     return Outcome.SKIPPED
                 now = self._now()
                 decision = self.reconciler.apply(current, seen, now=now)

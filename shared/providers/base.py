@@ -57,6 +57,11 @@ class NormalizedEvent:
     provider_status: str | None = None  # the resource's status as the webhook states it, if it does
     amount: int | None = None  # integer minor units, as stated by the webhook
     currency: str | None = None  # ISO 4217, upper case
+    # The gateway sub-account the resource lives in, when it is not the source's own account: a Stripe Connect
+    # platform receives its connected accounts' events (`acct_...`), and a Stripe thin event names its `context`.
+    # The refetch must ask within that account (the processor passes it to GatewayClient.fetch_payment), and the
+    # payment records it. Provider-neutral on purpose: other marketplaces' sub-accounts fit the same field.
+    account: str | None = None
 
 
 class ProviderDriver(Protocol):

@@ -31,7 +31,7 @@ class FakeGateway:
     def set(self, resource_id: str, status: PaymentStatus, amount: int = 1000, refunded: int = 0) -> None:
         self.truth[resource_id] = PaymentSnapshot(resource_id, status, status.value, amount, "BRL", refunded)
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
         with self._lock:
             self.fetches += 1
         if self.failure is not None:

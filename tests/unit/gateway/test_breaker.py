@@ -305,7 +305,7 @@ class FlakyClient:
     def __init__(self) -> None:
         self.calls = 0
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
         self.calls += 1
         raise GatewayUnavailable("502")
 
@@ -331,7 +331,7 @@ def test_a_guarded_client_passes_snapshots_through(dynamodb, clock):
     class Healthy:
         provider = "stripe"
 
-        def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+        def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
             return snapshot
 
     assert GuardedClient(Healthy(), breaker(dynamodb, clock)).fetch_payment("pi_1") is snapshot
