@@ -30,6 +30,7 @@ from inbox_local.gateway_simulator.server import QuietServer, make_handler
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShape
 from shared.gateway.base import PaymentSnapshot
 from shared.payments.status import PaymentStatus
+from shared.providers._stripe_account import is_account_id
 
 S = PaymentStatus
 
@@ -153,12 +154,25 @@ class GatewaySimulator:
     # ----------------------------------------------------------------------------------------------- model
 
     def create_payment(
-        self, provider: str, amount: int, currency: str | None = None, *, resource_id: str | None = None
+        self,
+        provider: str,
+        amount: int,
+        currency: str | None = None,
+        *,
+        resource_id: str | None = None,
+        account: str | None = None,
+        thin: bool = False,
     ) -> str:
         """A new payment, pending, that the API knows (after `unknown_fetches` 404s). No webhook is sent.
 
-        `currency` defaults to the provider's (`default_currency`); `resource_id` to a new id in its format."""
+        `currency` defaults to the provider's (`default_currency`); `resource_id` to a new id in its format.
+        Stripe only: `account` makes it a Connect account's payment (the API finds it only when asked within that
+        account, and its webhooks carry `account`), `thin` makes its webhooks thin events."""
         shape = _shape(provider)
+        if (account is not None or thin) and provider != "stripe":
+            raise ValueError(f"{provider} has no connected accounts or thin events in the simulator")
+        if account is not None and not is_account_id(account):
+            raise ValueError("account must be a Stripe account id (acct_ and letters or digits)")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise ValueError("amount must be a positive integer of minor units")
         currency = (currency or shape.default_currency).upper()
@@ -178,6 +192,8 @@ class GatewaySimulator:
                 currency=currency,
                 created=now,
                 unknown_fetches=self._faults.unknown_fetches,
+                account=account,
+                thin=thin,
             )
             payment.history.append((S.PENDING, now))
             self._payments[(provider, resource_id)] = payment
@@ -274,9 +290,9 @@ class GatewaySimulator:
             return revealed
 
     def payments(self) -> list[dict[str, Any]]:
-        """Every payment's truth (what `GET /_sim/payments` answers)."""
+        """Every payment's truth (what `GET /_sim/payments` answers); a Connect payment's names its `account`."""
         with self._lock:
-            return [p.truth() for p in self._payments.values()]
+            return [p.truth() | ({"account": p.account} if p.account else {}) for p in self._payments.values()]
 
     # --------------------------------------------------------------------------------------- model helpers
 

@@ -59,7 +59,7 @@ from typing import Any
 from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers.stripe_account import is_account_reference
+from shared.providers._stripe_account import is_account_reference
 
 PROVIDER = "stripe"
 DEFAULT_BASE_URL = "https://api.stripe.com"

@@ -29,7 +29,7 @@ The resource is the related object when its type is one the processor routes (TH
 resolves a charge, refund or dispute to its PaymentIntent. A thin event about anything else is stored with no
 resource (and ignored, as its type is not routed).
 
-An account reference of any other shape than `shared.providers.stripe_account` allows is PayloadInvalid: it will
+An account reference of any other shape than `shared.providers._stripe_account` allows is PayloadInvalid: it will
 be a request header.
 """
 
@@ -55,6 +55,7 @@ from shared.providers._signing import (
     require_str,
     usable_secrets,
 )
+from shared.providers._stripe_account import is_account_reference
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
@@ -64,7 +65,6 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
 )
-from shared.providers.stripe_account import is_account_reference
 
 SIGNATURE_HEADER = "stripe-signature"
 SCHEME = "v1"
