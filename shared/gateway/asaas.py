@@ -46,6 +46,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayHttpRejected, GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.providers.base import SubAccount
 
 PROVIDER = "asaas"
 DEFAULT_BASE_URL = "https://api.asaas.com"
@@ -130,7 +131,7 @@ class AsaasClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         path = f"/v3/payments/{path_segment(resource_id)}"
         try:

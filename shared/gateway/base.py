@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.payments.status import PaymentStatus
+from shared.providers.base import SubAccount
 
 
 class ResourceNotFound(Exception):
@@ -40,7 +41,7 @@ class PaymentSnapshot:
 class GatewayClient(Protocol):
     provider: str
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         """Raise ResourceNotFound, GatewayUnavailable or GatewayRejected; never return a guess.
 
         `account` is the sub-account the resource lives in (NormalizedEvent.account: a Stripe Connect account or
@@ -50,7 +51,7 @@ class GatewayClient(Protocol):
         ...
 
 
-def no_sub_accounts(provider: str, account: str | None) -> None:
+def no_sub_accounts(provider: str, account: SubAccount | None) -> None:
     """For the clients of gateways with no sub-accounts: a payment that names one cannot be fetched here."""
     if account is not None:
         raise GatewayRejected(f"{provider} has no sub-accounts to fetch a payment from")

@@ -29,6 +29,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.providers.base import SubAccount
 from shared.providers.iugu import INVOICE_STATUS
 
 PROVIDER = "iugu"
@@ -78,7 +79,7 @@ class IuguClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         token = base64.b64encode(f"{self._api_key()}:".encode()).decode("ascii")
         invoice = self._http.get_json(

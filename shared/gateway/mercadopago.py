@@ -42,6 +42,7 @@ from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers._money import decimal_to_minor_units
+from shared.providers.base import SubAccount
 
 PROVIDER = "mercadopago"
 DEFAULT_BASE_URL = "https://api.mercadopago.com"
@@ -103,7 +104,7 @@ class MercadoPagoClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         payment = self._http.get_json(
             f"/v1/payments/{path_segment(resource_id)}",

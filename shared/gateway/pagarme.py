@@ -41,6 +41,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.providers.base import SubAccount
 from shared.providers.pagarme import CHARGE_STATUS, TRANSACTION_STATUS
 
 PROVIDER = "pagarme"
@@ -120,7 +121,7 @@ class PagarmeClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         if resource_id.startswith("ch_"):
             charge = self._get_v5(f"/core/v5/charges/{path_segment(resource_id)}")

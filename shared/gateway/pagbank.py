@@ -26,6 +26,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.providers.base import SubAccount
 from shared.providers.pagbank import canonical_status
 
 PROVIDER = "pagbank"
@@ -75,7 +76,7 @@ class PagbankClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         if resource_id.startswith("CHAR_"):
             document = self._get(f"/charges/{path_segment(resource_id)}")

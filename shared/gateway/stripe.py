@@ -34,12 +34,11 @@ returns to `partially_refunded` (the status table allows disputed -> paid | part
 amount = intent.amount, currency = intent.currency upper-cased, amount_refunded = charge.amount_refunded.
 
 Sub-accounts (`account`, from the event): a connected account's objects are only found when the request names
-the account, else Stripe answers 404 (https://docs.stripe.com/connect/authentication). One account id goes as
-`Stripe-Account: acct_...` (the header the v1 API reference documents for it,
-https://docs.stripe.com/api/connected-accounts); a context path (`acct_platform/acct_connected`, which only a
-thin or organization event's `context` holds) as `Stripe-Context`, which supersedes Stripe-Account and is the only
-header that can name such a path (https://docs.stripe.com/context). For a connected account of the key's own
-platform both headers name the same account: Stripe documents that context as the bare `acct_...` id. Every
+the account, else Stripe answers 404 (https://docs.stripe.com/connect/authentication). An event's `account` goes
+as `Stripe-Account: acct_...` (https://docs.stripe.com/api/connected-accounts); a thin (or organization) event's
+`context` as `Stripe-Context: <context>`, the header that supersedes Stripe-Account and can name a path of
+accounts (`acct_platform/acct_connected`, https://docs.stripe.com/context). stripe-python does the same: its
+EventNotification.fetch_related_object sends the thin event's context as Stripe-Context (stripe 16.1). Every
 request of one fetch carries the header. A reference of any other shape is refused before any request is made.
 
 Thin events name the object that changed, which may be a charge (`ch_`/`py_`), a refund (`re_`/`pyr_`) or a
@@ -59,7 +58,8 @@ from typing import Any
 from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers._stripe_account import is_account_reference
+from shared.providers._stripe_account import is_account_id, is_account_reference
+from shared.providers.base import SubAccount
 
 PROVIDER = "stripe"
 DEFAULT_BASE_URL = "https://api.stripe.com"
@@ -81,14 +81,19 @@ _OBJECTS_OF_AN_INTENT: tuple[tuple[tuple[str, ...], str], ...] = (
 S = PaymentStatus
 
 
-def account_headers(account: str | None) -> dict[str, str]:
+def account_headers(account: SubAccount | None) -> dict[str, str]:
     """The header that scopes a request to `account` (see the module docstring); GatewayRejected for a value that
-    is not an account reference, so nothing attacker-shaped ever becomes a header."""
+    is not an account id (Stripe-Account) or a context (Stripe-Context), so nothing attacker-shaped ever becomes a
+    header."""
     if account is None:
         return {}
-    if not is_account_reference(account):
+    if account.context:
+        if not is_account_reference(account.reference):
+            raise GatewayRejected("the payment's context is not a Stripe account reference: nothing was requested")
+        return {"Stripe-Context": account.reference}
+    if not is_account_id(account.reference):
         raise GatewayRejected("the payment's account is not a Stripe account reference: nothing was requested")
-    return {"Stripe-Context" if "/" in account else "Stripe-Account": account}
+    return {"Stripe-Account": account.reference}
 
 
 def stripe_status(
@@ -150,7 +155,7 @@ class StripeClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         headers = {
             **account_headers(account),
             "Authorization": f"Bearer {self._api_key()}",

@@ -147,8 +147,10 @@ def build_item(
         item["resource_id"] = event.resource_id
         item["resource_key"] = resource_key(provider, event.resource_id)
         item["group_id"] = fifo_group_id(item["resource_key"])
-    for name in ("provider_status", "amount", "currency", "account"):
+    for name in ("provider_status", "amount", "currency"):
         value = getattr(event, name)
         if value is not None:
             item[name] = value
+    if event.account is not None:
+        item.update(event.account.to_attributes())
     return item

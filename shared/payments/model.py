@@ -8,6 +8,7 @@ from typing import Any
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
+from shared.providers.base import SubAccount
 
 # The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
 # present only while the payment is in an intermediate status. RECONCILE_KEY = "{provider}#{status}"; CHECKED_AT =
@@ -33,7 +34,7 @@ class Payment:
     previous_status: PaymentStatus | None = None
     # The gateway sub-account the payment lives in (a Stripe Connect account): the sweeper's reconciliation
     # refetches within it. The key stays `{source}#{resource_id}`: Stripe's object ids are unique across accounts.
-    account: str | None = None
+    account: SubAccount | None = None
 
     @property
     def key(self) -> str:
@@ -57,7 +58,7 @@ class Payment:
             "previous_status": self.previous_status.value if self.previous_status else None,
         }
         if self.account is not None:  # absent, not null, for the payments of a source's own account
-            item["account"] = self.account
+            item.update(self.account.to_attributes())
         if self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
             item[RECONCILE_KEY] = f"{self.provider}#{self.status.value}"
@@ -80,7 +81,7 @@ class Payment:
             last_event_id=item.get("last_event_id"),
             updated_at=item["updated_at"],
             previous_status=PaymentStatus(item["previous_status"]) if item.get("previous_status") else None,
-            account=item.get("account"),
+            account=SubAccount.from_attributes(item),
         )
 
     def evolve(self, **changes: Any) -> Payment:

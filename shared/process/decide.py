@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus, is_allowed
+from shared.providers.base import SubAccount
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +23,7 @@ class Observation:
     event_id: str | None  # the event that led to this observation (None for a reconciliation)
     event_occurred_at: str | None  # ISO-8601 UTC; orders events when there is no API to ask
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
-    account: str | None = None  # the gateway sub-account the payment was read from (None: the source's own)
+    account: SubAccount | None = None  # the gateway sub-account the payment was read from (None: the source's own)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
+from shared.providers.base import SubAccount
 from shared.providers.registry import load_reference
 
 ClientLookup = Callable[[str], GatewayClient | None]
@@ -46,7 +47,7 @@ class RefetchPaymentHandler(StateMachineApply):
         check_amount_agrees(event, snapshot)
         return observation_from_snapshot(event.provider, snapshot, event, account=event.account)
 
-    def observe(self, provider: str, resource_id: str, *, account: str | None = None) -> Observation:
+    def observe(self, provider: str, resource_id: str, *, account: SubAccount | None = None) -> Observation:
         """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation),
         read within the sub-account the stored payment records."""
         client = self._clients(provider)
@@ -57,7 +58,7 @@ class RefetchPaymentHandler(StateMachineApply):
 
 
 def observation_from_snapshot(
-    provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None, *, account: str | None = None
+    provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None, *, account: SubAccount | None = None
 ) -> Observation:
     return Observation(
         provider=provider,

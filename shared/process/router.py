@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from shared.payments.model import Payment
 from shared.process.decide import Decision, Observation, decide
+from shared.providers.base import SubAccount
 
 
 class UnprocessableEvent(Exception):
@@ -33,7 +34,7 @@ class InboxEvent:
     amount: int | None
     currency: str | None
     attempts: int
-    account: str | None = None  # the gateway sub-account the payment lives in (NormalizedEvent.account)
+    account: SubAccount | None = None  # the gateway sub-account the payment lives in (NormalizedEvent.account)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> InboxEvent:
@@ -48,7 +49,7 @@ class InboxEvent:
             amount=item.get("amount"),
             currency=item.get("currency"),
             attempts=int(item.get("attempts") or 0),
-            account=item.get("account"),
+            account=SubAccount.from_attributes(item),
         )
 
 

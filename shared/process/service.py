@@ -26,6 +26,7 @@ from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
+from shared.providers.base import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
 # The longest a retried event waits before its next attempt. The sweeper treats a pending event as stale (its
@@ -95,7 +96,7 @@ def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
 class Reconciler(Protocol):
     """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
 
-    def observe(self, provider: str, resource_id: str, *, account: str | None = None) -> Observation: ...
+    def observe(self, provider: str, resource_id: str, *, account: SubAccount | None = None) -> Observation: ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 

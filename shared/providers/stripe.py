@@ -55,13 +55,14 @@ from shared.providers._signing import (
     require_str,
     usable_secrets,
 )
-from shared.providers._stripe_account import is_account_reference
+from shared.providers._stripe_account import is_account_id, is_account_reference
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
+    SubAccount,
     WebhookRequest,
     body_digest_id,
 )
@@ -123,16 +124,23 @@ def _object_kind(event_type: str, obj: JsonObject) -> str | None:
     return None
 
 
-def _checked_account(value: str | None, where: str) -> str | None:
-    if value is not None and not is_account_reference(value):
-        raise PayloadInvalid(f"field {where} is not a Stripe account reference (acct_..., or a context path of them)")
-    return value
+def _context(event: JsonObject) -> SubAccount | None:
+    value = get_str(event, "context", "context")
+    if value is None:
+        return None
+    if not is_account_reference(value):
+        raise PayloadInvalid("field context is not a Stripe context (account ids acct_... joined by /)")
+    return SubAccount(value, context=True)
 
 
-def _account(event: JsonObject) -> str | None:
+def _account(event: JsonObject) -> SubAccount | None:
     """The connected account a snapshot event comes from: `account`, else (an organization's event) `context`."""
-    account = _checked_account(get_str(event, "account", "account"), "account")
-    return account or _checked_account(get_str(event, "context", "context"), "context")
+    value = get_str(event, "account", "account")
+    if value is None:
+        return _context(event)
+    if not is_account_id(value):
+        raise PayloadInvalid("field account is not a Stripe account id (acct_ and letters or digits)")
+    return SubAccount(value)
 
 
 def _parse_thin(event: JsonObject) -> NormalizedEvent:
@@ -149,7 +157,7 @@ def _parse_thin(event: JsonObject) -> NormalizedEvent:
         event_type=require_str(event, "type", "type"),
         resource_id=resource_id,
         occurred_at=iso_to_utc(require_str(event, "created", "created"), "created"),
-        account=_checked_account(get_str(event, "context", "context"), "context"),
+        account=_context(event),
     )
 
 

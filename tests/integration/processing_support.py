@@ -15,6 +15,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
 from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
 from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import SubAccount
 
 
 class FakeGateway:
@@ -31,7 +32,7 @@ class FakeGateway:
     def set(self, resource_id: str, status: PaymentStatus, amount: int = 1000, refunded: int = 0) -> None:
         self.truth[resource_id] = PaymentSnapshot(resource_id, status, status.value, amount, "BRL", refunded)
 
-    def fetch_payment(self, resource_id: str, *, account: str | None = None) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         with self._lock:
             self.fetches += 1
         if self.failure is not None:
