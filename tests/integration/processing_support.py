@@ -71,6 +71,7 @@ def store_event(
     status: str | None = "paid",
     amount: int | None = 1000,
     occurred_at: datetime | None = None,
+    account: SubAccount | None = None,
 ) -> str:
     event_id = event_id or f"evt_{next(_counter)}"
     event = NormalizedEvent(
@@ -81,6 +82,7 @@ def store_event(
         provider_status=status,
         amount=amount,
         currency="BRL" if amount is not None else None,
+        account=account,
     )
     item = build_item(
         provider=provider,
