@@ -192,6 +192,13 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "PROVIDER=stripe --status pending --resource-id ...",
         ),
     ),
+    "inbox send stripe --account acct_... [--thin]": (
+        Run(
+            "tests/e2e/test_connect.py::test_a_connected_accounts_event_is_processed_and_its_payment_shows_the_account",
+            "acct_...=acct_1LocalSeller0001, with and without --thin, plus --status paid --amount 2590",
+        ),
+        Run("tests/e2e/test_connect.py::test_an_account_that_is_not_one_is_refused_by_the_cli", "a CR/LF account"),
+    ),
     "inbox cost --events-per-month N [--region us-east-1]": (
         Run(
             "tests/unit/test_cost_model.py::test_the_command_prints_the_lines", "N=1000000 (the CLI command in-process)"

@@ -33,13 +33,14 @@ returns to `partially_refunded` (the status table allows disputed -> paid | part
 
 amount = intent.amount, currency = intent.currency upper-cased, amount_refunded = charge.amount_refunded.
 
-Sub-accounts (`account`, from the event): a connected account's objects are only found when the request names
-the account, else Stripe answers 404 (https://docs.stripe.com/connect/authentication). An event's `account` goes
-as `Stripe-Account: acct_...` (https://docs.stripe.com/api/connected-accounts); a thin (or organization) event's
-`context` as `Stripe-Context: <context>`, the header that supersedes Stripe-Account and can name a path of
-accounts (`acct_platform/acct_connected`, https://docs.stripe.com/context). stripe-python does the same: its
-EventNotification.fetch_related_object sends the thin event's context as Stripe-Context (stripe 16.1). Every
-request of one fetch carries the header. A reference of any other shape is refused before any request is made.
+Sub-accounts (`account`, from the event): a request acts as a connected account only when it names the account
+(https://docs.stripe.com/connect/authentication); without it, the connected account's objects are not found
+(404). An event's `account` goes as `Stripe-Account: acct_...` (https://docs.stripe.com/api/connected-accounts);
+a thin (or organization) event's `context` as `Stripe-Context: <context>`, the header that supersedes
+Stripe-Account and can name a path of accounts (`acct_platform/acct_connected`, https://docs.stripe.com/context).
+stripe-python does the same: its EventNotification.fetch_related_object sends the thin event's context as
+Stripe-Context (stripe 16.1). Every request of one fetch carries the header. A reference of any other shape is
+refused before any request is made.
 
 Thin events name the object that changed, which may be a charge (`ch_`/`py_`), a refund (`re_`/`pyr_`) or a
 dispute (`dp_`/`du_`) instead of the intent: those are read first (`GET /v1/charges|refunds|disputes/{id}`) for
