@@ -46,7 +46,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayHttpRejected, GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 PROVIDER = "asaas"
 DEFAULT_BASE_URL = "https://api.asaas.com"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 
 class ResourceNotFound(Exception):

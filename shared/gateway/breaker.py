@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from shared import aws
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.observability import logger
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

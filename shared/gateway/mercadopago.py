@@ -42,7 +42,7 @@ from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers._money import decimal_to_minor_units
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 PROVIDER = "mercadopago"
 DEFAULT_BASE_URL = "https://api.mercadopago.com"

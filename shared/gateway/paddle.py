@@ -41,7 +41,7 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 PROVIDER = "paddle"
 DEFAULT_BASE_URL = "https://api.paddle.com"

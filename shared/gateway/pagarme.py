@@ -41,8 +41,8 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
 from shared.providers.pagarme import CHARGE_STATUS, TRANSACTION_STATUS
+from shared.sub_account import SubAccount
 
 PROVIDER = "pagarme"
 DEFAULT_BASE_URL = "https://api.pagar.me"

@@ -26,8 +26,8 @@ from typing import Any
 from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
 from shared.providers.pagbank import canonical_status
+from shared.sub_account import SubAccount
 
 PROVIDER = "pagbank"
 DEFAULT_BASE_URL = "https://api.pagseguro.com"

@@ -60,7 +60,7 @@ from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFou
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers._stripe_account import is_account_id, is_account_reference
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 PROVIDER = "stripe"
 DEFAULT_BASE_URL = "https://api.stripe.com"

@@ -8,7 +8,7 @@ from typing import Any
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 # The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
 # present only while the payment is in an intermediate status. RECONCILE_KEY = "{provider}#{status}"; CHECKED_AT =

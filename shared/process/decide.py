@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus, is_allowed
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
-from shared.providers.base import SubAccount
 from shared.providers.registry import load_reference
+from shared.sub_account import SubAccount
 
 ClientLookup = Callable[[str], GatewayClient | None]
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from shared.payments.model import Payment
 from shared.process.decide import Decision, Observation, decide
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 
 class UnprocessableEvent(Exception):

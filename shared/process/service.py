@@ -26,7 +26,7 @@ from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
 # The longest a retried event waits before its next attempt. The sweeper treats a pending event as stale (its

@@ -9,10 +9,11 @@ outside every Lambda asset. Adding a provider is adding a driver to the registry
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Protocol
+from typing import Protocol
+
+from shared.sub_account import SubAccount
 
 
 class SignatureInvalid(Exception):
@@ -45,32 +46,6 @@ class SigningSecrets:
 
     def candidates(self) -> tuple[str, ...]:
         return (self.current,) if not self.previous else (self.current, self.previous)
-
-
-@dataclass(frozen=True, slots=True)
-class SubAccount:
-    """The gateway sub-account a resource lives in, when it is not the source's own account.
-
-    A Stripe Connect platform receives its connected accounts' events (`acct_...`), and a Stripe thin event names
-    the `context` its object must be fetched in. The refetch asks within it (GatewayClient.fetch_payment), the
-    inbox item and the payment record it. Provider-neutral: other marketplaces' sub-accounts fit the same shape.
-    """
-
-    reference: str  # Stripe: a connected account id, or a context path of account ids (`acct_a/acct_b`)
-    # The reference is a context (a thin or organization event's `context`), which Stripe wants as Stripe-Context;
-    # otherwise it is an account id (an event's `account`), which Stripe wants as Stripe-Account.
-    context: bool = False
-
-    def to_attributes(self) -> dict[str, Any]:
-        """How an inbox item or a payment stores it: `account`, and `account_context` only when true."""
-        return {"account": self.reference, **({"account_context": True} if self.context else {})}
-
-    @classmethod
-    def from_attributes(cls, item: Mapping[str, Any]) -> SubAccount | None:
-        reference = item.get("account")
-        if not isinstance(reference, str) or not reference:
-            return None
-        return cls(reference, context=item.get("account_context") is True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,10 +62,10 @@ from shared.providers.base import (
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
-    SubAccount,
     WebhookRequest,
     body_digest_id,
 )
+from shared.sub_account import SubAccount
 
 SIGNATURE_HEADER = "stripe-signature"
 SCHEME = "v1"

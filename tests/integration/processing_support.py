@@ -15,7 +15,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
 from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
 from shared.providers import NormalizedEvent, WebhookRequest
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 
 
 class FakeGateway:

@@ -18,7 +18,7 @@ from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor, Outcome, ReconcileMessage, RetryLater
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 from tests.integration.operations_support import a_payment, put_payment
 from tests.integration.processing_support import RecordingQueue, run, store_event
 

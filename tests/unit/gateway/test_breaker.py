@@ -14,7 +14,7 @@ from inbox_local.resources import simple_table_spec
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.gateway.breaker import BreakerState, CircuitBreaker, GuardedClient, guarded_call
 from shared.payments.status import PaymentStatus
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 from tests.unit.gateway.fakes import Clock
 
 TABLE = "test-control"

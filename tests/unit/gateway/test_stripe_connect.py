@@ -13,7 +13,7 @@ from shared.gateway.base import GatewayRejected
 from shared.gateway.http import GatewayResponseInvalid
 from shared.gateway.registry import build_gateway_client, supported_providers
 from shared.payments.status import PaymentStatus as S
-from shared.providers.base import SubAccount
+from shared.sub_account import SubAccount
 from tests.unit.gateway.fakes import FakePool, FakeResponse
 from tests.unit.gateway.test_stripe import charge, intent, make_client
 
