@@ -177,6 +177,11 @@ class StripeSender:
         event_type, build = sample_values(_SAMPLES, status, gateway="Stripe")
         render = thin_event if thin else snapshot_event
         obj = build(resource_id, amount, occurred_at)
+        if thin and obj["object"] != "payment_intent":
+            # A thin event names only its object, and a sample's charge or dispute id is made up: no gateway (nor the
+            # simulator) could resolve it to the payment. Snapshot samples carry the intent's id inside the object.
+            intent_statuses = [name for name, (kind, _) in _SAMPLES.items() if kind.startswith("payment_intent.")]
+            raise ValueError(f"a thin Stripe sample is about the intent: status one of {', '.join(intent_statuses)}")
         return render(event_id=event_id, event_type=event_type, obj=obj, created=occurred_at, account=account)
 
 

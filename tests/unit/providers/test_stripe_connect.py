@@ -170,3 +170,11 @@ def test_thin_event_renders_the_related_objects_url():
     assert document["related_object"] == {"id": "ch_1", "type": "charge", "url": "/v1/charges/ch_1"}
     assert document["type"] == "v1.charge.refunded"
     assert document["context"] is None
+
+
+def test_a_thin_sample_about_a_made_up_charge_is_refused():
+    # A thin event names only its object; a sample's charge id resolves to no payment anywhere
+    with pytest.raises(ValueError, match="thin Stripe sample is about the intent"):
+        sender.sample_body(
+            event_id="evt_1", resource_id="pi_1", status="refunded", amount=5, occurred_at=NOW, thin=True
+        )
