@@ -57,7 +57,7 @@ class SimulatedPayment:
     fetches: int = 0
     status_before_dispute: PaymentStatus | None = None
     # Stripe details
-    account: str | None = None  # a Connect account's payment: found only with its Stripe-Account/-Context
+    connect_account: str | None = None  # a Connect account's payment: found only with its Stripe-Account/-Context
     thin: bool = False  # its webhooks are thin events (an event destination with thin payloads)
     intent_status: str = "requires_payment_method"
     last_payment_error: bool = False
@@ -73,10 +73,16 @@ class SimulatedPayment:
     payment_date: int | None = None
     refunds: list[tuple[int, int]] = field(default_factory=list)  # (centavos, when)
     chargeback_status: str | None = None
+    # The gateway account it belongs to: a source name (docs/sources.md); "" is the provider's default account.
+    account: str = ""
+
+    def __post_init__(self) -> None:
+        self.account = self.account or self.provider
 
     def truth(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
+            "source": self.account,
             "resource_id": self.resource_id,
             "status": str(self.status),
             "amount": self.amount,

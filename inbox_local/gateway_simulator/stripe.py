@@ -138,7 +138,7 @@ class StripeShape:
     def serve(self, request: ApiRequest, payments: PaymentLookup) -> Answer:
         route, rest = request.segments[1], request.segments[2:]
         account = requested_account(request)
-        in_scope = [p for p in payments.all() if p.account == account]  # another account's objects do not exist
+        in_scope = [p for p in payments.all() if p.connect_account == account]  # another account's objects do not exist
         if route == "payment_intents" and len(rest) == 1:
             known = any(p.resource_id == rest[0] for p in in_scope)
             p = payments.fetch(rest[0]) if known else None
@@ -183,7 +183,7 @@ class StripeShape:
     def _event(p: SimulatedPayment, event_type: str, obj: dict[str, Any], when: int, tokens: Tokens) -> Webhook:
         event_id = f"evt_{tokens(24, ALPHANUMERIC)}"
         render = thin_event if p.thin else snapshot_event
-        body = render(event_id=event_id, event_type=event_type, obj=obj, created=when, account=p.account)
+        body = render(event_id=event_id, event_type=event_type, obj=obj, created=when, account=p.connect_account)
         return Webhook(f"v1.{event_type}" if p.thin else event_type, body, when)
 
     def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]:

@@ -7,6 +7,7 @@ It never reads, updates or deletes an inbox item: a duplicate is detected by the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from aws_cdk import CfnElement, Stack
@@ -30,6 +31,7 @@ class IngestFunction(Construct):
         storage: InboxStorage,
         secrets: SigningSecrets,
         settings: StackSettings,
+        sources_environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -46,6 +48,7 @@ class IngestFunction(Construct):
                 definitions.ENV_SIGNING_SECRETS: secrets.arn_map,
                 definitions.ENV_SIGNATURE_TOLERANCE: str(settings.signature_tolerance_seconds),
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
+                **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
         self.function = built.function

@@ -20,6 +20,7 @@ from shared.process.router import EventHandler, InboxEvent, Router, StateMachine
 from shared.providers.registry import load_reference
 from shared.sub_account import SubAccount
 
+# source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
 ClientLookup = Callable[[str], GatewayClient | None]
 
 
@@ -40,27 +41,33 @@ class RefetchPaymentHandler(StateMachineApply):
     def prepare(self, event: InboxEvent) -> Observation:
         if not event.resource_id:
             raise UnprocessableEvent("event names no payment")
-        client = self._clients(event.provider)
+        client = self._clients(event.source)
         if client is None:
-            raise UnprocessableEvent(f"no API client for provider {event.provider!r}")
+            raise UnprocessableEvent(f"no API client for source {event.source!r}")
         snapshot = client.fetch_payment(event.resource_id, account=event.account)
         check_amount_agrees(event, snapshot)
-        return observation_from_snapshot(event.provider, snapshot, event, account=event.account)
+        return observation_from_snapshot(event.source, event.provider, snapshot, event, account=event.account)
 
-    def observe(self, provider: str, resource_id: str, *, account: SubAccount | None = None) -> Observation:
-        """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation),
-        read within the sub-account the stored payment records."""
-        client = self._clients(provider)
+    def observe(self, source: str, resource_id: str, *, account: SubAccount | None = None) -> Observation:
+        """The payment as the source's gateway API reports it now, with no event at hand (the sweeper's
+        reconciliation), read within the sub-account the stored payment records."""
+        client = self._clients(source)
         if client is None:
-            raise UnprocessableEvent(f"no API client for provider {provider!r}")
+            raise UnprocessableEvent(f"no API client for source {source!r}")
         snapshot = client.fetch_payment(resource_id, account=account)
-        return observation_from_snapshot(provider, snapshot, None, account=account)
+        return observation_from_snapshot(source, client.provider, snapshot, None, account=account)
 
 
 def observation_from_snapshot(
-    provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None, *, account: SubAccount | None = None
+    source: str,
+    provider: str,
+    snapshot: PaymentSnapshot,
+    event: InboxEvent | None,
+    *,
+    account: SubAccount | None = None,
 ) -> Observation:
     return Observation(
+        source=source,
         provider=provider,
         resource_id=snapshot.resource_id,
         status=snapshot.status,
@@ -87,6 +94,7 @@ class EventTimeOrderedHandler(StateMachineApply):
         except ValueError:
             raise UnprocessableEvent(f"status {event.provider_status!r} is not a canonical payment status") from None
         return Observation(
+            source=event.source,
             provider=event.provider,
             resource_id=event.resource_id,
             status=status,

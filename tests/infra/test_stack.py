@@ -156,6 +156,7 @@ def test_ingest_function_environment(synthesized: Synthesized) -> None:
         definitions.ENV_SIGNING_SECRETS: variables[definitions.ENV_SIGNING_SECRETS],  # test_deploy_again.py
         definitions.ENV_SIGNATURE_TOLERANCE: str(definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
         definitions.ENV_RETENTION_DAYS: str(definitions.DEFAULT_RETENTION_DAYS),
+        definitions.ENV_SOURCES: definitions.sources_json(definitions.default_sources()),  # test_sources.py
     }
     bucket_ref = variables[definitions.ENV_BODY_BUCKET]["Ref"]
     assert "LoggingConfiguration" in synthesized.template_json["Resources"][bucket_ref]["Properties"]

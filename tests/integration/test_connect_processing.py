@@ -75,7 +75,7 @@ def load(aws_world, key: str):
 
 def test_a_connected_accounts_event_is_refetched_within_its_account(aws_world, sim, pool, processor):
     # Given a connected account's paid payment at the gateway, and its webhook (top-level `account`) in the inbox
-    pi = sim.create_payment("stripe", 4200, "BRL", account=ACCOUNT)
+    pi = sim.create_payment("stripe", 4200, "BRL", connect_account=ACCOUNT)
     sim.advance_to("stripe", pi, S.PAID)
     pk = store_event(aws_world.names, resource_id=pi, amount=4200, account=SubAccount(ACCOUNT))
 
@@ -99,7 +99,7 @@ def test_the_platforms_own_event_is_refetched_with_no_account_header(aws_world, 
 
 def test_without_the_account_the_connected_accounts_payment_is_not_found(aws_world, sim, pool, processor):
     # Given a connected account's payment whose event lost its account (what every Connect event was before)
-    pi = sim.create_payment("stripe", 4200, "BRL", account=ACCOUNT)
+    pi = sim.create_payment("stripe", 4200, "BRL", connect_account=ACCOUNT)
     sim.advance_to("stripe", pi, S.PAID)
     pk = store_event(aws_world.names, resource_id=pi, amount=4200)
 
@@ -111,7 +111,7 @@ def test_without_the_account_the_connected_accounts_payment_is_not_found(aws_wor
 
 def test_a_thin_event_about_a_charge_is_refetched_in_its_context(aws_world, sim, pool, processor):
     # Given a connected account's refunded payment whose event destination sends thin events
-    pi = sim.create_payment("stripe", 4200, "BRL", account=ACCOUNT, thin=True)
+    pi = sim.create_payment("stripe", 4200, "BRL", connect_account=ACCOUNT, thin=True)
     webhooks = sim.advance_to("stripe", pi, S.REFUNDED)
     charge_id = json.loads(webhooks[-1].body)["related_object"]["id"]
     assert [w.event_type for w in webhooks] == ["v1.payment_intent.succeeded", "v1.charge.refunded"]
@@ -135,7 +135,7 @@ def test_a_thin_event_about_a_charge_is_refetched_in_its_context(aws_world, sim,
 
 def test_reconciliation_refetches_a_stuck_connect_payment_within_its_account(aws_world, sim, pool, processor):
     # Given a connected account's payment stored pending, which the gateway has since paid (no webhook came)
-    pi = sim.create_payment("stripe", 1000, "BRL", account=ACCOUNT)
+    pi = sim.create_payment("stripe", 1000, "BRL", connect_account=ACCOUNT)
     sim.advance_to("stripe", pi, S.PAID)
     put_payment(aws_world, a_payment(resource_id=pi, account=SubAccount(ACCOUNT)))
 

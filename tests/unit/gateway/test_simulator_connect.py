@@ -37,7 +37,7 @@ def stripe(sim: GatewaySimulator) -> StripeClient:
 
 def test_a_connected_accounts_payment_is_found_only_within_its_account(sim):
     # Given a paid, partly refunded payment of a connected account
-    pi = sim.create_payment("stripe", 5000, account=ACCOUNT)
+    pi = sim.create_payment("stripe", 5000, connect_account=ACCOUNT)
     sim.advance_to("stripe", pi, S.PARTIALLY_REFUNDED)
     client = stripe(sim)
 
@@ -62,7 +62,7 @@ def test_the_platforms_payment_is_not_found_within_a_connected_account(sim):
 
 def test_a_connected_accounts_webhooks_carry_the_account(sim):
     # Given a connected account's payment taken to disputed
-    pi = sim.create_payment("stripe", 5000, account=ACCOUNT)
+    pi = sim.create_payment("stripe", 5000, connect_account=ACCOUNT)
     webhooks = sim.creation_webhooks("stripe", pi) + sim.advance_to("stripe", pi, S.DISPUTED)
 
     # Then every webhook names the account, and the driver reads it as the sub-account to refetch within
@@ -74,7 +74,7 @@ def test_a_connected_accounts_webhooks_carry_the_account(sim):
 
 def test_a_thin_payments_webhooks_are_thin_events_whose_objects_read_back_to_the_intent(sim):
     # Given a connected account's payment whose event destination sends thin events, refunded then disputed
-    pi = sim.create_payment("stripe", 5000, account=ACCOUNT, thin=True)
+    pi = sim.create_payment("stripe", 5000, connect_account=ACCOUNT, thin=True)
     webhooks = sim.advance_to("stripe", pi, S.PARTIALLY_REFUNDED) + sim.transition("stripe", pi, S.DISPUTED)
     events = [driver.parse(WebhookRequest(body=w.body, headers={})) for w in webhooks]
 
@@ -103,4 +103,4 @@ def test_a_thin_payments_webhooks_are_thin_events_whose_objects_read_back_to_the
 )
 def test_an_account_the_simulator_cannot_model_is_refused(sim, provider, account, thin):
     with pytest.raises(ValueError):
-        sim.create_payment(provider, 5000, account=account, thin=thin)
+        sim.create_payment(provider, 5000, connect_account=account, thin=thin)
