@@ -56,8 +56,7 @@ def _secrets_stack(sources: tuple[SourceSpec, ...], stack_name: str = "WebhookIn
     stack = Stack(App(), stack_name)
     SigningSecrets(stack, "SigningSecrets", stack_name=stack_name, sources=sources, alongside={})
     GatewayApiKeys(stack, "GatewayApiKeys", stack_name=stack_name, sources=sources, alongside={})
-    template: dict[str, Any] = Template.from_stack(stack).to_json()
-    return template
+    return dict(Template.from_stack(stack).to_json())
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ Locally: the declaration in the file INBOX_SOURCES_FILE names, as `make run` rea
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import shlex
@@ -22,7 +23,6 @@ import boto3
 import pytest
 from click.testing import CliRunner, Result
 
-from inbox_cli import sources as sources_module
 from inbox_cli import target as target_module
 from inbox_cli.main import cli
 from inbox_cli.sources import MAX_SECRET_VALUE_BYTES, SecretsRefused, read_secret_value
@@ -205,7 +205,12 @@ def test_on_a_terminal_the_value_is_asked_for_without_echo(monkeypatch: pytest.M
             return True
 
     asked: list[str] = []
-    monkeypatch.setattr(sources_module.getpass, "getpass", lambda prompt: asked.append(prompt) or " typed \n")
+
+    def typed(prompt: str) -> str:
+        asked.append(prompt)
+        return " typed \n"
+
+    monkeypatch.setattr(getpass, "getpass", typed)
     # When the value is read, Then getpass (no echo) asked for it, and the typed value is returned trimmed
     assert read_secret_value(Terminal(), prompt="signing secret of stripe-br: ") == "typed"
     assert asked == ["signing secret of stripe-br: "]
