@@ -57,7 +57,7 @@ def pool() -> RecordingPool:
 def processor(aws_world, sim, pool) -> EventProcessor:
     http = JsonHttpClient(sim.url, provider="stripe", pool=pool, sleep=lambda _: None, random=lambda: 0.0)
     client = StripeClient(http, lambda: sim.api_keys["stripe"] or "")
-    clients = lambda provider: client if provider == "stripe" else None  # noqa: E731
+    clients = lambda source: client if source == "stripe" else None  # noqa: E731
     names = aws_world.names
     return EventProcessor(
         ProcessingStore(names.inbox_table, names.payments_table),
