@@ -31,7 +31,7 @@ def send(stack, *args: str) -> tuple[str, str]:
     """`inbox send stripe ...`: (event id, payment id) it reports."""
     result = inbox(stack, "send", "stripe", *args)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    sent = re.search(r"sent stripe event (\S+) about payment (\S+);", result.stdout)
+    sent = re.search(r"sent stripe \(stripe\) event (\S+) about payment (\S+);", result.stdout)
     assert sent, result.stdout
     return sent.group(1), sent.group(2)
 
