@@ -106,7 +106,7 @@ def _simulator_post(gateway_url: str, path: str, document: dict[str, Any]) -> tu
 
 def register_with_simulator(
     gateway_url: str,
-    provider: str,
+    source: str,
     *,
     status: str,
     amount: int,
@@ -114,7 +114,9 @@ def register_with_simulator(
     account: str | None = None,
 ) -> tuple[str | None, str]:
     """Have the local gateway simulator know the payment, in `status`, before its webhook arrives (the processor
-    refetches it from there). Returns the payment's id (None: let the sample choose one) and a line for the user.
+    refetches it from there), in the simulator account of `source` (a source is its own gateway account there, with
+    its own API key: the processor refetches with that key). Returns the payment's id (None: let the sample choose
+    one) and a line for the user. `account` is a Stripe Connect account (acct_...) inside it.
 
     A payment the simulator already knows (`--resource-id` of an earlier send) is moved to `status`, as the
     gateway would move it; a step the gateway cannot take (back to pending after paid) leaves it as it is, and the
@@ -124,17 +126,17 @@ def register_with_simulator(
     if resource_id:
         code, answer = _simulator_post(
             gateway_url,
-            f"/_sim/payments/{urllib.parse.quote(provider)}/{urllib.parse.quote(resource_id, safe='')}/transition",
+            f"/_sim/payments/{urllib.parse.quote(source)}/{urllib.parse.quote(resource_id, safe='')}/transition",
             {"status": status},
         )
         if code == 200:
-            return resource_id, f"moved {provider} payment {resource_id} to {status} on the gateway simulator"
+            return resource_id, f"moved {source} payment {resource_id} to {status} on the gateway simulator"
         if code == 409:
             return resource_id, (
-                f"the gateway simulator keeps {provider} payment {resource_id} as it is ({answer.get('error')}): "
+                f"the gateway simulator keeps {source} payment {resource_id} as it is ({answer.get('error')}): "
                 "its refetch decides, so this event may be ignored"
             )
-    document: dict[str, Any] = {"provider": provider, "amount": amount, "status": status}
+    document: dict[str, Any] = {"source": source, "amount": amount, "status": status}
     if resource_id:
         document["resource_id"] = resource_id
     if account:
@@ -144,10 +146,10 @@ def register_with_simulator(
         created = str(answer["id"])
         return (
             created,
-            f"registered {provider} payment {created} ({status}) with the gateway simulator at {gateway_url}",
+            f"registered {source} payment {created} ({status}) with the gateway simulator at {gateway_url}",
         )
     return resource_id, (
-        f"warning: the gateway simulator cannot hold this {provider} payment ({answer.get('error')}); the webhook "
+        f"warning: the gateway simulator cannot hold this {source} payment ({answer.get('error')}); the webhook "
         "is sent anyway, but its refetch will not find the payment and the event will end failed"
     )
 
@@ -198,7 +200,7 @@ def send(
 
         gateway = LocalEndpoints.from_environ().gateway_url
         resource_id, note = register_with_simulator(
-            gateway, provider, status=status, amount=amount, resource_id=resource_id, account=account
+            gateway, spec.name, status=status, amount=amount, resource_id=resource_id, account=account
         )
         click.echo(note)
     now = int(time.time())

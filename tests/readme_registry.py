@@ -269,6 +269,11 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "--status paid --amount 2590",
         ),
         Run("tests/e2e/test_connect.py::test_an_account_that_is_not_one_is_refused_by_the_cli", "a CR/LF account"),
+        Run(
+            "tests/e2e/test_sources_local.py::"
+            "test_inbox_send_to_a_named_stripe_source_from_a_connect_account_is_refetched_within_both",
+            "SOURCE=stripe-us of a sources.json (a named Stripe source), acct_...=acct_1SourcesSeller01, --status paid",
+        ),
     ),
     "inbox cost --events-per-month N [--region us-east-1]": (
         Run(
