@@ -21,12 +21,14 @@ from inbox_cli.listen import listen as listen_command
 from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, UnknownSource, resolve
 from inbox_local.senders import sender_for
+from inbox_local.senders.stripe import sender as stripe_sender
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared import aws
 from shared.definitions import SourceSpec
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid
+from shared.providers._stripe_account import is_account_id
 from shared.providers.registry import get_driver, provider_names
 
 if TYPE_CHECKING:
@@ -103,10 +105,18 @@ def _simulator_post(gateway_url: str, path: str, document: dict[str, Any]) -> tu
 
 
 def register_with_simulator(
-    gateway_url: str, provider: str, *, status: str, amount: int, resource_id: str | None
+    gateway_url: str,
+    source: str,
+    *,
+    status: str,
+    amount: int,
+    resource_id: str | None,
+    account: str | None = None,
 ) -> tuple[str | None, str]:
     """Have the local gateway simulator know the payment, in `status`, before its webhook arrives (the processor
-    refetches it from there). Returns the payment's id (None: let the sample choose one) and a line for the user.
+    refetches it from there), in the simulator account of `source` (a source is its own gateway account there, with
+    its own API key: the processor refetches with that key). Returns the payment's id (None: let the sample choose
+    one) and a line for the user. `account` is a Stripe Connect account (acct_...) inside it.
 
     A payment the simulator already knows (`--resource-id` of an earlier send) is moved to `status`, as the
     gateway would move it; a step the gateway cannot take (back to pending after paid) leaves it as it is, and the
@@ -116,28 +126,30 @@ def register_with_simulator(
     if resource_id:
         code, answer = _simulator_post(
             gateway_url,
-            f"/_sim/payments/{urllib.parse.quote(provider)}/{urllib.parse.quote(resource_id, safe='')}/transition",
+            f"/_sim/payments/{urllib.parse.quote(source)}/{urllib.parse.quote(resource_id, safe='')}/transition",
             {"status": status},
         )
         if code == 200:
-            return resource_id, f"moved {provider} payment {resource_id} to {status} on the gateway simulator"
+            return resource_id, f"moved {source} payment {resource_id} to {status} on the gateway simulator"
         if code == 409:
             return resource_id, (
-                f"the gateway simulator keeps {provider} payment {resource_id} as it is ({answer.get('error')}): "
+                f"the gateway simulator keeps {source} payment {resource_id} as it is ({answer.get('error')}): "
                 "its refetch decides, so this event may be ignored"
             )
-    document: dict[str, Any] = {"provider": provider, "amount": amount, "status": status}
+    document: dict[str, Any] = {"source": source, "amount": amount, "status": status}
     if resource_id:
         document["resource_id"] = resource_id
+    if account:
+        document["account"] = account
     code, answer = _simulator_post(gateway_url, "/_sim/payments", document)
     if code == 200:
         created = str(answer["id"])
         return (
             created,
-            f"registered {provider} payment {created} ({status}) with the gateway simulator at {gateway_url}",
+            f"registered {source} payment {created} ({status}) with the gateway simulator at {gateway_url}",
         )
     return resource_id, (
-        f"warning: the gateway simulator cannot hold this {provider} payment ({answer.get('error')}); the webhook "
+        f"warning: the gateway simulator cannot hold this {source} payment ({answer.get('error')}); the webhook "
         "is sent anyway, but its refetch will not find the payment and the event will end failed"
     )
 
@@ -149,6 +161,8 @@ def register_with_simulator(
 @click.option("--status", default="paid", show_default=True, help="Canonical status the sample reports.")
 @click.option("--amount", default=1990, show_default=True, help="Amount in minor units.")
 @click.option("--url", default=None, help="Post here instead of the target stack's API.")
+@click.option("--account", default=None, help="Stripe only: from this Connect account (acct_...).")
+@click.option("--thin", is_flag=True, help="Stripe only: a thin event (event destination with thin payloads).")
 @click.pass_context
 def send(
     ctx: click.Context,
@@ -158,6 +172,8 @@ def send(
     status: str,
     amount: int,
     url: str | None,
+    account: str | None,
+    thin: bool,
 ) -> None:
     """Post a correctly signed sample webhook to SOURCE (a source of the stack: `inbox sources list`).
 
@@ -173,21 +189,38 @@ def send(
     provider = spec.provider
     driver, sender = get_driver(provider), sender_for(provider)
     refetched = provider in supported_providers()
+    connect_or_thin = account is not None or thin
+    if connect_or_thin:
+        if provider != "stripe":
+            raise click.UsageError("--account and --thin are Stripe's (Connect accounts, thin events)")
+        if account is not None and not is_account_id(account):
+            raise click.UsageError("--account must be a Stripe account id: acct_ and letters or digits")
     if target.local and refetched:
         from inbox_local.config import LocalEndpoints  # noqa: PLC0415
 
         gateway = LocalEndpoints.from_environ().gateway_url
         resource_id, note = register_with_simulator(
-            gateway, provider, status=status, amount=amount, resource_id=resource_id
+            gateway, spec.name, status=status, amount=amount, resource_id=resource_id, account=account
         )
         click.echo(note)
     now = int(time.time())
     event_id = event_id or f"evt_{uuid.uuid4().hex[:24]}"
     resource_id = resource_id or f"pay_{uuid.uuid4().hex[:20]}"
     try:
-        body = sender.sample_body(
-            event_id=event_id, resource_id=resource_id, status=status, amount=amount, occurred_at=now
-        )
+        if connect_or_thin:
+            body = stripe_sender.sample_body(
+                event_id=event_id,
+                resource_id=resource_id,
+                status=status,
+                amount=amount,
+                occurred_at=now,
+                account=account,
+                thin=thin,
+            )
+        else:
+            body = sender.sample_body(
+                event_id=event_id, resource_id=resource_id, status=status, amount=amount, occurred_at=now
+            )
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     signed = sender.sign(body, target.signing_secret(spec.name), now=now, event_id=event_id)

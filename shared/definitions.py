@@ -798,7 +798,13 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         id="stripe",
         driver="shared.providers.stripe:driver",
         refetch_client="shared.gateway.stripe:StripeClient",
-        routes=(Route(_REFETCH, ("payment_intent.*", "charge.*", "refund.*")),),
+        # `v1.*`: the thin versions of the same events (event destinations with thin payloads)
+        routes=(
+            Route(
+                _REFETCH,
+                ("payment_intent.*", "charge.*", "refund.*", "v1.payment_intent.*", "v1.charge.*", "v1.refund.*"),
+            ),
+        ),
         dev_secret="whsec_local_development_only",
         facts=ProviderFacts(
             display_name="Stripe",

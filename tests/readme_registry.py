@@ -262,6 +262,19 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "S=stripe-br, with and without --dry-run, the local state machine in moto",
         ),
     ),
+    "inbox send SOURCE --account acct_... [--thin]": (
+        Run(
+            "tests/e2e/test_connect.py::test_a_connected_accounts_event_is_processed_and_its_payment_shows_the_account",
+            "SOURCE=stripe (a default source), acct_...=acct_1LocalSeller0001, with and without --thin, plus "
+            "--status paid --amount 2590",
+        ),
+        Run("tests/e2e/test_connect.py::test_an_account_that_is_not_one_is_refused_by_the_cli", "a CR/LF account"),
+        Run(
+            "tests/e2e/test_sources_local.py::"
+            "test_inbox_send_to_a_named_stripe_source_from_a_connect_account_is_refetched_within_both",
+            "SOURCE=stripe-us of a sources.json (a named Stripe source), acct_...=acct_1SourcesSeller01, --status paid",
+        ),
+    ),
     "inbox cost --events-per-month N [--region us-east-1]": (
         Run(
             "tests/unit/test_cost_model.py::test_the_command_prints_the_lines", "N=1000000 (the CLI command in-process)"

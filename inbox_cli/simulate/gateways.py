@@ -8,6 +8,11 @@
   their events carry no refunded amount, so only the status is compared.
 
 Every webhook is `{"event_type", "body" (the exact UTF-8 text), "occurred_at" (epoch s)}`, from either side.
+
+Stripe Connect: every CONNECT_EVERY-th Stripe payment belongs to one of CONNECT_ACCOUNTS (a marketplace's sellers),
+so its webhooks carry `account` and the simulator finds it only when the refetch names the account: a run that
+matches its truth proves the processor sent Stripe-Account. Chosen by count, not drawn, so the schedule's random
+draws, the ids and every figure of a run stay what they were.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from inbox_local.config import signing_secret
 from shared.payments.model import Payment
 
 Webhooks = list[dict[str, Any]]
+
+CONNECT_EVERY = 3
+CONNECT_ACCOUNTS = ("acct_1SimSeller0000001", "acct_1SimSeller0000002", "acct_1SimSeller0000003")
 
 
 @dataclass(frozen=True)
@@ -79,8 +87,11 @@ class SimulatorAdmin:
         with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
             return json.loads(response.read())
 
-    def create_payment(self, provider: str, amount: int) -> tuple[str, Webhooks]:
-        answer = self._call("POST", "payments", {"provider": provider, "amount": amount})
+    def create_payment(self, provider: str, amount: int, *, account: str | None = None) -> tuple[str, Webhooks]:
+        payload: dict[str, Any] = {"provider": provider, "amount": amount}
+        if account is not None:
+            payload["account"] = account
+        answer = self._call("POST", "payments", payload)
         return answer["id"], answer["webhooks"]
 
     def transition(self, provider: str, resource_id: str, status: str) -> Webhooks:
@@ -171,14 +182,26 @@ class EventTimeSender:
         return [{"event_type": event.event_type, "body": body.decode("utf-8"), "occurred_at": payment.last_event_at}]
 
 
+def connect_account(stripe_payment_number: int) -> str | None:
+    """The connected account of the n-th (1-based) Stripe payment of a run, None for the platform's own."""
+    if stripe_payment_number % CONNECT_EVERY:
+        return None
+    return CONNECT_ACCOUNTS[(stripe_payment_number // CONNECT_EVERY - 1) % len(CONNECT_ACCOUNTS)]
+
+
 class Gateways:
     """Each provider's gateway, by provider: the simulator for the refetched ones, the sender for the others."""
 
     def __init__(self, simulator: SimulatorAdmin, senders: EventTimeSender) -> None:
         self.simulator = simulator
         self.senders = senders
+        self._stripe_payments = 0
 
     def create_payment(self, provider: str, amount: int) -> tuple[str, Webhooks]:
+        if provider == "stripe":
+            self._stripe_payments += 1
+            account = connect_account(self._stripe_payments)
+            return self.simulator.create_payment(provider, amount, account=account)
         if refetched(provider):
             return self.simulator.create_payment(provider, amount)
         return self.senders.create_payment(provider, amount)

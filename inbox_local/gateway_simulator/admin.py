@@ -1,11 +1,12 @@
 """The admin API (JSON), for a driver in another process (`inbox simulate`, `inbox send`). Never faulted.
 
-- `POST /_sim/payments {"provider" (or "source": an account), "amount", "currency"?, "status"?, "resource_id"?}`
-  -> `{"id", "status",
-  "webhooks"}`: a new payment (in the provider's default currency unless given; with a generated id in the
-  provider's format unless `resource_id` names one), taken through the gateway steps to `status` (default:
-  pending, just created); `webhooks` are the creation ones and those of each step, in order. 409 when the gateway
-  cannot reach that status.
+- `POST /_sim/payments {"provider" (or "source": an account), "amount", "currency"?, "status"?, "resource_id"?,
+  "account"?, "thin"?}` -> `{"id", "status", "webhooks"}`: a new payment (in the provider's default currency
+  unless given; with a generated id in the provider's format unless `resource_id` names one), taken through the
+  gateway steps to `status` (default: pending, just created); `webhooks` are the creation ones and those of each
+  step, in order. 409 when the gateway cannot reach that status. Stripe only: `account` (`acct_...`, a Connect
+  account inside that gateway account) makes it a connected account's payment, `thin` (true) has its webhooks
+  sent as thin events.
 - `POST /_sim/payments/{provider}/{id}/transition {"status", "refund_amount"?, "at"?}` -> `{"webhooks"}`
   (409 for a step the gateway cannot take, 404 for an unknown payment).
 - `POST /_sim/payments/known`: every payment answers its fetches from now on, whatever `unknown_fetches` it was
@@ -74,9 +75,15 @@ def _create(simulator: GatewaySimulator, body: bytes) -> Answer:
             raise ValueError("currency and resource_id must be strings")
         if not isinstance(status, str):
             raise ValueError("status must be a string")
+        # "account" is the Connect account (acct_...), not the gateway account "source" names.
+        connect_account, thin = document.get("account"), document.get("thin", False)
+        if not isinstance(connect_account, str | None) or not isinstance(thin, bool):
+            raise ValueError("account must be a string and thin a boolean")
         target = PaymentStatus(status)
         simulator.check_reachable(provider, target, resource_id)
-        resource_id = simulator.create_payment(provider, amount, currency, resource_id=resource_id)
+        resource_id = simulator.create_payment(
+            provider, amount, currency, resource_id=resource_id, connect_account=connect_account, thin=thin
+        )
     except ValueError as error:
         return 400, {}, {"error": str(error)}
     webhooks = simulator.creation_webhooks(provider, resource_id)

@@ -38,6 +38,7 @@ from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShap
 from shared.gateway.base import PaymentSnapshot
 from shared.gateway.registry import api_key_variable, base_url_variable
 from shared.payments.status import PaymentStatus
+from shared.providers._stripe_account import is_account_id
 
 S = PaymentStatus
 RATE_SECONDS_KEPT = 3600  # per-second request counts kept (per provider and second): an hour of a busy run
@@ -207,12 +208,26 @@ class GatewaySimulator:
     # ----------------------------------------------------------------------------------------------- model
 
     def create_payment(
-        self, provider: str, amount: int, currency: str | None = None, *, resource_id: str | None = None
+        self,
+        provider: str,
+        amount: int,
+        currency: str | None = None,
+        *,
+        resource_id: str | None = None,
+        connect_account: str | None = None,
+        thin: bool = False,
     ) -> str:
         """A new payment, pending, that the API knows (after `unknown_fetches` 404s). No webhook is sent.
 
-        `currency` defaults to the provider's (`default_currency`); `resource_id` to a new id in its format."""
+        `currency` defaults to the provider's (`default_currency`); `resource_id` to a new id in its format.
+        Stripe only: `connect_account` makes it a Connect account's payment (the API finds it only when asked
+        within that account, and its webhooks carry `account`), `thin` makes its webhooks thin events. (Not to be
+        confused with `provider`, which may name a gateway account: a source.)"""
         shape = self._shape(provider)
+        if (connect_account is not None or thin) and shape.name != "stripe":
+            raise ValueError(f"{provider} has no connected accounts or thin events in the simulator")
+        if connect_account is not None and not is_account_id(connect_account):
+            raise ValueError("account must be a Stripe account id (acct_ and letters or digits)")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise ValueError("amount must be a positive integer of minor units")
         currency = (currency or shape.default_currency).upper()
@@ -233,6 +248,8 @@ class GatewaySimulator:
                 currency=currency,
                 created=now,
                 unknown_fetches=self._faults.unknown_fetches,
+                connect_account=connect_account,
+                thin=thin,
             )
             payment.history.append((S.PENDING, now))
             self._payments[(provider, resource_id)] = payment
@@ -329,9 +346,13 @@ class GatewaySimulator:
             return revealed
 
     def payments(self) -> list[dict[str, Any]]:
-        """Every payment's truth (what `GET /_sim/payments` answers)."""
+        """Every payment's truth (what `GET /_sim/payments` answers); a Connect payment's names its `account`
+        (the connected account, acct_...; `source` is the gateway account it is in)."""
         with self._lock:
-            return [p.truth() for p in self._payments.values()]
+            return [
+                p.truth() | ({"account": p.connect_account} if p.connect_account else {})
+                for p in self._payments.values()
+            ]
 
     # --------------------------------------------------------------------------------------- model helpers
 

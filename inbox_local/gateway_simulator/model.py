@@ -57,6 +57,8 @@ class SimulatedPayment:
     fetches: int = 0
     status_before_dispute: PaymentStatus | None = None
     # Stripe details
+    connect_account: str | None = None  # a Connect account's payment: found only with its Stripe-Account/-Context
+    thin: bool = False  # its webhooks are thin events (an event destination with thin payloads)
     intent_status: str = "requires_payment_method"
     last_payment_error: bool = False
     charge_id: str | None = None

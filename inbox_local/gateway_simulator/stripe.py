@@ -1,8 +1,8 @@
 """Stripe's face: PaymentIntents with their latest charge and disputes, as `shared.gateway.stripe` reads them.
 
 REST (`Authorization: Bearer <key>`): `GET /v1/payment_intents/{id}` (honours `expand[]=latest_charge`),
-`GET /v1/charges/{id}`, `GET /v1/disputes?charge=...|payment_intent=...`. Errors in Stripe's envelope
-`{"error": {"type", "code"?, "message"}}`: 404 `resource_missing`, 401 "Invalid API Key provided", 429
+`GET /v1/charges/{id}`, `GET /v1/disputes/{id}`, `GET /v1/disputes?charge=...|payment_intent=...`. Errors in
+Stripe's envelope `{"error": {"type", "code"?, "message"}}`: 404 `resource_missing`, 401 "Invalid API Key provided", 429
 `rate_limit`, 500 `api_error`.
 
 What a step renders (intent status / charge -> event; the object in `data.object` is the intent, or the charge
@@ -16,16 +16,20 @@ or dispute for `charge.*` events, with `payment_intent` set):
 - partially_refunded / refunded: charge amount_refunded > 0 / refunded true -> charge.refunded
 - disputed: charge disputed, dispute needs_response -> charge.dispute.created
 - charged_back / dispute won: dispute lost / won -> charge.dispute.closed
+
+Connect: a payment created under an `account` is a connected account's object. Stripe answers 404 for it unless
+the request names that account (`Stripe-Account: acct_...`, or a `Stripe-Context` path ending in it), and 404 for
+the platform's own objects when a request names an account; its webhooks carry the top-level `account`. A payment
+marked `thin` sends the thin versions of its events (`v1.` types, `related_object`, `context`).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, Tokens, Webhook
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, bearer
-from shared.gateway.stripe import API_VERSION
+from inbox_local.senders.stripe import snapshot_event, thin_event
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus
@@ -103,6 +107,15 @@ def _missing(kind: str, resource_id: str) -> dict[str, Any]:
     }
 
 
+def requested_account(request: ApiRequest) -> str | None:
+    """The account a request is scoped to: Stripe-Account, else the last account of a Stripe-Context path."""
+    account = request.headers.get("stripe-account")
+    if account:
+        return account
+    context = request.headers.get("stripe-context")
+    return context.rsplit("/", 1)[-1] if context else None
+
+
 class StripeShape:
     name = "stripe"
     default_api_key = "sk_test_gateway_simulator"
@@ -124,21 +137,29 @@ class StripeShape:
 
     def serve(self, request: ApiRequest, payments: PaymentLookup) -> Answer:
         route, rest = request.segments[1], request.segments[2:]
+        account = requested_account(request)
+        in_scope = [p for p in payments.all() if p.connect_account == account]  # another account's objects do not exist
         if route == "payment_intents" and len(rest) == 1:
-            p = payments.fetch(rest[0])
+            known = any(p.resource_id == rest[0] for p in in_scope)
+            p = payments.fetch(rest[0]) if known else None
             if p is None:
                 return 404, {}, _missing("payment_intent", rest[0])
             return 200, {}, intent(p, expand_charge="latest_charge" in request.query.get("expand[]", []))
         if route == "charges" and len(rest) == 1:
-            for p in payments.all():
+            for p in in_scope:
                 if p.charge_id == rest[0]:
                     return 200, {}, charge(p)
             return 404, {}, _missing("charge", rest[0])
+        if route == "disputes" and len(rest) == 1:
+            for p in in_scope:
+                if p.dispute_id == rest[0]:
+                    return 200, {}, dispute(p)
+            return 404, {}, _missing("dispute", rest[0])
         if route == "disputes" and not rest:
             by_charge, by_intent = request.param("charge"), request.param("payment_intent")
             data = [
                 dispute(p)
-                for p in payments.all()
+                for p in in_scope
                 if p.dispute_id is not None
                 and (by_charge is None or p.charge_id == by_charge)
                 and (by_intent is None or p.resource_id == by_intent)
@@ -159,22 +180,14 @@ class StripeShape:
         return p.intent_status
 
     @staticmethod
-    def _event(event_type: str, obj: dict[str, Any], when: int, tokens: Tokens) -> Webhook:
-        event = {
-            "id": f"evt_{tokens(24, ALPHANUMERIC)}",
-            "object": "event",
-            "api_version": API_VERSION,
-            "created": when,
-            "data": {"object": obj},
-            "livemode": False,
-            "pending_webhooks": 1,
-            "request": {"id": None, "idempotency_key": None},
-            "type": event_type,
-        }
-        return Webhook(event_type, json.dumps(event, indent=2).encode("utf-8"), when)
+    def _event(p: SimulatedPayment, event_type: str, obj: dict[str, Any], when: int, tokens: Tokens) -> Webhook:
+        event_id = f"evt_{tokens(24, ALPHANUMERIC)}"
+        render = thin_event if p.thin else snapshot_event
+        body = render(event_id=event_id, event_type=event_type, obj=obj, created=when, account=p.connect_account)
+        return Webhook(f"v1.{event_type}" if p.thin else event_type, body, when)
 
     def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]:
-        return [self._event("payment_intent.created", intent(p), p.created, tokens)]
+        return [self._event(p, "payment_intent.created", intent(p), p.created, tokens)]
 
     @staticmethod
     def _new_charge(p: SimulatedPayment, tokens: Tokens) -> None:
@@ -193,35 +206,35 @@ class StripeShape:
     ) -> list[Webhook]:
         if target is S.PENDING:
             p.intent_status, p.last_payment_error = "processing", False
-            return [self._event("payment_intent.processing", intent(p), when, tokens)]
+            return [self._event(p, "payment_intent.processing", intent(p), when, tokens)]
         if target is S.AUTHORIZED:
             self._new_charge(p, tokens)
             p.intent_status, p.last_payment_error = "requires_capture", False
-            return [self._event("payment_intent.amount_capturable_updated", intent(p), when, tokens)]
+            return [self._event(p, "payment_intent.amount_capturable_updated", intent(p), when, tokens)]
         if target is S.FAILED:
             if current is not S.AUTHORIZED:
                 self._new_charge(p, tokens)
             p.charge_failed, p.captured = True, False
             p.intent_status, p.last_payment_error = "requires_payment_method", True
-            return [self._event("payment_intent.payment_failed", intent(p), when, tokens)]
+            return [self._event(p, "payment_intent.payment_failed", intent(p), when, tokens)]
         if target is S.CANCELED:
             p.intent_status, p.last_payment_error = "canceled", False
-            return [self._event("payment_intent.canceled", intent(p), when, tokens)]
+            return [self._event(p, "payment_intent.canceled", intent(p), when, tokens)]
         if target is S.PAID and current is not S.DISPUTED:
             if current is not S.AUTHORIZED:
                 self._new_charge(p, tokens)
             p.captured = True
             p.intent_status, p.last_payment_error = "succeeded", False
-            return [self._event("payment_intent.succeeded", intent(p), when, tokens)]
+            return [self._event(p, "payment_intent.succeeded", intent(p), when, tokens)]
         if target in (S.PARTIALLY_REFUNDED, S.REFUNDED) and current is not S.DISPUTED:
             p.amount_refunded += refund
-            return [self._event("charge.refunded", charge(p), when, tokens)]
+            return [self._event(p, "charge.refunded", charge(p), when, tokens)]
         if target is S.DISPUTED:
             p.dispute_id, p.dispute_status, p.dispute_created = f"du_{tokens(24, ALPHANUMERIC)}", "needs_response", when
-            return [self._event("charge.dispute.created", dispute(p), when, tokens)]
+            return [self._event(p, "charge.dispute.created", dispute(p), when, tokens)]
         # the dispute closes: lost (charged back) or won (back to where it was)
         p.dispute_status = "lost" if target is S.CHARGED_BACK else "won"
-        return [self._event("charge.dispute.closed", dispute(p), when, tokens)]
+        return [self._event(p, "charge.dispute.closed", dispute(p), when, tokens)]
 
 
 SHAPE = StripeShape()

@@ -9,8 +9,8 @@ from typing import Any
 
 from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
-from shared.providers.base import WebhookRequest
-from shared.providers.stripe import SCHEME, SIGNATURE_HEADER, compute_signature
+from shared.providers.base import WebhookRequest, utc_from_epoch
+from shared.providers.stripe import SCHEME, SIGNATURE_HEADER, THIN_EVENT_OBJECT, compute_signature
 
 API_VERSION = "2024-06-20"  # written into sample bodies; parsing does not depend on it
 _Builder = Callable[[str, int, int], JsonObject]  # (resource_id, amount, created) -> data.object
@@ -107,6 +107,46 @@ _SAMPLES: dict[str, tuple[str, _Builder]] = {
 SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
+_COLLECTIONS = {"payment_intent": "payment_intents", "charge": "charges", "refund": "refunds", "dispute": "disputes"}
+
+
+def snapshot_event(
+    *, event_id: str, event_type: str, obj: JsonObject, created: int, account: str | None = None
+) -> bytes:
+    """A snapshot Event as Stripe sends it; a Connect account's carries the top-level `account`."""
+    event: JsonObject = {
+        "id": event_id,
+        "object": "event",
+        "api_version": API_VERSION,
+        "created": created,
+        "data": {"object": obj},
+        "livemode": False,
+        "pending_webhooks": 1,
+        "request": {"id": None, "idempotency_key": None},
+        "type": event_type,
+    }
+    if account is not None:
+        event["account"] = account
+    return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
+
+
+def thin_event(*, event_id: str, event_type: str, obj: JsonObject, created: int, account: str | None = None) -> bytes:
+    """The thin version of a snapshot event (`v1.` + its type): which object changed and in which account
+    (`context`), no state. Shape: https://docs.stripe.com/api/v2/core/events/object."""
+    kind, object_id = str(obj["object"]), str(obj["id"])
+    event: JsonObject = {
+        "id": event_id,
+        "object": THIN_EVENT_OBJECT,
+        "type": f"v1.{event_type}",
+        "created": utc_from_epoch(created).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "context": account,
+        "livemode": False,
+        "reason": None,
+        "related_object": {"id": object_id, "type": kind, "url": f"/v1/{_COLLECTIONS.get(kind, kind)}/{object_id}"},
+    }
+    return json.dumps(event, indent=2).encode("utf-8")
+
+
 class StripeSender:
     sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
@@ -121,21 +161,28 @@ class StripeSender:
             },
         )
 
-    def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
-        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values."""
+    def sample_body(
+        self,
+        *,
+        event_id: str,
+        resource_id: str,
+        status: str,
+        amount: int,
+        occurred_at: int,
+        account: str | None = None,
+        thin: bool = False,
+    ) -> bytes:
+        """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values. `account`: from
+        that Connect account; `thin`: the thin version (about the same object)."""
         event_type, build = sample_values(_SAMPLES, status, gateway="Stripe")
-        event = {
-            "id": event_id,
-            "object": "event",
-            "api_version": API_VERSION,
-            "created": occurred_at,
-            "data": {"object": build(resource_id, amount, occurred_at)},
-            "livemode": False,
-            "pending_webhooks": 1,
-            "request": {"id": None, "idempotency_key": None},
-            "type": event_type,
-        }
-        return json.dumps(event, indent=2).encode("utf-8")  # Stripe pretty-prints its event bodies
+        render = thin_event if thin else snapshot_event
+        obj = build(resource_id, amount, occurred_at)
+        if thin and obj["object"] != "payment_intent":
+            # A thin event names only its object, and a sample's charge or dispute id is made up: no gateway (nor the
+            # simulator) could resolve it to the payment. Snapshot samples carry the intent's id inside the object.
+            intent_statuses = [name for name, (kind, _) in _SAMPLES.items() if kind.startswith("payment_intent.")]
+            raise ValueError(f"a thin Stripe sample is about the intent: status one of {', '.join(intent_statuses)}")
+        return render(event_id=event_id, event_type=event_type, obj=obj, created=occurred_at, account=account)
 
 
 sender = StripeSender()

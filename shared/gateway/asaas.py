@@ -43,9 +43,10 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayHttpRejected, GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.sub_account import SubAccount
 
 PROVIDER = "asaas"
 DEFAULT_BASE_URL = "https://api.asaas.com"
@@ -130,7 +131,8 @@ class AsaasClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         path = f"/v3/payments/{path_segment(resource_id)}"
         try:
             payment = self._http.get_json(path, headers={"access_token": self._api_key()}, parse_float=Decimal)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.payments.status import PaymentStatus
+from shared.sub_account import SubAccount
 
 
 class ResourceNotFound(Exception):
@@ -49,6 +50,17 @@ class PaymentSnapshot:
 class GatewayClient(Protocol):
     provider: str
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
-        """Raise ResourceNotFound, GatewayUnavailable or GatewayRejected; never return a guess."""
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        """Raise ResourceNotFound, GatewayUnavailable or GatewayRejected; never return a guess.
+
+        `account` is the sub-account the resource lives in (NormalizedEvent.account: a Stripe Connect account or
+        a thin event's context), None for the source's own account. A client whose gateway has no sub-accounts
+        refuses one (`no_sub_accounts`) rather than read the source's own account and answer about another
+        payment."""
         ...
+
+
+def no_sub_accounts(provider: str, account: SubAccount | None) -> None:
+    """For the clients of gateways with no sub-accounts: a payment that names one cannot be fetched here."""
+    if account is not None:
+        raise GatewayRejected(f"{provider} has no sub-accounts to fetch a payment from")

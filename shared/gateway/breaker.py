@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from shared import aws
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.observability import logger
+from shared.sub_account import SubAccount
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -265,5 +266,5 @@ class GuardedClient:
         self.client = client
         self.breaker = breaker
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
-        return guarded_call(self.breaker, lambda: self.client.fetch_payment(resource_id))
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        return guarded_call(self.breaker, lambda: self.client.fetch_payment(resource_id, account=account))

@@ -26,10 +26,11 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.iugu import INVOICE_STATUS
+from shared.sub_account import SubAccount
 
 PROVIDER = "iugu"
 DEFAULT_BASE_URL = "https://api.iugu.com"
@@ -78,7 +79,8 @@ class IuguClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         token = base64.b64encode(f"{self._api_key()}:".encode()).decode("ascii")
         invoice = self._http.get_json(
             f"/v1/invoices/{path_segment(resource_id)}", headers={"Authorization": f"Basic {token}"}

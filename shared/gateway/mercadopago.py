@@ -38,10 +38,11 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers._money import decimal_to_minor_units
+from shared.sub_account import SubAccount
 
 PROVIDER = "mercadopago"
 DEFAULT_BASE_URL = "https://api.mercadopago.com"
@@ -103,7 +104,8 @@ class MercadoPagoClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         payment = self._http.get_json(
             f"/v1/payments/{path_segment(resource_id)}",
             headers={"Authorization": f"Bearer {self._api_key()}"},

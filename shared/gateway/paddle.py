@@ -38,9 +38,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.sub_account import SubAccount
 
 PROVIDER = "paddle"
 DEFAULT_BASE_URL = "https://api.paddle.com"
@@ -110,7 +111,8 @@ class PaddleClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         headers = {"Authorization": f"Bearer {self._api_key()}", "Paddle-Version": API_VERSION}
         document = self._http.get_json(
             f"/transactions/{path_segment(resource_id)}",

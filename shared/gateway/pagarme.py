@@ -38,10 +38,11 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.pagarme import CHARGE_STATUS, TRANSACTION_STATUS
+from shared.sub_account import SubAccount
 
 PROVIDER = "pagarme"
 DEFAULT_BASE_URL = "https://api.pagar.me"
@@ -120,7 +121,8 @@ class PagarmeClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         if resource_id.startswith("ch_"):
             charge = self._get_v5(f"/core/v5/charges/{path_segment(resource_id)}")
             return self._charge_snapshot(resource_id, charge)

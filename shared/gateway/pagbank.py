@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.pagbank import canonical_status
+from shared.sub_account import SubAccount
 
 PROVIDER = "pagbank"
 DEFAULT_BASE_URL = "https://api.pagseguro.com"
@@ -75,7 +76,8 @@ class PagbankClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        no_sub_accounts(self.provider, account)
         if resource_id.startswith("CHAR_"):
             document = self._get(f"/charges/{path_segment(resource_id)}")
             charge: dict[str, Any] | None = document

@@ -32,6 +32,21 @@ A closed-in-our-favour dispute falls through to the refund rows, so a won disput
 returns to `partially_refunded` (the status table allows disputed -> paid | partially_refunded | refunded).
 
 amount = intent.amount, currency = intent.currency upper-cased, amount_refunded = charge.amount_refunded.
+
+Sub-accounts (`account`, from the event): a request acts as a connected account only when it names the account
+(https://docs.stripe.com/connect/authentication); without it, the connected account's objects are not found
+(404). An event's `account` goes as `Stripe-Account: acct_...` (https://docs.stripe.com/api/connected-accounts);
+a thin (or organization) event's `context` as `Stripe-Context: <context>`, the header that supersedes
+Stripe-Account and can name a path of accounts (`acct_platform/acct_connected`, https://docs.stripe.com/context).
+stripe-python does the same: its EventNotification.fetch_related_object sends the thin event's context as
+Stripe-Context (stripe 16.1). Every request of one fetch carries the header. A reference of any other shape is
+refused before any request is made.
+
+Thin events name the object that changed, which may be a charge (`ch_`/`py_`), a refund (`re_`/`pyr_`) or a
+dispute (`dp_`/`du_`) instead of the intent: those are read first (`GET /v1/charges|refunds|disputes/{id}`) for
+their `payment_intent`, and the snapshot is the intent's (its resource_id is the intent's id, so the payment is
+the same whichever object the event named). Stripe's id prefixes are not a documented contract, but they are
+stable and the related object's `type` put the id here in the first place.
 provider_status: the intent status, refined by what decided it, e.g. "succeeded/refunded",
 "succeeded/disputed:needs_response", "requires_payment_method/last_payment_error".
 """
@@ -41,9 +56,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound
+from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
 from shared.payments.status import PaymentStatus
+from shared.providers._stripe_account import is_account_id, is_account_reference
+from shared.sub_account import SubAccount
 
 PROVIDER = "stripe"
 DEFAULT_BASE_URL = "https://api.stripe.com"
@@ -55,7 +72,29 @@ _PENDING_INTENT_STATUSES = frozenset(
 DISPUTE_LOST = frozenset({"lost"})
 DISPUTE_RESOLVED_FOR_MERCHANT = frozenset({"won", "warning_closed", "prevented"})
 
+# The objects a thin event may name that are not the intent: id prefix -> the v1 collection that serves them
+_OBJECTS_OF_AN_INTENT: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ch_", "py_"), "charges"),
+    (("re_", "pyr_"), "refunds"),
+    (("dp_", "du_"), "disputes"),
+)
+
 S = PaymentStatus
+
+
+def account_headers(account: SubAccount | None) -> dict[str, str]:
+    """The header that scopes a request to `account` (see the module docstring); GatewayRejected for a value that
+    is not an account id (Stripe-Account) or a context (Stripe-Context), so nothing attacker-shaped ever becomes a
+    header."""
+    if account is None:
+        return {}
+    if account.context:
+        if not is_account_reference(account.reference):
+            raise GatewayRejected("the payment's context is not a Stripe account reference: nothing was requested")
+        return {"Stripe-Context": account.reference}
+    if not is_account_id(account.reference):
+        raise GatewayRejected("the payment's account is not a Stripe account reference: nothing was requested")
+    return {"Stripe-Account": account.reference}
 
 
 def stripe_status(
@@ -117,8 +156,13 @@ class StripeClient:
         self._http = http
         self._api_key = api_key
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
-        headers = {"Authorization": f"Bearer {self._api_key()}", "Stripe-Version": API_VERSION}
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
+        headers = {
+            **account_headers(account),
+            "Authorization": f"Bearer {self._api_key()}",
+            "Stripe-Version": API_VERSION,
+        }
+        resource_id = self._intent_id(resource_id, headers)
         intent = self._http.get_json(
             f"/v1/payment_intents/{path_segment(resource_id)}",
             headers=headers,
@@ -149,6 +193,20 @@ class StripeClient:
             currency=currency.upper() if isinstance(currency, str) and currency else None,
             amount_refunded=_int(charge, "amount_refunded", "charge") if charge is not None else 0,
         )
+
+    def _intent_id(self, resource_id: str, headers: dict[str, str]) -> str:
+        """The PaymentIntent a thin event's charge, refund or dispute belongs to; an intent's own id as it is."""
+        for prefixes, collection in _OBJECTS_OF_AN_INTENT:
+            if resource_id.startswith(prefixes):
+                obj = self._http.get_json(f"/v1/{collection}/{path_segment(resource_id)}", headers=headers)
+                if obj.get("id") not in (None, resource_id):
+                    raise GatewayResponseInvalid(f"stripe answered another {collection[:-1]} than the one asked for")
+                value: Any = obj.get("payment_intent")
+                intent_id = value.get("id") if isinstance(value, dict) else value
+                if not isinstance(intent_id, str) or not intent_id:
+                    raise GatewayResponseInvalid(f"stripe {collection[:-1]} belongs to no payment intent")
+                return intent_id
+        return resource_id
 
     def _latest_dispute(self, charge_id: str, headers: dict[str, str]) -> dict[str, Any] | None:
         try:

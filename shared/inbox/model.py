@@ -159,4 +159,6 @@ def build_item(
         value = getattr(event, name)
         if value is not None:
             item[name] = value
+    if event.account is not None:
+        item.update(event.account.to_attributes())
     return item

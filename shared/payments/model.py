@@ -10,6 +10,7 @@ from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.definitions import source_key, source_of
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
+from shared.sub_account import SubAccount
 
 # The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
 # present only while the payment is in an intermediate status. RECONCILE_KEY = "{source}#{status}"; CHECKED_AT =
@@ -33,6 +34,9 @@ class Payment:
     # The status before the last transition (None for a payment only seen once): what the outbox publishes as
     # `previous_status`. Written with every transition, in the same item, so the two cannot disagree.
     previous_status: PaymentStatus | None = None
+    # The gateway sub-account the payment lives in (a Stripe Connect account): the sweeper's reconciliation
+    # refetches within it. The key stays `{source}#{resource_id}`: Stripe's object ids are unique across accounts.
+    account: SubAccount | None = None
     # The source (account) the payment belongs to; "" means the provider's default source, named after it.
     source: str = ""
 
@@ -62,6 +66,8 @@ class Payment:
             "updated_at": self.updated_at,
             "previous_status": self.previous_status.value if self.previous_status else None,
         }
+        if self.account is not None:  # absent, not null, for the payments of a source's own account
+            item.update(self.account.to_attributes())
         if self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
             item[RECONCILE_KEY] = source_key(self.source, self.status.value)
@@ -85,6 +91,7 @@ class Payment:
             last_event_id=item.get("last_event_id"),
             updated_at=item["updated_at"],
             previous_status=PaymentStatus(item["previous_status"]) if item.get("previous_status") else None,
+            account=SubAccount.from_attributes(item),
         )
 
     def evolve(self, **changes: Any) -> Payment:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus, is_allowed
+from shared.sub_account import SubAccount
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,7 @@ class Observation:
     event_id: str | None  # the event that led to this observation (None for a reconciliation)
     event_occurred_at: str | None  # ISO-8601 UTC; orders events when there is no API to ask
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
+    account: SubAccount | None = None  # the gateway sub-account the payment was read from (None: the source's own)
     source: str = ""  # the source (account) of the payment; "" means the provider's default source
 
     def __post_init__(self) -> None:
@@ -80,6 +82,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
                 last_event_at=seen.event_occurred_at,
                 last_event_id=seen.event_id,
                 updated_at=now,
+                account=seen.account,
             ),
             None,
             "first seen",
@@ -122,6 +125,8 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             last_event_id=seen.event_id or current.last_event_id,
             updated_at=now,
             previous_status=current.status,
+            # An object lives in one account for good: the first account seen stays, a later event fills a gap.
+            account=current.account or seen.account,
         ),
         current,
         f"{current.status.value} -> {seen.status.value}",

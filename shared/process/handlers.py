@@ -18,6 +18,7 @@ from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
 from shared.providers.registry import load_reference
+from shared.sub_account import SubAccount
 
 # source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
 ClientLookup = Callable[[str], GatewayClient | None]
@@ -43,21 +44,27 @@ class RefetchPaymentHandler(StateMachineApply):
         client = self._clients(event.source)
         if client is None:
             raise UnprocessableEvent(f"no API client for source {event.source!r}")
-        snapshot = client.fetch_payment(event.resource_id)
+        snapshot = client.fetch_payment(event.resource_id, account=event.account)
         check_amount_agrees(event, snapshot)
-        return observation_from_snapshot(event.source, event.provider, snapshot, event)
+        return observation_from_snapshot(event.source, event.provider, snapshot, event, account=event.account)
 
-    def observe(self, source: str, resource_id: str) -> Observation:
+    def observe(self, source: str, resource_id: str, *, account: SubAccount | None = None) -> Observation:
         """The payment as the source's gateway API reports it now, with no event at hand (the sweeper's
-        reconciliation)."""
+        reconciliation), read within the sub-account the stored payment records."""
         client = self._clients(source)
         if client is None:
             raise UnprocessableEvent(f"no API client for source {source!r}")
-        return observation_from_snapshot(source, client.provider, client.fetch_payment(resource_id), None)
+        snapshot = client.fetch_payment(resource_id, account=account)
+        return observation_from_snapshot(source, client.provider, snapshot, None, account=account)
 
 
 def observation_from_snapshot(
-    source: str, provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None
+    source: str,
+    provider: str,
+    snapshot: PaymentSnapshot,
+    event: InboxEvent | None,
+    *,
+    account: SubAccount | None = None,
 ) -> Observation:
     return Observation(
         source=source,
@@ -71,6 +78,7 @@ def observation_from_snapshot(
         event_id=event.event_id if event else None,
         event_occurred_at=event.occurred_at if event else None,
         ordered_by_event_time=False,
+        account=account,
     )
 
 
@@ -97,6 +105,7 @@ class EventTimeOrderedHandler(StateMachineApply):
             event_id=event.event_id,
             event_occurred_at=event.occurred_at,
             ordered_by_event_time=True,
+            account=event.account,
         )
 
 

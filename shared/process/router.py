@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from shared.definitions import source_of
 from shared.payments.model import Payment
 from shared.process.decide import Decision, Observation, decide
+from shared.sub_account import SubAccount
 
 
 class UnprocessableEvent(Exception):
@@ -34,6 +35,7 @@ class InboxEvent:
     amount: int | None
     currency: str | None
     attempts: int
+    account: SubAccount | None = None  # the gateway sub-account the payment lives in (NormalizedEvent.account)
     source: str = ""  # the source (account) it was delivered to; "" means the provider's default source
 
     def __post_init__(self) -> None:
@@ -54,6 +56,7 @@ class InboxEvent:
             amount=item.get("amount"),
             currency=item.get("currency"),
             attempts=int(item.get("attempts") or 0),
+            account=SubAccount.from_attributes(item),
         )
 
 

@@ -27,6 +27,7 @@ from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
+from shared.sub_account import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
 # The longest a retried event waits before its next attempt. The sweeper treats a pending event as stale (its
@@ -107,7 +108,7 @@ def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
 class Reconciler(Protocol):
     """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
 
-    def observe(self, source: str, resource_id: str) -> Observation: ...
+    def observe(self, source: str, resource_id: str, *, account: SubAccount | None = None) -> Observation: ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 
@@ -286,10 +287,15 @@ class EventProcessor:
             logger.warning("reconciliation without a reconciler", extra={"payment": message.key})
             return Outcome.SKIPPED
         try:
-            seen = self.reconciler.observe(message.source, message.resource_id)
-            for _ in range(MAX_DECISION_ROUNDS):
-                current = self.store.load_payment(message.key)
-                if current is None:  # only known payments are reconciled
+            # Read first: only known payments are reconciled, and the stored payment names the sub-account (a
+            # Stripe Connect account) the gateway must be asked within; the sweeper's index carries keys only.
+            stored = self.store.load_payment(message.key)
+            if stored is None:
+                return Outcome.SKIPPED
+            seen = self.reconciler.observe(message.source, message.resource_id, account=stored.account)
+            for round_number in range(MAX_DECISION_ROUNDS):
+                current = stored if round_number == 0 else self.store.load_payment(message.key)
+                if current is None:
                     return Outcome.SKIPPED
                 now = self._now()
                 decision = self.reconciler.apply(current, seen, now=now)

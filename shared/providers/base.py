@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
+from shared.sub_account import SubAccount
+
 
 class SignatureInvalid(Exception):
     """The delivery is not provably from the provider. The message is safe to log: it never holds a secret."""
@@ -57,6 +59,7 @@ class NormalizedEvent:
     provider_status: str | None = None  # the resource's status as the webhook states it, if it does
     amount: int | None = None  # integer minor units, as stated by the webhook
     currency: str | None = None  # ISO 4217, upper case
+    account: SubAccount | None = None  # the sub-account the resource lives in; None: the source's own account
 
 
 class ProviderDriver(Protocol):

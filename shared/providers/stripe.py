@@ -12,6 +12,25 @@ Dedup: the event `id` (`evt_...`) is the same on every redelivery of an event, s
 The payment, for the inbox, is the PaymentIntent: `payment_intent.*` events are about `data.object.id`;
 charge, refund and dispute events belong to their intent (`data.object.payment_intent`). Other events (customer,
 invoice, payout...) are stored with no resource and left to the processor to ignore.
+
+Connect: an event from a connected account carries the top-level `account` (`acct_...`; "each event for a
+connected account contains a top-level account attribute", https://docs.stripe.com/connect/webhooks). It becomes
+the event's `account`, so the refetch asks within that account (`Stripe-Account`) and the payment records it.
+Since API version 2025-04-30 events also carry `context` (Connect events carry both, organization events only
+`context`: https://docs.stripe.com/changelog/basil/2025-04-30/additional-context-organization-events); `account`
+wins when both are there, and a `context` alone is the account reference.
+
+Thin events (event destinations with thin payloads: `"object": "v2.core.event"`,
+https://docs.stripe.com/api/v2/core/events/object) carry no state, only `related_object {id, type, url}` and
+the `context` needed to fetch it; they are signed with the same `Stripe-Signature` scheme. Their v1 types are the
+snapshot names with a `v1.` prefix (`v1.payment_intent.succeeded`, https://docs.stripe.com/changelog/endive/
+2026-09-30/thin-events-for-api-v1-resources-generally-available); `created` is an ISO-8601 time, not epoch seconds.
+The resource is the related object when its type is one the processor routes (THIN_RESOURCE_TYPES); the client
+resolves a charge, refund or dispute to its PaymentIntent. A thin event about anything else is stored with no
+resource (and ignored, as its type is not routed).
+
+An account reference of any other shape than `shared.providers._stripe_account` allows is PayloadInvalid: it will
+be a request header.
 """
 
 from __future__ import annotations
@@ -27,6 +46,7 @@ from shared.providers._signing import (
     get_currency,
     get_int,
     get_str,
+    iso_to_utc,
     load_json_object,
     matches_any,
     parse_epoch_seconds,
@@ -35,17 +55,23 @@ from shared.providers._signing import (
     require_str,
     usable_secrets,
 )
+from shared.providers._stripe_account import is_account_id, is_account_reference
 from shared.providers.base import (
     NormalizedEvent,
+    PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
     body_digest_id,
 )
+from shared.sub_account import SubAccount
 
 SIGNATURE_HEADER = "stripe-signature"
 SCHEME = "v1"
+THIN_EVENT_OBJECT = "v2.core.event"
+# related_object.type of the thin events whose object the processor refetches (a payment, or what belongs to one)
+THIN_RESOURCE_TYPES = frozenset({"payment_intent", "charge", "refund", "dispute"})
 
 
 def _parse_signature_header(value: str) -> tuple[int, list[str]]:
@@ -98,6 +124,43 @@ def _object_kind(event_type: str, obj: JsonObject) -> str | None:
     return None
 
 
+def _context(event: JsonObject) -> SubAccount | None:
+    value = get_str(event, "context", "context")
+    if value is None:
+        return None
+    if not is_account_reference(value):
+        raise PayloadInvalid("field context is not a Stripe context (account ids acct_... joined by /)")
+    return SubAccount(value, context=True)
+
+
+def _account(event: JsonObject) -> SubAccount | None:
+    """The connected account a snapshot event comes from: `account`, else (an organization's event) `context`."""
+    value = get_str(event, "account", "account")
+    if value is None:
+        return _context(event)
+    if not is_account_id(value):
+        raise PayloadInvalid("field account is not a Stripe account id (acct_ and letters or digits)")
+    return SubAccount(value)
+
+
+def _parse_thin(event: JsonObject) -> NormalizedEvent:
+    """A thin event: which object changed, in which account; no state (the processor refetches it)."""
+    related = event.get("related_object")
+    resource_id: str | None = None
+    if related is not None:
+        if not isinstance(related, dict):
+            raise PayloadInvalid("field related_object must be an object")
+        if get_str(related, "type", "related_object.type") in THIN_RESOURCE_TYPES:
+            resource_id = require_str(related, "id", "related_object.id")
+    return NormalizedEvent(
+        event_id=require_str(event, "id", "id"),
+        event_type=require_str(event, "type", "type"),
+        resource_id=resource_id,
+        occurred_at=iso_to_utc(require_str(event, "created", "created"), "created"),
+        account=_context(event),
+    )
+
+
 class StripeDriver:
     name: str = "stripe"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
@@ -122,6 +185,8 @@ class StripeDriver:
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         event = load_json_object(request.body)
+        if event.get("object") == THIN_EVENT_OBJECT:
+            return _parse_thin(event)
         event_id = require_str(event, "id", "id")
         event_type = require_str(event, "type", "type")
         occurred_at = epoch_to_utc(require_int(event, "created", "created"), "created")
@@ -173,6 +238,7 @@ class StripeDriver:
             provider_status=provider_status,
             amount=amount,
             currency=get_currency(obj, "currency", "data.object.currency"),
+            account=_account(event),
         )
 
     def fallback_event_id(self, request: WebhookRequest) -> str:

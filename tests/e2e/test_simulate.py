@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.request
 from typing import Any
 
 import pytest
@@ -44,6 +45,15 @@ def test_every_lifecycle_of_every_provider_ends_matching_the_gateway(local_stack
     shown = json.loads(local_stack.cli("payments", "show", some["provider"], some["resource_id"], "--json").stdout)
     assert shown["pk"] == f"{some['provider']}#{some['resource_id']}"
     assert shown["transitions"] >= 1
+    # And the Stripe payments of connected accounts (every third) were refetched within their accounts: they match
+    # (the simulator 404s without the account) and show it
+    url = f"http://127.0.0.1:{local_stack.env['INBOX_GATEWAY_PORT']}/_sim/payments"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        connect = [truth for truth in json.loads(response.read()) if truth.get("account")]
+    assert connect, "no Stripe payment of a connected account was simulated"
+    for truth in connect:
+        shown = json.loads(local_stack.cli("payments", "show", "stripe", truth["resource_id"], "--json").stdout)
+        assert (shown["account"], shown["status"]) == (truth["account"], truth["status"])
 
 
 @pytest.mark.soak  # ~4-7 minutes: `make chaos` runs it; `make test` keeps the 100-payment runs

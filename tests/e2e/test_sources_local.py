@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -149,3 +150,31 @@ def test_a_forged_forwarded_for_does_not_pass_a_sources_ip_ranges(stack):
     status, answer = request(f"{stack.url}/webhooks/stripe-locked", body, headers)
     # Then the front door passes the connection's address, and the source refuses it before verification
     assert (status, answer) == (403, {"error": "sender not allowed for this source"})
+
+
+def test_inbox_send_to_a_named_stripe_source_from_a_connect_account_is_refetched_within_both(stack):
+    # Given the stack's sources file, read by the CLI too (INBOX_SOURCES_FILE in the stack's environment)
+    inbox = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "inbox"
+    # When `inbox send SOURCE --account acct_...` sends to stripe-us, a named (not default) Stripe source
+    result = subprocess.run(
+        [str(inbox), "send", "stripe-us", "--account", "acct_1SourcesSeller01", "--status", "paid"],
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    sent = re.search(r"sent stripe-us \(stripe\) event (\S+) about payment (\S+);", result.stdout)
+    assert sent, result.stdout
+    resource_id = sent.group(2)
+    # Then the simulator holds it in stripe-us's account (whose key the processor refetches with), under the
+    # connected account
+    truth = next(p for p in gateway(stack, "payments") if p["resource_id"] == resource_id)
+    assert (truth["source"], truth["account"]) == ("stripe-us", "acct_1SourcesSeller01")
+    # And the payment is stored under stripe-us's key, refetched within the connected account, paid
+    deadline = time.monotonic() + 60
+    while (payment := stored_payment(stack, f"stripe-us#{resource_id}")) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert payment is not None, stack.output()[-3000:]
+    assert (payment["source"], payment["status"], payment["account"]) == ("stripe-us", "paid", "acct_1SourcesSeller01")

@@ -15,6 +15,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
 from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
 from shared.providers import NormalizedEvent, WebhookRequest
+from shared.sub_account import SubAccount
 
 
 class FakeGateway:
@@ -31,7 +32,7 @@ class FakeGateway:
     def set(self, resource_id: str, status: PaymentStatus, amount: int = 1000, refunded: int = 0) -> None:
         self.truth[resource_id] = PaymentSnapshot(resource_id, status, status.value, amount, "BRL", refunded)
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         with self._lock:
             self.fetches += 1
         if self.failure is not None:
@@ -70,6 +71,7 @@ def store_event(
     status: str | None = "paid",
     amount: int | None = 1000,
     occurred_at: datetime | None = None,
+    account: SubAccount | None = None,
 ) -> str:
     event_id = event_id or f"evt_{next(_counter)}"
     event = NormalizedEvent(
@@ -80,6 +82,7 @@ def store_event(
         provider_status=status,
         amount=amount,
         currency="BRL" if amount is not None else None,
+        account=account,
     )
     item = build_item(
         provider=provider,

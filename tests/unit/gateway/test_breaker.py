@@ -14,6 +14,7 @@ from inbox_local.resources import simple_table_spec
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.gateway.breaker import BreakerState, CircuitBreaker, GuardedClient, guarded_call
 from shared.payments.status import PaymentStatus
+from shared.sub_account import SubAccount
 from tests.unit.gateway.fakes import Clock, Spy
 
 TABLE = "test-control"
@@ -286,7 +287,7 @@ class FlakyClient:
     def __init__(self) -> None:
         self.calls = 0
 
-    def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+    def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         self.calls += 1
         raise GatewayUnavailable("502")
 
@@ -312,7 +313,7 @@ def test_a_guarded_client_passes_snapshots_through(dynamodb, clock):
     class Healthy:
         provider = "stripe"
 
-        def fetch_payment(self, resource_id: str) -> PaymentSnapshot:
+        def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
             return snapshot
 
     assert GuardedClient(Healthy(), breaker(dynamodb, clock)).fetch_payment("pi_1") is snapshot
