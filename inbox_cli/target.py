@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment
 from shared import definitions
 from shared.definitions import SourceSpec
-from shared.secrets import signing_secret_variable
+from shared.secrets import secret_arns, signing_secret_variable
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def resolve(stack: str | None) -> Target:
         output["OutputKey"]: output["OutputValue"]
         for output in boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
     }
-    signing = _arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS))
+    signing = secret_arns(_arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS)))
     return Target(
         api_url=outputs[definitions.OUTPUT_API_URL].rstrip("/"),
         inbox_table=outputs[definitions.OUTPUT_INBOX_TABLE],
@@ -121,7 +121,7 @@ def resolve(stack: str | None) -> Target:
         forward_log_table=outputs.get(definitions.OUTPUT_FORWARD_LOG_TABLE),
         event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
         signing_secret_arns=signing,
-        api_key_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_API_KEY_SECRETS)),
+        api_key_secret_arns=secret_arns(_arn_map(outputs.get(definitions.OUTPUT_API_KEY_SECRETS))),
         sources=_deployed_sources(outputs.get(definitions.OUTPUT_SOURCE_PROVIDERS), signing),
         dead_letter_queues={
             label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)

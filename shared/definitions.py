@@ -548,6 +548,12 @@ ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, fo
 # secret per declared source, an API-key secret per declared source whose provider has a refetch API.
 ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
 ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
+# In those maps (and the stack outputs that repeat them) the ARNs' common part,
+# "arn:<partition>:secretsmanager:<region>:<account>:secret:", is written once under this key (no source name can
+# be "*") and each source's entry holds the rest, the secret's name with its suffix: 16 ARNs in full outgrew what
+# Lambda's 4 KB environment leaves the map (infra/constructs/secrets.py checks it at synth). shared.secrets.secret_arns
+# expands a map back to full ARNs.
+SECRET_MAP_ARN_PREFIX_KEY: Final = "*"
 ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
 ENV_RETENTION_DAYS: Final = "INBOX_RETENTION_DAYS"
 ENV_QUEUE_URL: Final = "INBOX_QUEUE_URL"

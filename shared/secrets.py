@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from shared.definitions import ENV_SIGNING_SECRETS, source_env_suffix
+from shared.definitions import ENV_SIGNING_SECRETS, SECRET_MAP_ARN_PREFIX_KEY, source_env_suffix
 from shared.providers.base import SigningSecrets
 
 SECRET_CACHE_SECONDS = 300
@@ -34,9 +34,21 @@ class SecretUnavailable(Exception):
 def secret_id(ids: Mapping[str, str], prefix: str, name: str) -> str | None:
     """The Secrets Manager id (ARN or name) of `name`'s secret: the map's entry, else `{prefix}{name}` when a
     prefix is configured, else None (nothing says where the secret is)."""
-    if name in ids:
-        return ids[name]
+    if name in ids and name != SECRET_MAP_ARN_PREFIX_KEY:
+        return _full_arn(ids, ids[name])
     return f"{prefix}{name}" if prefix else None
+
+
+def secret_arns(ids: Mapping[str, str]) -> dict[str, str]:
+    """A deployed map `{source: ARN}` with each ARN in full: the stack writes the ARNs' common part once, under
+    SECRET_MAP_ARN_PREFIX_KEY (shared/definitions.py explains); a map written in full is returned as it is."""
+    return {name: _full_arn(ids, value) for name, value in ids.items() if name != SECRET_MAP_ARN_PREFIX_KEY}
+
+
+def _full_arn(ids: Mapping[str, str], value: str) -> str:
+    if value.startswith("arn:"):
+        return value
+    return f"{ids.get(SECRET_MAP_ARN_PREFIX_KEY, '')}{value}"
 
 
 def signing_secret_variable(source: str) -> str:

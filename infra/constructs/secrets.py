@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from aws_cdk import RemovalPolicy, Stack, Tags
+from aws_cdk import Fn, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -147,8 +147,10 @@ def longest_arn_length(secret: secretsmanager.Secret) -> int:
 
 def longest_map_length(variable: str, arn_lengths: Mapping[str, int]) -> int:
     """Bytes the variable takes in a function's environment (name and value) when every ARN is at its longest:
-    the compact JSON object ``{"key":"<arn>",...}`` that ``Stack.to_json_string`` writes."""
-    entries = [len(key) + length + len('"":""') for key, length in arn_lengths.items()]
+    the compact JSON object ``{"*":"<common part>","key":"<name>",...}`` that ``Stack.to_json_string`` writes."""
+    entries = [len(key) + length - ARN_PREFIX_MAX_LENGTH + len('"":""') for key, length in arn_lengths.items()]
+    # The ARNs' common part, once (definitions.SECRET_MAP_ARN_PREFIX_KEY).
+    entries.append(len(definitions.SECRET_MAP_ARN_PREFIX_KEY) + ARN_PREFIX_MAX_LENGTH + len('"":""'))
     separators = len(",") * max(len(entries) - 1, 0)
     return len(variable) + len("{}") + sum(entries) + separators
 
@@ -173,6 +175,10 @@ def secret_arn_map(
         )
     if not secrets:
         return "{}"
+    # "arn:<partition>:secretsmanager:<region>:<account>:secret:<name>": the sixth ':'-separated field is the name
+    # (with Secrets Manager's suffix; a generated name holds no ':'), the rest is the same for every secret.
+    common = Fn.sub("arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:")
+    names = {key: Fn.select(6, Fn.split(":", secret.secret_arn)) for key, secret in secrets.items()}
     return Stack.of(next(iter(secrets.values()))).to_json_string(
-        {key: secret.secret_arn for key, secret in secrets.items()}
+        {definitions.SECRET_MAP_ARN_PREFIX_KEY: common, **names}
     )

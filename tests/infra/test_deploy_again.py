@@ -29,6 +29,7 @@ from infra.constructs.secrets import (
     secret_arn_map,
 )
 from shared import definitions
+from shared.secrets import secret_arns
 
 from .conftest import FORWARD_URL, Synthesized
 from .test_readme_make_targets import recipe
@@ -40,13 +41,41 @@ def _secrets(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
     return synthesized.resources("AWS::SecretsManager::Secret")
 
 
+SAMPLE_ARN_PREFIX = "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+
+
+def _sample_arn(logical_id: str) -> str:
+    """What CloudFormation would give the secret `logical_id` (a generated name and Secrets Manager's suffix)."""
+    return f"{SAMPLE_ARN_PREFIX}{logical_id}-Ab12Cd34Ef56-XyZ123"
+
+
+def _resolve(part: Any) -> str:
+    """A template value as deploy resolves it, each secret's Ref standing for _sample_arn(its logical id)."""
+    if isinstance(part, str):
+        return part
+    if "Ref" in part:
+        return _sample_arn(part["Ref"])
+    if "Fn::Sub" in part:
+        substitutes = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+        text = str(part["Fn::Sub"])
+        for name, value in substitutes.items():
+            text = text.replace("${" + name + "}", value)
+        return text
+    if "Fn::Select" in part:
+        index, listed = part["Fn::Select"]
+        separator, source = listed["Fn::Split"]
+        return _resolve(source).split(separator)[int(index)]
+    if "Fn::Join" in part:
+        separator, parts = part["Fn::Join"]
+        return str(separator).join(_resolve(item) for item in parts)
+    raise AssertionError(f"unexpected template value {part!r}")
+
+
 def _rendered_map(value: Any) -> dict[str, str]:
-    """A {name: ARN} map as the template writes it (Fn::Join of literal JSON and Refs), read back as JSON with
-    each Ref standing for `<LogicalId>`."""
-    parts = value["Fn::Join"][1]
-    text = "".join(part if isinstance(part, str) else f"<{part['Ref']}>" for part in parts)
-    mapping: dict[str, str] = json.loads(text)
-    return mapping
+    """A {name: ARN} map as a function reads it: the template's value resolved as deploy would, then expanded by
+    the functions' own reader (shared.secrets.secret_arns: the ARNs' common part is written once)."""
+    mapping: dict[str, str] = json.loads(_resolve(value))
+    return secret_arns(mapping)
 
 
 def _function_variables(synthesized: Synthesized, function: Any) -> dict[str, Any]:
@@ -98,7 +127,8 @@ def test_the_ingest_finds_each_signing_secret_by_arn_in_one_variable(synthesized
     variables = _function_variables(synthesized, stack.ingest.function)
     # Then the map lists every provider's own secret (a Ref of a secret is its ARN), and no name prefix remains
     assert _rendered_map(variables[definitions.ENV_SIGNING_SECRETS]) == {
-        provider: f"<{synthesized.logical_id(secret)}>" for provider, secret in stack.signing_secrets.secrets.items()
+        provider: _sample_arn(synthesized.logical_id(secret))
+        for provider, secret in stack.signing_secrets.secrets.items()
     }
     assert definitions.ENV_SECRET_PREFIX not in variables
 
@@ -107,7 +137,7 @@ def test_the_processor_finds_each_api_key_by_arn_in_one_variable(synthesized: Sy
     stack = synthesized.stack
     variables = _function_variables(synthesized, stack.processor.function)
     assert _rendered_map(variables[definitions.ENV_API_KEY_SECRETS]) == {
-        provider: f"<{synthesized.logical_id(secret)}>" for provider, secret in stack.api_keys.secrets.items()
+        provider: _sample_arn(synthesized.logical_id(secret)) for provider, secret in stack.api_keys.secrets.items()
     }
     assert definitions.ENV_API_KEY_SECRET_PREFIX not in variables
 

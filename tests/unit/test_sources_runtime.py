@@ -220,3 +220,18 @@ class TestRedactionPerSource:
         assert "123.456.789-00" not in br["body"] and "a@b.c" not in br["body"]
         assert "123.456.789-00" in us["body"] and "a@b.c" not in us["body"]
         assert "123.456.789-00" in legacy["body"]
+
+
+def test_a_deployed_secret_map_writes_the_arns_common_part_once_and_every_reader_expands_it() -> None:
+    # Given a map as the stack writes it: the ARNs' common part under "*", each source's secret name after it
+    from shared.definitions import SECRET_MAP_ARN_PREFIX_KEY
+    from shared.secrets import secret_arns, secret_id
+
+    common = "arn:aws:secretsmanager:sa-east-1:123456789012:secret:"
+    written = {SECRET_MAP_ARN_PREFIX_KEY: common, "stripe-br": "SigningStripeBr-Ab12-XyZ123", "asaas": "Asaas-Q-1"}
+    # When the functions and the CLI read it, Then each source's id is its full ARN, and "*" is no source
+    assert secret_id(written, "", "stripe-br") == f"{common}SigningStripeBr-Ab12-XyZ123"
+    assert secret_id(written, "", SECRET_MAP_ARN_PREFIX_KEY) is None
+    assert secret_arns(written) == {"stripe-br": f"{common}SigningStripeBr-Ab12-XyZ123", "asaas": f"{common}Asaas-Q-1"}
+    # And a map written in full (an older stack's) reads as it is
+    assert secret_arns({"stripe": f"{common}Stripe-1"}) == {"stripe": f"{common}Stripe-1"}
