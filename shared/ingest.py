@@ -24,6 +24,7 @@ from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.providers import PayloadInvalid, ProviderDriver, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.registry import UnknownProvider, get_driver
+from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
 
@@ -55,11 +56,13 @@ class IngestService:
         secrets: SecretsSource,
         *,
         clock: Callable[[], float] = time.time,
+        rejections: RejectionLog | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.secrets = secrets
         self.clock = clock
+        self.rejections = rejections  # None: refusals are only logged and counted per provider
 
     def receive(self, driver: ProviderDriver, request: WebhookRequest) -> IngestResult:
         """Verify, parse and store one delivery. Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
@@ -194,6 +197,8 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
 
     started = time.perf_counter()
     log: dict[str, Any] = {"provider": provider}
+    driver: ProviderDriver | None = None
+    request: WebhookRequest | None = None
     try:
         driver = get_driver(provider)
         request = request_from_api_event(event)
@@ -217,8 +222,57 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     metric = _METRIC_BY_OUTCOME.get(result.outcome)
     if metric:
         count_for_provider(metric, provider)
+    if result.outcome in _REFUSAL_REASON:
+        _note_refusal(event, provider, result, driver, request, service_factory)
     (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
     return _json_response(result.status_code, result.body)
+
+
+# Outcomes that are refused deliveries, and the reason code each is recorded under (None: from the message).
+_REFUSAL_REASON: dict[str, str | None] = {
+    "signature_rejected": None,
+    "bad_request": "body_undecodable",
+    "unknown_provider": "unknown_source",
+}
+
+
+def _note_refusal(
+    event: dict[str, Any],
+    source: str,
+    result: IngestResult,
+    driver: ProviderDriver | None,
+    request: WebhookRequest | None,
+    service_factory: Callable[[], IngestService],
+) -> None:
+    """Hand a refused delivery to the rejected-delivery log (shared/rejections.py). Never raises: the answer
+    (401, 400, 404) is the same whether or not it was recorded."""
+    detail = str(result.extra.get("reason", ""))
+    reason = _REFUSAL_REASON[result.outcome] or reason_for_signature_refusal(detail)
+    try:
+        rejections = service_factory().rejections
+        if rejections is None:
+            return
+        http = event.get("requestContext", {}).get("http", {})
+        if request is None:  # the body could not be decoded: keep what API Gateway handed over
+            request = WebhookRequest(
+                body=str(event.get("body") or "").encode("utf-8", "surrogatepass"),
+                headers={name.lower(): value for name, value in (event.get("headers") or {}).items()},
+                query=dict(event.get("queryStringParameters") or {}),
+            )
+        refusal = Refusal(
+            source=source,
+            provider=driver.name if driver is not None else source,
+            reason=reason,
+            detail=detail,
+            headers=request.headers,
+            query=request.query,
+            body=request.body,
+            source_ip=str(http.get("sourceIp", "")),
+            user_agent=str(http.get("userAgent", "")),
+        )
+        rejections.note(refusal, driver)
+    except Exception as error:  # a broken configuration already fails /health; the answer stands
+        logger.warning("rejected delivery not noted", extra={"source": source, "error": type(error).__name__})
 
 
 @cache
@@ -229,4 +283,5 @@ def default_ingest_service() -> IngestService:
         settings,
         InboxStore(settings.inbox_table, settings.body_bucket),
         SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids),
+        rejections=RejectionLog(RejectionLogSettings.from_environ()),
     )
