@@ -32,6 +32,10 @@ class Target:
     # {what it holds: queue URL, or locally the queue's name} of the stack's dead-letter queues (the console's
     # depths). Locally the name: its URL is the embedded AWS's to give (GetQueueUrl), not a string to guess.
     dead_letter_queues: dict[str, str] = field(default_factory=dict)
+    # The rejected-delivery log (output RejectedTableName; None: a stack older than the log) and the secret keying
+    # its fingerprints (output FingerprintKeySecretArn; None locally: the development key).
+    rejected_table: str | None = None
+    fingerprint_key_secret: str | None = None
 
     def signing_secret(self, provider: str) -> str:
         if self.local:
@@ -61,6 +65,7 @@ def resolve(stack: str | None) -> Target:
             outbox_table=names.outbox_table,
             control_table=names.control_table,
             dead_letter_queues={"processor": names.dead_letter_queue},
+            rejected_table=names.rejected_table,
         )
 
     import boto3  # noqa: PLC0415
@@ -84,6 +89,8 @@ def resolve(stack: str | None) -> Target:
         dead_letter_queues={
             label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)
         },
+        rejected_table=outputs.get(definitions.OUTPUT_REJECTED_TABLE),
+        fingerprint_key_secret=outputs.get(definitions.OUTPUT_FINGERPRINT_KEY_SECRET),
     )
 
 
