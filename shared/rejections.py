@@ -31,7 +31,7 @@ What is stored of a delivery:
   token" by fingerprinting candidates with the same key, and a fingerprint says nothing outside the deployment.
 - the body: its size and sha256 (of the whole body as received), and the body itself up to 64 KB, after the
   driver's secret body fields (Hotmart's `hottok`) and the deployment's personal-data fields
-  (INBOX_REDACT_FIELDS, shared/retention.py's `redact`) are redacted. A redacted body is re-serialized JSON
+  (INBOX_REDACT_FIELDS, shared/redaction.py, as the archive) are redacted. A redacted body is re-serialized JSON
   (`body_redacted`), no longer the bytes that were signed. A body that cannot be redacted (not JSON) while
   redaction is configured is not kept at all (`body_withheld`): personal data is never stored unredacted.
 """
@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared import aws, definitions
 from shared.observability import count_by, logger
+from shared.redaction import parse_redact_fields
 from shared.settings import ConfigurationError, EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ def kept_body(
 ) -> KeptBody:
     """What the log keeps of a refused body: secrets and personal data redacted, then at most `limit` bytes."""
     from shared.ingest import redact_secret_fields  # noqa: PLC0415 - the ingest's own byte-exact secret redaction
-    from shared.retention import redact  # noqa: PLC0415 - the archive's redaction: one rule for personal data
+    from shared.redaction import redact  # noqa: PLC0415 - the archive's redaction: one rule for personal data
 
     body = redact_secret_fields(raw, secret_body_fields) if secret_body_fields else raw
     redacted = body != raw
@@ -310,7 +311,7 @@ class RejectionLog:
         self._key = key or (lambda: read_fingerprint_key(settings))
         self.clock = clock
         self.budget = budget or MinuteBudget(settings.per_minute)
-        self.redact_fields = _parse_fields(settings.redact_fields)
+        self.redact_fields = parse_redact_fields(settings.redact_fields)
 
     @property
     def dynamodb(self) -> DynamoDBClient:
@@ -394,9 +395,3 @@ class RejectionLog:
         elif kept.body:  # DynamoDB keeps no empty binary worth storing; an empty body is body_size 0
             item["body"] = kept.body
         return item
-
-
-def _parse_fields(raw: str) -> frozenset[str]:
-    from shared.retention import parse_redact_fields  # noqa: PLC0415
-
-    return parse_redact_fields(raw)

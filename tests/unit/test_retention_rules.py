@@ -10,8 +10,8 @@ import pytest
 from moto.events.models import EventPattern
 
 from shared import definitions
+from shared.redaction import REDACTED
 from shared.retention import (
-    REDACTED,
     archive_key,
     archived_body,
     batch_id,
