@@ -20,9 +20,10 @@ from typing import Any
 from flask import Flask, Response, abort, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from inbox_cli import operations
+from inbox_cli import operations, rejected
 from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time
 from inbox_cli.target import Target
+from shared import definitions
 from shared.inbox.model import EventStatus
 from shared.providers.registry import provider_names
 
@@ -50,6 +51,7 @@ def create_app(target: Target, *, port: int, stack_name: str | None = None, toke
     app = Flask(__name__)
     _guard(app, port=port, csrf_token=token or secrets.token_urlsafe(32), stack_label=stack_name or "local stack")
     _read_pages(app, target)
+    _rejected_pages(app, target)
     _replay_pages(app, target)
     return app
 
@@ -159,6 +161,40 @@ def _read_pages(app: Flask, target: Target) -> None:
         limit = _limit(request.args.get("limit"))
         rows = operations.failed_events(target, provider=provider, limit=limit)
         return render_template("failed.html", rows=rows, provider=provider, limit=limit, providers=provider_names())
+
+
+def _rejected_pages(app: Flask, target: Target) -> None:
+    """The deliveries the ingest refused (`inbox rejected list/show`): secret-bearing headers only as fingerprints,
+    as the log stores them."""
+
+    @app.get("/rejected")
+    def rejected_list() -> str:
+        source = _choice(request.args.get("source"), provider_names())
+        reason = _choice(request.args.get("reason"), definitions.REJECTION_REASONS)
+        limit = _limit(request.args.get("limit"))
+        rows = rejected.list_rejected(target, source=source, reason=reason, limit=limit)
+        return render_template(
+            "rejected.html",
+            rows=rows,
+            source=source,
+            reason=reason,
+            limit=limit,
+            sources=provider_names(),
+            reasons=definitions.REJECTION_REASONS,
+        )
+
+    @app.get("/rejected/<rejected_id>")
+    def rejected_detail(rejected_id: str) -> str:
+        delivery = rejected.load_rejected(target, rejected_id)
+        document = delivery.to_json()
+        body = document.pop("body")
+        return render_template(
+            "rejected_detail.html",
+            delivery=delivery,
+            document=document,
+            body=body,
+            pretty=_pretty_json(body) if document["body_encoding"] == "utf-8" else None,
+        )
 
 
 def _replay_pages(app: Flask, target: Target) -> None:
