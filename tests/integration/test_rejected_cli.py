@@ -65,132 +65,134 @@ def frozen_now(monkeypatch):
     return moment
 
 
-class TestLocal:
-    def test_list_is_newest_first_with_id_and_reason_and_filters(self, aws_world, frozen_now):
-        # Given three refusals over two days, of two sources and two reasons
-        table = aws_world.names.rejected_table
-        record(table, at=NOW - 86_400, source="stripe", reason="signature_missing")
-        record(table, at=NOW, source="asaas", reason="signature_invalid", headers={"asaas-access-token": "tok"})
-        record(table, at=NOW + 60, source="stripe", reason="signature_invalid")
-        # When they are listed
-        code, output = invoke("rejected", "list", "--json")
-        rows = json.loads(output)
-        # Then every row has its id and reason, newest first
-        assert code == 0
-        assert [(r["source"], r["reason"]) for r in rows] == [
-            ("stripe", "signature_invalid"),
-            ("asaas", "signature_invalid"),
-            ("stripe", "signature_missing"),
-        ]
-        assert all(r["id"].startswith("rej_") for r in rows)
-        # and the filters and the limit apply
-        assert [r["source"] for r in json.loads(invoke("rejected", "list", "--source", "asaas", "--json")[1])] == [
-            "asaas"
-        ]
-        by_reason = json.loads(invoke("rejected", "list", "--reason", "signature_missing", "--json")[1])
-        assert [r["reason"] for r in by_reason] == ["signature_missing"]
-        assert len(json.loads(invoke("rejected", "list", "--limit", "1", "--json")[1])) == 1
-        # and the table form shows the same ids
-        code, text = invoke("rejected", "list")
-        assert code == 0 and all(r["id"] in text for r in rows) and "REASON" in text
-
-    def test_an_expired_record_is_not_listed(self, aws_world, frozen_now):
-        # Given a refusal 3 days before the CLI's now (past its 3 days; TTL has not deleted it yet)
-        record(aws_world.names.rejected_table, at=NOW - 2 * 86_400)
-        # Then it is neither listed nor shown
-        assert json.loads(invoke("rejected", "list", "--json")[1]) == []
-
-    def test_show_gives_headers_with_fingerprints_and_the_body(self, aws_world, frozen_now):
-        # Given a refused Asaas delivery with its token and a personal field
-        record(
-            aws_world.names.rejected_table,
-            at=NOW,
-            source="asaas",
-            headers={"asaas-access-token": "tok_previous", "content-type": "application/json"},
-            body=b'{"id": "evt_1", "email": "ana@example.com"}',
-        )
-        [row] = json.loads(invoke("rejected", "list", "--json")[1])
-        # When it is shown
-        code, output = invoke("rejected", "show", row["id"], "--json")
-        document = json.loads(output)
-        # Then the token is only its fingerprint, which the doctor can reproduce from a candidate
-        assert code == 0
-        assert document["headers"]["asaas-access-token"] == {
-            "fingerprint": rejected.fingerprint_of(resolve(None), "tok_previous")
-        }
-        assert document["headers"]["content-type"] == "application/json"
-        assert "tok_previous" not in output
-        # and the body is text, redacted
-        assert document["body_encoding"] == "utf-8"
-        assert json.loads(document["body"]) == {"id": "evt_1", "email": "[redacted]"}
-        assert document["body_redacted"] is True
-        # and the text form says the header is a secret, without it
-        code, text = invoke("rejected", "show", row["id"])
-        assert code == 0 and "(secret, fingerprint" in text and "tok_previous" not in text
-
-    def test_a_binary_body_is_shown_as_base64(self, aws_world, frozen_now):
-        # Given a refused body that is not UTF-8, with no redaction configured
-        record(aws_world.names.rejected_table, at=NOW, body=b"\xff\xfe", redact_fields="")
-        [row] = json.loads(invoke("rejected", "list", "--json")[1])
-        # Then it is shown as base64
-        document = json.loads(invoke("rejected", "show", row["id"], "--json")[1])
-        assert (document["body"], document["body_encoding"]) == ("//4=", "base64")
-
-    def test_a_body_that_could_not_be_redacted_is_shown_as_withheld(self, aws_world, frozen_now):
-        # Given redaction configured and a refused body that is not JSON
-        record(aws_world.names.rejected_table, at=NOW, body=b"email=ana@example.com")
-        [row] = json.loads(invoke("rejected", "list", "--json")[1])
-        # Then nothing of it was kept, and the record says so
-        document = json.loads(invoke("rejected", "show", row["id"], "--json")[1])
-        assert (document["body"], document["body_withheld"], document["body_size"]) == ("", True, 21)
-
-    def test_an_unknown_id_is_a_clear_error(self, aws_world, frozen_now):
-        code, output = invoke("rejected", "show", "rej_0000000000ZZZZZZZZZZZZZZZZ")
-        assert code == 1 and "no rejected delivery" in output
-        code, output = invoke("rejected", "show", "stripe#evt_1")
-        assert code == 1 and "is not a rejection id" in output
-
-    def test_load_rejected_gives_the_doctor_the_record(self, aws_world, frozen_now):
-        # Given a recorded refusal
-        record(aws_world.names.rejected_table, at=NOW, detail="timestamp outside tolerance")
-        [row] = rejected.list_rejected(resolve(None))
-        # When the doctor loads it
-        delivery = rejected.load_rejected(resolve(None), row["id"])
-        # Then it has the schema's fields, the body as bytes
-        assert delivery.id == row["id"] and delivery.source == "stripe" and delivery.provider == "stripe"
-        assert delivery.headers == {"stripe-signature": "t=1,v1=00"}
-        assert delivery.body == b'{"id": "evt_%d"}' % int(NOW)
-        assert delivery.detail == "timestamp outside tolerance"
-        assert delivery.expires_at == int(NOW) + 3 * 86_400
-        with pytest.raises(NotFound):
-            rejected.load_rejected(resolve(None), "rej_0000000000ZZZZZZZZZZZZZZZZ")
+def test_list_is_newest_first_with_id_and_reason_and_filters(aws_world, frozen_now):
+    # Given three refusals over two days, of two sources and two reasons
+    table = aws_world.names.rejected_table
+    record(table, at=NOW - 86_400, source="stripe", reason="signature_missing")
+    record(table, at=NOW, source="asaas", reason="signature_invalid", headers={"asaas-access-token": "tok"})
+    record(table, at=NOW + 60, source="stripe", reason="signature_invalid")
+    # When they are listed
+    code, output = invoke("rejected", "list", "--json")
+    rows = json.loads(output)
+    # Then every row has its id and reason, newest first
+    assert code == 0
+    assert [(r["source"], r["reason"]) for r in rows] == [
+        ("stripe", "signature_invalid"),
+        ("asaas", "signature_invalid"),
+        ("stripe", "signature_missing"),
+    ]
+    assert all(r["id"].startswith("rej_") for r in rows)
+    # and the filters and the limit apply
+    assert [r["source"] for r in json.loads(invoke("rejected", "list", "--source", "asaas", "--json")[1])] == ["asaas"]
+    by_reason = json.loads(invoke("rejected", "list", "--reason", "signature_missing", "--json")[1])
+    assert [r["reason"] for r in by_reason] == ["signature_missing"]
+    assert len(json.loads(invoke("rejected", "list", "--limit", "1", "--json")[1])) == 1
+    # and the table form shows the same ids
+    code, text = invoke("rejected", "list")
+    assert code == 0 and all(r["id"] in text for r in rows) and "REASON" in text
 
 
-class TestDeployedStack:
-    def test_stack_name_reads_the_stacks_own_log(self, aws_world, frozen_now):
-        # Given a deployed stack (moto) whose outputs name its rejected table, and a local log with another record
-        deployed_stack(aws_world.session)
-        stack = aws_world.session.client("cloudformation")
-        stack.delete_stack(StackName=STACK_NAME)
-        outputs = {
-            definitions.OUTPUT_API_URL: "https://abc123.execute-api.us-east-1.amazonaws.com/",
-            definitions.OUTPUT_INBOX_TABLE: DEPLOYED.inbox_table,
-            definitions.OUTPUT_BODY_BUCKET: DEPLOYED.body_bucket,
-            definitions.OUTPUT_REJECTED_TABLE: DEPLOYED.rejected_table,
-        }
-        template = {
-            "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
-            "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-        }
-        stack.create_stack(StackName=STACK_NAME, TemplateBody=json.dumps(template))
-        record(DEPLOYED.rejected_table, at=NOW, source="asaas")
-        record(aws_world.names.rejected_table, at=NOW, source="stripe")
-        # When listed with --stack (either spelling)
-        for words in (
-            ("--stack", STACK_NAME, "rejected", "list", "--json"),
-            ("rejected", "list", "--stack", STACK_NAME, "--json"),
-        ):
-            code, output = invoke(*words)
-            # Then only the deployed stack's record
-            assert code == 0, output
-            assert [row["source"] for row in json.loads(output)] == ["asaas"]
+def test_an_expired_record_is_not_listed(aws_world, frozen_now):
+    # Given a refusal 3 days before the CLI's now (past its 3 days; TTL has not deleted it yet)
+    record(aws_world.names.rejected_table, at=NOW - 2 * 86_400)
+    # Then it is neither listed nor shown
+    assert json.loads(invoke("rejected", "list", "--json")[1]) == []
+
+
+def test_show_gives_headers_with_fingerprints_and_the_body(aws_world, frozen_now):
+    # Given a refused Asaas delivery with its token and a personal field
+    record(
+        aws_world.names.rejected_table,
+        at=NOW,
+        source="asaas",
+        headers={"asaas-access-token": "tok_previous", "content-type": "application/json"},
+        body=b'{"id": "evt_1", "email": "ana@example.com"}',
+    )
+    [row] = json.loads(invoke("rejected", "list", "--json")[1])
+    # When it is shown
+    code, output = invoke("rejected", "show", row["id"], "--json")
+    document = json.loads(output)
+    # Then the token is only its fingerprint, which the doctor can reproduce from a candidate
+    assert code == 0
+    assert document["headers"]["asaas-access-token"] == {
+        "fingerprint": rejected.fingerprint_of(resolve(None), "tok_previous")
+    }
+    assert document["headers"]["content-type"] == "application/json"
+    assert "tok_previous" not in output
+    # and the body is text, redacted
+    assert document["body_encoding"] == "utf-8"
+    assert json.loads(document["body"]) == {"id": "evt_1", "email": "[redacted]"}
+    assert document["body_redacted"] is True
+    # and the text form says the header is a secret, without it
+    code, text = invoke("rejected", "show", row["id"])
+    assert code == 0 and "(secret, fingerprint" in text and "tok_previous" not in text
+
+
+def test_a_binary_body_is_shown_as_base64(aws_world, frozen_now):
+    # Given a refused body that is not UTF-8, with no redaction configured
+    record(aws_world.names.rejected_table, at=NOW, body=b"\xff\xfe", redact_fields="")
+    [row] = json.loads(invoke("rejected", "list", "--json")[1])
+    # Then it is shown as base64
+    document = json.loads(invoke("rejected", "show", row["id"], "--json")[1])
+    assert (document["body"], document["body_encoding"]) == ("//4=", "base64")
+
+
+def test_a_body_that_could_not_be_redacted_is_shown_as_withheld(aws_world, frozen_now):
+    # Given redaction configured and a refused body that is not JSON
+    record(aws_world.names.rejected_table, at=NOW, body=b"email=ana@example.com")
+    [row] = json.loads(invoke("rejected", "list", "--json")[1])
+    # Then nothing of it was kept, and the record says so
+    document = json.loads(invoke("rejected", "show", row["id"], "--json")[1])
+    assert (document["body"], document["body_withheld"], document["body_size"]) == ("", True, 21)
+
+
+def test_an_unknown_id_is_a_clear_error(aws_world, frozen_now):
+    code, output = invoke("rejected", "show", "rej_0000000000ZZZZZZZZZZZZZZZZ")
+    assert code == 1 and "no rejected delivery" in output
+    code, output = invoke("rejected", "show", "stripe#evt_1")
+    assert code == 1 and "is not a rejection id" in output
+
+
+def test_load_rejected_gives_the_doctor_the_record(aws_world, frozen_now):
+    # Given a recorded refusal
+    record(aws_world.names.rejected_table, at=NOW, detail="timestamp outside tolerance")
+    [row] = rejected.list_rejected(resolve(None))
+    # When the doctor loads it
+    delivery = rejected.load_rejected(resolve(None), row["id"])
+    # Then it has the schema's fields, the body as bytes
+    assert delivery.id == row["id"] and delivery.source == "stripe" and delivery.provider == "stripe"
+    assert delivery.headers == {"stripe-signature": "t=1,v1=00"}
+    assert delivery.body == b'{"id": "evt_%d"}' % int(NOW)
+    assert delivery.detail == "timestamp outside tolerance"
+    assert delivery.expires_at == int(NOW) + 3 * 86_400
+    with pytest.raises(NotFound):
+        rejected.load_rejected(resolve(None), "rej_0000000000ZZZZZZZZZZZZZZZZ")
+
+
+def test_stack_name_reads_the_stacks_own_log(aws_world, frozen_now):
+    # Given a deployed stack (moto) whose outputs name its rejected table, and a local log with another record
+    deployed_stack(aws_world.session)
+    stack = aws_world.session.client("cloudformation")
+    stack.delete_stack(StackName=STACK_NAME)
+    outputs = {
+        definitions.OUTPUT_API_URL: "https://abc123.execute-api.us-east-1.amazonaws.com/",
+        definitions.OUTPUT_INBOX_TABLE: DEPLOYED.inbox_table,
+        definitions.OUTPUT_BODY_BUCKET: DEPLOYED.body_bucket,
+        definitions.OUTPUT_REJECTED_TABLE: DEPLOYED.rejected_table,
+    }
+    template = {
+        "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    stack.create_stack(StackName=STACK_NAME, TemplateBody=json.dumps(template))
+    record(DEPLOYED.rejected_table, at=NOW, source="asaas")
+    record(aws_world.names.rejected_table, at=NOW, source="stripe")
+    # When listed with --stack (either spelling)
+    for words in (
+        ("--stack", STACK_NAME, "rejected", "list", "--json"),
+        ("rejected", "list", "--stack", STACK_NAME, "--json"),
+    ):
+        code, output = invoke(*words)
+        # Then only the deployed stack's record
+        assert code == 0, output
+        assert [row["source"] for row in json.loads(output)] == ["asaas"]
