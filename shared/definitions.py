@@ -513,13 +513,16 @@ SECRET_TAG_KIND: Final = "webhook-inbox:kind"
 SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
 SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
 SECRET_KIND_FORWARD_SIGNING: Final = "forward-signing"  # the forwarded events' Standard Webhooks secret pair
+SECRET_KIND_FINGERPRINT_KEY: Final = "fingerprint-key"  # keys the rejected-delivery log's fingerprints {"current"}
 
 # Lambda: "the total size of all environment variables doesn't exceed 4 KB"
 # (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
 # variables that grow with the number of providers (or, later, sources); infra/constructs/secrets.py checks at
 # synth that a map, at its longest possible ARNs, leaves this much of the 4 KB to every other variable.
 LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
-LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
+# The ingest's other variables take 1,230 bytes at their longest (each CloudFormation reference counted as 255
+# characters), the rejected-delivery log's table and fingerprint key included.
+LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1280
 
 
 # ------------------------------------------------------------------------------------------- control table

@@ -52,8 +52,13 @@ class IngestFunction(Construct):
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
                 definitions.ENV_REJECTED_TABLE: rejected.table.table_name,
                 definitions.ENV_FINGERPRINT_KEY_SECRET: rejected.fingerprint_key.secret_arn,
-                # The deployment's personal-data fields: redacted from refused bodies as from the archive.
-                definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields,
+                # The deployment's personal-data fields: redacted from refused bodies as from the archive (unset
+                # when there are none: Lambda's 4 KB of environment is shared with the secret maps).
+                **(
+                    {definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields}
+                    if settings.archive_redact_fields
+                    else {}
+                ),
             },
         )
         self.function = built.function

@@ -15,7 +15,8 @@ Choices:
 - The AWS managed key, as the inbox (inbox_storage.py explains). No stream: nothing consumes it. Deleted with the
   stack (no deletion protection, DESTROY): it holds nothing worth keeping.
 - The fingerprint key: a generated Secrets Manager secret ``{"current": <48 random characters>}`` per deployment,
-  so a fingerprint means nothing outside it. Not rotated (SMG4, acknowledged): a new key would make every record
+  so a fingerprint means nothing outside it; named, tagged and retained like the stack's other secrets. Not
+  rotated (SMG4, acknowledged): a new key would make every record
   still in the log incomparable with the candidates the doctor fingerprints; the key never leaves the account
   and protects no data by itself (it only makes fingerprints unguessable).
 """
@@ -30,6 +31,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from infra.constructs.secrets import retained_secret
 from infra.nag import acknowledge
 from shared import definitions
 
@@ -68,9 +70,12 @@ class RejectedLog(Construct):
             "them (senders' bodies) restorable for up to 35 days after their expiry, defeating the short retention.",
         )
 
-        self.fingerprint_key = secretsmanager.Secret(
+        # Named by CloudFormation, tagged and retained like every secret of the stack (secrets.py explains).
+        self.fingerprint_key = retained_secret(
             self,
             "FingerprintKey",
+            kind=definitions.SECRET_KIND_FINGERPRINT_KEY,
+            provider=None,
             description=(
                 f"Key of the rejected-delivery log's fingerprints for stack {stack_name}: "
                 '{"current": "..."}, generated; the ingest and `inbox doctor` read it. Do not change it.'
@@ -81,7 +86,6 @@ class RejectedLog(Construct):
                 exclude_punctuation=True,
                 password_length=48,
             ),
-            removal_policy=RemovalPolicy.DESTROY,
         )
         acknowledge(
             self.fingerprint_key,
