@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -193,6 +194,19 @@ def fingerprint_key(target: Target) -> bytes:
     secret = boto3.client("secretsmanager").get_secret_value(SecretId=target.fingerprint_key_secret)
     value = json.loads(secret["SecretString"])
     return str(value["current"]).encode("utf-8")
+
+
+def fingerprint_for(target: Target) -> Callable[[str], str]:
+    """A candidate secret -> the fingerprint it would have in `target`'s log (what `inbox doctor --rejected` compares
+    with a record's); the key is read once, on the first call."""
+    key: list[bytes] = []
+
+    def of(candidate: str) -> str:
+        if not key:
+            key.append(fingerprint_key(target))
+        return fingerprint(key[0], candidate)
+
+    return of
 
 
 def fingerprint_of(target: Target, candidate: str) -> str:

@@ -117,6 +117,12 @@ def test_show_gives_headers_with_fingerprints_and_the_body(aws_world, frozen_now
     assert document["headers"]["asaas-access-token"] == {
         "fingerprint": rejected.fingerprint_of(resolve(None), "tok_previous")
     }
+    assert rejected.fingerprint_for(resolve(None))("tok_previous") == rejected.fingerprint_of(
+        resolve(None), "tok_previous"
+    )
+    assert (
+        rejected.fingerprint_for(resolve(None))("tok_other") != document["headers"]["asaas-access-token"]["fingerprint"]
+    )
     assert document["headers"]["content-type"] == "application/json"
     assert "tok_previous" not in output
     # and the body is text, redacted
@@ -196,3 +202,25 @@ def test_stack_name_reads_the_stacks_own_log(aws_world, frozen_now):
         # Then only the deployed stack's record
         assert code == 0, output
         assert [row["source"] for row in json.loads(output)] == ["asaas"]
+
+
+def test_a_deployed_stacks_fingerprints_are_keyed_by_its_generated_secret(aws_world, frozen_now):
+    # Given a deployed stack whose fingerprint key is a Secrets Manager secret {"current": ...}
+    secrets = aws_world.session.client("secretsmanager")
+    arn = secrets.create_secret(Name="FingerprintKey", SecretString=json.dumps({"current": "deployed-key"}))["ARN"]
+    outputs = {
+        definitions.OUTPUT_API_URL: "https://abc123.execute-api.us-east-1.amazonaws.com/",
+        definitions.OUTPUT_INBOX_TABLE: DEPLOYED.inbox_table,
+        definitions.OUTPUT_BODY_BUCKET: DEPLOYED.body_bucket,
+        definitions.OUTPUT_FINGERPRINT_KEY_SECRET: arn,
+    }
+    template = {
+        "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    aws_world.session.client("cloudformation").create_stack(StackName=STACK_NAME, TemplateBody=json.dumps(template))
+    # Then the doctor's fingerprints of a candidate are the ingest's under that key, not the local one
+    from shared.rejections import fingerprint
+
+    of = rejected.fingerprint_for(resolve(STACK_NAME))
+    assert of("tok") == fingerprint(b"deployed-key", "tok") != fingerprint(DEV_FINGERPRINT_KEY.encode(), "tok")
