@@ -15,6 +15,7 @@ import click
 
 from inbox_cli import operations
 from inbox_cli.chaos import chaos as chaos_command
+from inbox_cli.doctor import doctor as doctor_command
 from inbox_cli.listen import listen as listen_command
 from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, resolve
@@ -626,6 +627,7 @@ def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None
 
 cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
 cli.add_command(listen_command)  # `inbox listen`: inbox_cli/listen.py
+cli.add_command(doctor_command)  # `inbox doctor`: inbox_cli/doctor/
 
 # ---------------------------------------------------------------------------------------------------- outbox
 

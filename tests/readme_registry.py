@@ -313,4 +313,21 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
         ),
     ),
     "inbox cost --events-per-month 1000000": (Run("tests/unit/test_cost_model.py::test_the_command_prints_the_lines"),),
+    # --- the signature doctor (inbox_cli/doctor/)
+    "inbox doctor SOURCE --body FILE --header 'NAME: VALUE' [--query 'K=V'] [--secret S] [--at EPOCH] [--json]": (
+        Run(
+            "tests/unit/test_doctor_cli.py::test_a_re_serialized_body_is_one_sentence_and_exit_1",
+            "SOURCE=stripe, a body file, the delivery's headers, --at (in-process)",
+        ),
+        Run("tests/unit/test_doctor_cli.py::test_a_valid_delivery_answers_valid_with_exit_0", "with --json"),
+        Run("tests/unit/test_doctor_cli.py::test_a_signature_in_the_query_is_given_with_query", "with --query 'K=V'"),
+        Run(
+            "tests/unit/test_doctor_cli.py::test_secret_given_on_the_command_line_is_checked_against_the_configured_one",
+            "with --secret S --json",
+        ),
+    ),
+    ".venv/bin/inbox doctor stripe --body docs/examples/stripe-reserialized.json --header 'Stripe-Signature: "
+    "t=1764590400,v1=085b1135ee35fd55fbff9a21a951712cceec9cd234e53b3088d2e1f586e3d2f3' --at 1764590400": (
+        Run("tests/unit/test_doctor_cli.py::test_readme_doctor_example_runs_as_written"),
+    ),
 }
