@@ -224,3 +224,47 @@ def test_a_deployed_stacks_fingerprints_are_keyed_by_its_generated_secret(aws_wo
 
     of = rejected.fingerprint_for(resolve(STACK_NAME))
     assert of("tok") == fingerprint(b"deployed-key", "tok") != fingerprint(DEV_FINGERPRINT_KEY.encode(), "tok")
+
+
+def test_doctor_rejected_diagnoses_a_delivery_the_ingest_recorded(aws_world, frozen_now, monkeypatch):
+    # Given the "done when": a Stripe delivery whose framework re-serialized the body before posting it
+    from inbox_cli.main import cli as main_cli  # the command group with `doctor` on it
+    from inbox_local.config import DEV_SECRETS
+    from inbox_local.senders import sender_for
+    from shared.rejections import MinuteBudget
+
+    signed_at = int(frozen_now.timestamp())
+    original = b'{\n  "id": "evt_1",\n  "type": "payment_intent.succeeded"\n}'
+    request = sender_for("stripe").sign(original, DEV_SECRETS["stripe"], now=signed_at)
+    log = RejectionLog(
+        RejectionLogSettings(table=aws_world.names.rejected_table, fingerprint_key=DEV_FINGERPRINT_KEY),
+        clock=lambda: float(signed_at),
+        budget=MinuteBudget(60),
+    )
+    reserialized = json.dumps(json.loads(original), separators=(",", ":")).encode()
+    assert (
+        log.note(
+            Refusal(
+                "stripe",
+                "stripe",
+                "signature_invalid",
+                "no signature matches",
+                request.headers,
+                {},
+                reserialized,
+                "ip",
+                "ua",
+            ),
+            None,
+        )
+        == "recorded"
+    )
+    [row] = json.loads(invoke("rejected", "list", "--json")[1])
+    # When the developer asks the doctor about it
+    result = CliRunner().invoke(main_cli, ["doctor", "--rejected", row["id"], "--json"])
+    # Then it says the body was re-serialized
+    assert json.loads(result.output)["diagnosis"] == "body_reserialized", result.output
+    assert result.exit_code == 1
+    # and an unknown id is a clear error
+    unknown = CliRunner().invoke(main_cli, ["doctor", "--rejected", "rej_0000000000ZZZZZZZZZZZZZZZZ"])
+    assert unknown.exit_code == 1 and "no rejected delivery" in unknown.output
