@@ -93,3 +93,23 @@ def test_sender_content_is_escaped_and_an_unknown_id_is_404(console):
     )
     assert console.get("/rejected/rej_0000000000ZZZZZZZZZZZZZZZZ").status_code == 404
     assert console.get("/rejected/not-an-id").status_code == 404
+
+
+def test_each_row_and_the_detail_carry_the_doctors_diagnosis(console):
+    # Given a Stripe delivery whose body was re-serialized after signing, refused by the real ingest
+    import json
+    import time
+
+    from inbox_local.config import DEV_SECRETS
+    from inbox_local.senders import sender_for
+
+    original = b'{\n  "id": "evt_9",\n  "type": "payment_intent.succeeded"\n}'
+    request = sender_for("stripe").sign(original, DEV_SECRETS["stripe"], now=int(time.time()))
+    refuse("stripe", json.dumps(json.loads(original), separators=(",", ":")).encode(), dict(request.headers))
+    [row] = rejected.list_rejected(console.target)
+    # When the list and the record's page are read
+    listing = console.get("/rejected").get_data(as_text=True)
+    detail = console.get(f"/rejected/{row['id']}").get_data(as_text=True)
+    # Then both say what `inbox doctor --rejected` says: the body was re-serialized
+    assert 'class="diagnosis-code"' in listing and "body_reserialized" in listing
+    assert '<strong id="diagnosis-code">body_reserialized</strong>' in detail
