@@ -331,3 +331,5 @@ def test_rejected_deliveries_are_listed_and_shown_as_the_cli_does(console):
     ]
     assert browser.find_element("id", "raw-body").text == shown["body"]
     assert "tok_console" not in browser.page_source
+    # And the doctor's diagnosis is on the page (a token no secret of the source has: not one we know)
+    assert browser.find_element("id", "diagnosis-code").text in ("unexplained", "wrong_secret")
