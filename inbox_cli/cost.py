@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,22 @@ class Assumptions:
     forwarding: bool = True
     publisher_ms_per_event: float = 15.0  # one PutEvents call per batch of up to ten
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
+    forward_attempts_per_transition: float = 1.0  # a healthy endpoint: each event accepted on its first POST
     published_event_kb: float = 0.6
-    secrets: int = len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS) + 1  # + the forwarding secret
+    # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
+    # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
+    sources: int = len(definitions.default_sources())
+    sources_with_api: int = sum(source.has_api for source in definitions.default_sources())
+
+    @property
+    def secrets(self) -> int:
+        """Secrets Manager secrets the stack holds: the sources' and, with forwarding, its signing secret."""
+        return self.sources + self.sources_with_api + (1 if self.forwarding else 0)
+
+
+def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec, ...]) -> Assumptions:
+    """The assumptions of a deployment of `sources` (what `inbox cost` prices: the declaration it reads)."""
+    return replace(assumptions, sources=len(sources), sources_with_api=sum(source.has_api for source in sources))
 
 
 def _wru(kilobytes: float) -> int:
@@ -57,6 +71,9 @@ def _wru(kilobytes: float) -> int:
 # A per-item storage overhead DynamoDB bills for indexing, in the table and in each index copy
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html).
 STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
+# The forwarding log's item of one attempt with a short answer (a 2xx, a few headers): ~0.4 KB by DynamoDB's sizing
+# rules (tests/unit/test_forwarding_log.py sizes one), so one write unit per attempt.
+FORWARD_LOG_ITEM_KB = 0.4
 PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
 
 
@@ -163,6 +180,7 @@ def monthly_cost(
     gb_ingest = definitions.INGEST_MEMORY_MB / 1024
     gb_processor = definitions.PROCESSOR_MEMORY_MB / 1024
     published = events * a.transitions_per_event
+    forward_attempts = published * a.forward_attempts_per_transition
     outbox_readers = 2 if a.forwarding else 1  # Pipes on the outbox stream
     gb_publisher = definitions.PUBLISHER_MEMORY_MB / 1024
     gb_forwarder = definitions.FORWARDER_MEMORY_MB / 1024
@@ -221,6 +239,18 @@ def monthly_cost(
         "Forwarding checkpoints (control table)": (
             published * u.write_units_forwarding_per_transition / 1e6 * wru_price if a.forwarding else 0.0
         ),
+        # One item per attempt, kept DEFAULT_FORWARD_LOG_RETENTION_DAYS (with PITR, like every table).
+        "Forwarding log (one item per attempt)": (
+            forward_attempts * _wru(FORWARD_LOG_ITEM_KB) / 1e6 * wru_price
+            + forward_attempts
+            * (FORWARD_LOG_ITEM_KB * 1024 + STORAGE_OVERHEAD_BYTES_PER_ITEM)
+            * definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
+            / 30
+            / 1024**3
+            * (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"])
+            if a.forwarding
+            else 0.0
+        ),
         "EventBridge bus events + archive": published / 1e6 * p["eventbridge_custom_events_per_million"]
         + published * a.published_event_kb / 1024 / 1024 * p["eventbridge_archive_per_gb"],
     }
@@ -247,6 +277,13 @@ def monthly_cost(
             "deliveries_per_event": a.deliveries_per_event,
             "transitions_per_event": a.transitions_per_event,
             "forwarding": a.forwarding,
+            "sources": a.sources,
+            "secrets": {
+                "signing": a.sources,
+                "api_key": a.sources_with_api,
+                "forwarding": 1 if a.forwarding else 0,
+                "total": a.secrets,
+            },
         },
         "assumptions": asdict(a),
         "index_projection": definitions.INBOX_INDEX_PROJECTION,
@@ -281,6 +318,9 @@ def render(report: dict[str, Any]) -> str:
         f"scenario: {scenario['body_kb']} KB bodies, {scenario['deliveries_per_event']} deliveries per event, "
         f"{scenario['transitions_per_event']} transitions per event, "
         f"forwarding {'on' if scenario['forwarding'] else 'off'}",
+        f"{scenario['sources']} source(s) declared: {scenario['secrets']['total']} secrets "
+        f"({scenario['secrets']['signing']} signing, {scenario['secrets']['api_key']} API key, "
+        f"{scenario['secrets']['forwarding']} forwarding)",
         f"per-event figures: {report['per_event_figures']}",
         "",
     ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,14 +19,21 @@ from inbox_cli.chaos import chaos as chaos_command
 from inbox_cli.doctor import doctor as doctor_command
 from inbox_cli.listen import listen as listen_command
 from inbox_cli.simulate.options import simulated_provider_option
-from inbox_cli.target import Target, resolve
+from inbox_cli.target import Target, UnknownSource, resolve
 from inbox_local.senders import sender_for
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
 from shared import aws, definitions
+from shared.definitions import SourceSpec
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid
 from shared.providers.registry import get_driver, provider_names
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+
+    from shared.forwarding import ForwardCheckpoints
+    from shared.forwarding_log import ForwardLog
 
 
 def _echo_json(value: Any) -> None:
@@ -135,7 +143,7 @@ def register_with_simulator(
 
 
 @cli.command()
-@click.argument("provider", type=click.Choice(provider_names()))
+@click.argument("source")
 @click.option("--event-id", default=None, help="Event id (default: a new one).")
 @click.option("--resource-id", default=None, help="Payment id (default: a new one).")
 @click.option("--status", default="paid", show_default=True, help="Canonical status the sample reports.")
@@ -144,21 +152,25 @@ def register_with_simulator(
 @click.pass_context
 def send(
     ctx: click.Context,
-    provider: str,
+    source: str,
     event_id: str | None,
     resource_id: str | None,
     status: str,
     amount: int,
     url: str | None,
 ) -> None:
-    """Post a correctly signed sample webhook of PROVIDER.
+    """Post a correctly signed sample webhook to SOURCE (a source of the stack: `inbox sources list`).
 
-    Locally, for a provider the processor refetches from, the payment is first registered with the gateway
-    simulator in that status, so the event is processed like a real one. A deployed stack refetches from the
-    real gateway, which knows no sample payment: pass --resource-id of a real one there."""
+    It is signed with that source's secret: INBOX_SECRET_<SOURCE> when set, else locally the source's development
+    secret, deployed the `current` value of its secret in the stack. Locally, for a provider the processor
+    refetches from, the payment is first registered with the gateway simulator in that status, so the event is
+    processed like a real one. A deployed stack refetches from the real gateway, which knows no sample payment:
+    pass --resource-id of a real one there."""
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
 
     target = _target(ctx)
+    spec = _source(target, source)
+    provider = spec.provider
     driver, sender = get_driver(provider), sender_for(provider)
     refetched = provider in supported_providers()
     if target.local and refetched:
@@ -178,23 +190,106 @@ def send(
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    signed = sender.sign(body, target.signing_secret(provider), now=now, event_id=event_id)
+    signed = sender.sign(body, target.signing_secret(spec.name), now=now, event_id=event_id)
     try:  # the id the inbox stores it under: some providers derive it from the body (docs/providers*.md)
         stored_id = driver.parse(signed).event_id
     except PayloadInvalid:
         stored_id = driver.fallback_event_id(signed)
     query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""
-    endpoint = (url or f"{target.api_url}/webhooks/{provider}") + query
+    endpoint = (url or target.webhook_url(spec.name)) + query
     headers = {"content-type": "application/json", **signed.headers}
     code, answer = post_webhook(endpoint, signed.body, headers)
     click.echo(f"POST {endpoint} -> {code} {answer}")
     if code >= 300:
         raise SystemExit(1)
     stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
-    click.echo(f"sent {provider} event {stored_id} about payment {resource_id}; look at it with:")
-    click.echo(f"  inbox{stack} events show {provider} {stored_id}")
+    click.echo(f"sent {spec.name} ({provider}) event {stored_id} about payment {resource_id}; look at it with:")
+    click.echo(f"  inbox{stack} events show {spec.name} {stored_id}")
     if not target.local and refetched and not ctx.params.get("resource_id"):
         click.echo(f"  (the stack refetches from {provider}'s real API, which does not know this sample payment)")
+
+
+def _secretsmanager() -> SecretsManagerClient:
+    import boto3  # noqa: PLC0415
+
+    client: SecretsManagerClient = boto3.client("secretsmanager")
+    return client
+
+
+def _source(target: Target, name: str) -> SourceSpec:
+    """The target's source `name`, or a usage error listing its sources."""
+    try:
+        return target.source(name)
+    except UnknownSource as error:
+        raise click.UsageError(str(error)) from None
+
+
+# --------------------------------------------------------------------------------------------------- sources
+
+
+@cli.group()
+def sources() -> None:
+    """The stack's sources: one endpoint per gateway account (sources.json)."""
+
+
+@sources.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME sources list`.")
+@click.pass_context
+def list_sources(ctx: click.Context, as_json: bool, stack: str | None) -> None:
+    """Each source's name, provider, URL and whether its secrets are set (never their values).
+
+    Locally: the sources of sources.json (or one per provider), where each secret comes from (INBOX_SECRET_<SOURCE>
+    or the development secret; INBOX_API_KEY_<SOURCE> or the gateway simulator). Deployed: the stack's sources, and
+    whether each secret holds a value stored after deploy or still the stack's generated placeholder."""
+    from inbox_cli.sources import SOURCE_COLUMNS, source_rows  # noqa: PLC0415
+
+    target = resolve(stack) if stack else _target(ctx)
+    rows = source_rows(target, None if target.local else _secretsmanager())
+    if as_json:
+        _echo_json(rows)
+    else:
+        _table([{**row, "api_key": row["api_key"] or "-"} for row in rows], SOURCE_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------------- secrets
+
+
+@cli.group()
+def secrets() -> None:
+    """A deployed stack's secrets."""
+
+
+@secrets.command("set")
+@click.argument("source")
+@click.option(
+    "--kind",
+    type=click.Choice(["signing", "api-key"]),
+    required=True,
+    help="signing: the gateway's webhook signing secret; api-key: the key the processor refetches with.",
+)
+@click.option(
+    "--previous",
+    is_flag=True,
+    help="signing: keep the value being replaced as `previous`, so that both verify during a rotation.",
+)
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME secrets set ...`.")
+@click.pass_context
+def set_secret(ctx: click.Context, source: str, kind: str, previous: bool, stack: str | None) -> None:
+    """Store SOURCE's signing secret or API key in the deployed stack, read from standard input.
+
+    On a terminal it is asked for without echo; otherwise it is read from the pipe
+    (`printf %s "$SECRET" | inbox secrets set ...`). The value is never printed. Without --previous the signing
+    secret's `previous` is emptied: only the new value verifies."""
+    from inbox_cli.sources import SecretsRefused, read_secret_value, secret_to_set, store_secret  # noqa: PLC0415
+
+    target = resolve(stack) if stack else _target(ctx)
+    try:
+        chosen = secret_to_set(target, source, kind, previous=previous)  # type: ignore[arg-type]
+        value = read_secret_value(sys.stdin, prompt=f"{kind} secret of {source}: ")
+    except SecretsRefused as error:
+        raise click.UsageError(str(error)) from None
+    click.echo(store_secret(_secretsmanager(), chosen, value, previous=previous))
 
 
 # ---------------------------------------------------------------------------------------------------- events
@@ -206,15 +301,18 @@ def events() -> None:
 
 
 @events.command("list")
-@click.option("--provider", default=None)
+@click.option("--provider", default=None, help="Only the events of this provider's sources (all of them).")
+@click.option("--source", default=None, help="Only the events of this source.")
 @click.option("--status", type=click.Choice(["pending", "processed", "ignored", "failed"]), default=None)
 @click.option("--limit", default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def list_events(ctx: click.Context, provider: str | None, status: str | None, limit: int, as_json: bool) -> None:
+def list_events(
+    ctx: click.Context, provider: str | None, source: str | None, status: str | None, limit: int, as_json: bool
+) -> None:
     """List events, newest first."""
     summaries = operations.list_events(
-        _target(ctx), operations.EventFilter(provider=provider, status=status), limit=limit
+        _target(ctx), operations.EventFilter(provider=provider, source=source, status=status), limit=limit
     )
     if as_json:
         _echo_json(summaries)
@@ -223,14 +321,14 @@ def list_events(ctx: click.Context, provider: str | None, status: str | None, li
 
 
 @events.command("show")
-@click.argument("provider")
+@click.argument("source")
 @click.argument("event_id")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def show_event(ctx: click.Context, provider: str, event_id: str, as_json: bool) -> None:
-    """Show one event, with its raw body."""
+def show_event(ctx: click.Context, source: str, event_id: str, as_json: bool) -> None:
+    """Show one event of SOURCE, with its raw body."""
     try:
-        item = operations.show_event(_target(ctx), provider, event_id)
+        item = operations.show_event(_target(ctx), source, event_id)
     except operations.NotFound as missing:
         click.echo(str(missing), err=True)
         raise SystemExit(1) from None
@@ -321,14 +419,14 @@ def payments() -> None:
 
 
 @payments.command("show")
-@click.argument("provider")
+@click.argument("source")
 @click.argument("resource_id")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: bool) -> None:
-    """Show one payment as the processor last applied it."""
+def show_payment(ctx: click.Context, source: str, resource_id: str, as_json: bool) -> None:
+    """Show one payment of SOURCE as the processor last applied it."""
     try:
-        document = operations.show_payment(_target(ctx), provider, resource_id)
+        document = operations.show_payment(_target(ctx), source, resource_id)
     except operations.NotFound as missing:
         click.echo(str(missing), err=True)
         raise SystemExit(1) from None
@@ -343,7 +441,13 @@ def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: b
 
 
 @cli.command()
-@click.option("--provider", required=True, type=click.Choice(provider_names()), help="Whose events to replay.")
+@click.option("--source", default=None, help="Whose events to replay: one source (`inbox sources list`).")
+@click.option(
+    "--provider",
+    default=None,
+    type=click.Choice(provider_names()),
+    help="Or: the events of every source of this provider (one replay per source).",
+)
 @click.option(
     "--status", type=click.Choice(["failed", "pending"]), default="failed", show_default=True, help="Select events."
 )
@@ -362,7 +466,8 @@ def show_payment(ctx: click.Context, provider: str, resource_id: str, as_json: b
 @click.pass_context
 def replay(
     ctx: click.Context,
-    provider: str,
+    source: str | None,
+    provider: str | None,
     status: str,
     since: str | None,
     until: str | None,
@@ -379,6 +484,8 @@ def replay(
 
     Runs the replay workflow, a Step Functions execution (locally: the same state machine in the embedded AWS),
     and waits for its result. Safe to re-run: an event is only changed while it is still in the selected status.
+    With --provider and no --source, each source of that provider is replayed in turn (with --json: a list of
+    reports when there is more than one).
     """
     from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time  # noqa: PLC0415
 
@@ -389,31 +496,49 @@ def replay(
             except ValueError as error:
                 raise click.BadParameter(str(error), param_hint=name) from None
     target = resolve(stack) if stack else _target(ctx)
-    request = ReplayRequest(
-        provider=provider,
-        status=status,
-        since=since,
-        until=until,
-        event_ids=event_ids,
-        dry_run=dry_run,
-        page_size=page_size,
-        wait_seconds=wait_seconds,
-        max_events=max_events,
-    )
-    try:
-        report = operations.replay(target, request, timeout_seconds=timeout)
-    except operations.StackNotReady as error:
-        raise click.ClickException(str(error)) from None
-    except ReplayFailed as error:
-        click.echo(f"error: {error}", err=True)
-        raise SystemExit(1) from None
+    selected = _replayed_sources(target, source, provider)
+    reports = []
+    for spec in selected:
+        request = ReplayRequest(
+            provider=spec.provider,
+            source=spec.name,
+            status=status,
+            since=since,
+            until=until,
+            event_ids=event_ids,
+            dry_run=dry_run,
+            page_size=page_size,
+            wait_seconds=wait_seconds,
+            max_events=max_events,
+        )
+        try:
+            report = operations.replay(target, request, timeout_seconds=timeout)
+        except operations.StackNotReady as error:
+            raise click.ClickException(str(error)) from None
+        except ReplayFailed as error:
+            click.echo(f"error: {error}", err=True)
+            raise SystemExit(1) from None
+        reports.append(report)
+        if not as_json:
+            click.echo(report.headline())
+            _table(report.plan(), ["source", "provider", "event_type", "status", "outcome", "count"])
+            for execution_arn in report.executions:  # one replay may continue in new executions (history quota)
+                click.echo(f"execution: {execution_arn}")
     if as_json:
-        _echo_json(report.to_json())
-        return
-    click.echo(report.headline())
-    _table(report.plan(), ["provider", "event_type", "status", "outcome", "count"])
-    for execution_arn in report.executions:  # one replay may continue in new executions (history quota)
-        click.echo(f"execution: {execution_arn}")
+        _echo_json(reports[0].to_json() if len(reports) == 1 else [report.to_json() for report in reports])
+
+
+def _replayed_sources(target: Target, source: str | None, provider: str | None) -> list[SourceSpec]:
+    """--source: that source (of --provider, when given too); --provider alone: each of its sources, or its
+    default source when the stack declares none of it (events received before a sources.json may remain)."""
+    if source is not None:
+        spec = _source(target, source)
+        if provider is not None and spec.provider != provider:
+            raise click.UsageError(f"source {spec.name} is a {spec.provider} source, not {provider}")
+        return [spec]
+    if provider is None:
+        raise click.UsageError("give --source SOURCE (or --provider PROVIDER for all of its sources)")
+    return [spec for spec in target.sources if spec.provider == provider] or [SourceSpec(provider, provider)]
 
 
 # -------------------------------------------------------------------------------------------------- simulate
@@ -600,12 +725,19 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None:
     """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
-    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one."""
+    Per-event figures come from the last `make bench` measurement (item_sizes) when there is one. The fixed cost
+    counts the secrets of the declared sources (sources.json, or INBOX_SOURCES_FILE; without one, one source per
+    provider)."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import for_sources, measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from shared.definitions import SourcesInvalid, load_sources  # noqa: PLC0415
 
-    assumptions = measured_assumptions()
+    try:  # the fixed cost follows the declaration: secrets exist for the declared sources only
+        declared = load_sources()
+    except SourcesInvalid as error:
+        raise click.UsageError(str(error)) from None
+    assumptions = for_sources(measured_assumptions(), declared)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None
@@ -640,60 +772,144 @@ def outbox() -> None:
 @outbox.command("list")
 @click.option("--provider", default=None, help="Only this provider's records.")
 @click.option("--resource-id", default=None, help="Only this payment's records (with --provider: one Query).")
+@click.option("--undelivered", is_flag=True, help="Only what has not reached the endpoint (no 2xx, no checkpoint).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def list_outbox(ctx: click.Context, provider: str | None, resource_id: str | None, as_json: bool) -> None:
+def list_outbox(
+    ctx: click.Context, provider: str | None, resource_id: str | None, undelivered: bool, as_json: bool
+) -> None:
     """Published events, by payment and sequence (kept 7 days)."""
-    from inbox_cli.outbox import outbox_records, show  # noqa: PLC0415
+    from inbox_cli.outbox import outbox_records, show, show_undelivered  # noqa: PLC0415
+    from inbox_cli.outbox import undelivered as undelivered_records  # noqa: PLC0415
 
     target = _target(ctx)
     if not target.outbox_table:
         raise SystemExit("this stack has no outbox table (output OutboxTableName)")
     records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    if undelivered:
+        if not target.control_table:
+            raise SystemExit("this stack has no control table (output ControlTableName): no forwarding checkpoints")
+        if not target.local and not target.forward_secret_name:
+            raise SystemExit("this stack forwards nothing (deploy with -c forward_url=https://...): none to deliver")
+        records = undelivered_records(records, _checkpoints(target), _forward_log(target))
+        if not as_json:
+            show_undelivered(records, _table)
+            return
     if as_json:
         _echo_json(records)
         return
     show(records, _table)
 
 
+@outbox.command("attempts")
+@click.argument("event_id")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: a list, oldest first.")
+@click.pass_context
+def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
+    """Every forwarding attempt of one published event (its id, the webhook-id), oldest first: when, to which
+    endpoint, the HTTP status (0: no answer, see error), latency, the response headers and body (first 4 KB)."""
+    from inbox_cli.outbox import attempt_view, show_attempts  # noqa: PLC0415
+
+    log = _forward_log(_target(ctx))
+    if log is None:
+        raise SystemExit("this stack has no forwarding log (output ForwardLogTableName): deploy with forwarding")
+    attempts = [attempt_view(item) for item in log.attempts(event_id)]
+    if as_json:
+        _echo_json(attempts)
+        return
+    show_attempts(attempts, _table)
+
+
+def _checkpoints(target: Target) -> ForwardCheckpoints:
+    from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
+
+    assert target.control_table
+    return ForwardCheckpoints(aws.dynamodb(), target.control_table)
+
+
+def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | None:
+    """The stack's forwarding log (None for a stack deployed before it, or without forwarding)."""
+    from shared.forwarding_log import SENDER_FORWARDER, ForwardLog  # noqa: PLC0415
+
+    if not target.forward_log_table:
+        return None
+    return ForwardLog(aws.dynamodb(), target.forward_log_table, sender=sender or SENDER_FORWARDER)
+
+
 @outbox.command("resend")
 @click.option("--url", default=None, help="Where to POST (default: INBOX_FORWARD_URL).")
 @click.option("--provider", default=None, help="Only this provider's records.")
 @click.option("--resource-id", default=None, help="Only this payment's records.")
+@click.option("--since", default=None, help="Only events published at or after (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
+@click.option("--until", default=None, help="Only events published before (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
+@click.option("--force", is_flag=True, help="Send also what the endpoint acknowledged (same webhook-id).")
 @click.pass_context
-def resend_outbox(ctx: click.Context, url: str | None, provider: str | None, resource_id: str | None) -> None:
+def resend_outbox(
+    ctx: click.Context,
+    url: str | None,
+    provider: str | None,
+    resource_id: str | None,
+    since: str | None,
+    until: str | None,
+    force: bool,
+) -> None:
     """Forward the events the forwarding has not delivered (e.g. after its dead-letter queue), in order, signed.
 
-    Only what is past each payment's forwarding checkpoint goes, so it never re-sends a delivered event (by
-    webhook-id a receiver would absorb it anyway). Against a deployed stack the signing secret is the stack's
-    forwarding secret; locally INBOX_FORWARD_SECRET."""
-    from inbox_cli.outbox import outbox_records, resend  # noqa: PLC0415
-    from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder  # noqa: PLC0415
+    Only what the endpoint has not acknowledged goes (no 2xx recorded, not past the payment's forwarding
+    checkpoint), so it never re-sends a delivered event unless --force (by webhook-id a receiver would absorb it
+    anyway). --since/--until pick the events published in a period, e.g. an outage of the endpoint. Against a
+    deployed stack the signing secret is the stack's forwarding secret; locally INBOX_FORWARD_SECRET. Every
+    attempt is recorded in the forwarding log (`inbox outbox attempts`)."""
+    from inbox_cli.outbox import outbox_records, period_bound, resend  # noqa: PLC0415
+    from shared.forwarding import DeliveryFailed, Forwarder  # noqa: PLC0415
+    from shared.forwarding_log import SENDER_RESEND  # noqa: PLC0415
 
+    bounds = {}
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                bounds[name] = period_bound(value)
+            except ValueError as error:
+                raise click.BadParameter(str(error), param_hint=name) from None
+    if "--since" in bounds and "--until" in bounds and bounds["--until"] <= bounds["--since"]:
+        raise click.BadParameter("must be later than --since", param_hint="--until")
     target = _target(ctx)
     if not target.outbox_table or not target.control_table:
         raise SystemExit("this stack has no outbox table or control table (outputs OutboxTableName, ControlTableName)")
     url = url or os.environ.get("INBOX_FORWARD_URL", "").strip()
     if not url:
         raise SystemExit("give --url (or set INBOX_FORWARD_URL): where the events go")
+    log = _forward_log(target, sender=SENDER_RESEND)
+    record = log.record if log is not None else None
     if target.local:
         try:
-            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url})
+            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url}, record=record)
         except ValueError as error:  # no or a malformed INBOX_FORWARD_SECRET: say so, no traceback
             raise SystemExit(str(error)) from None
         assert forwarder is not None  # the URL is set
     elif target.forward_secret_name:
-        forwarder = Forwarder.from_secret(url, target.forward_secret_name)
+        forwarder = Forwarder.from_secret(url, target.forward_secret_name, record=record)
     else:
         raise SystemExit("this stack has no forwarding secret (deploy with -c forward_url=https://...)")
-    checkpoints = ForwardCheckpoints(aws.dynamodb(), target.control_table)
     records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
     sent: list[dict[str, Any]] = []
     try:
-        resend(records, forwarder, checkpoints, on_delivered=sent.append)
+        resend(
+            records,
+            forwarder,
+            _checkpoints(target),
+            log=log,
+            since=bounds.get("--since"),
+            until=bounds.get("--until"),
+            force=force,
+            on_delivered=sent.append,
+        )
     except DeliveryFailed as error:
         raise SystemExit(f"sent {len(sent)}, then the endpoint refused: {error}") from None
-    click.echo(f"sent {len(sent)} of {len(records)} outbox records (the rest were delivered before)")
+    rest = "delivered before" if not force else "outside the period"
+    if bounds and not force:
+        rest = "delivered before or outside the period"
+    click.echo(f"sent {len(sent)} of {len(records)} outbox records (the rest were {rest})")
 
 
 # -------------------------------------------------------------------------------------------------- receiver

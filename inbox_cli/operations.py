@@ -34,7 +34,16 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 # What a listing shows of each event (the CLI's table columns and its --json keys).
-EVENT_SUMMARY_COLUMNS = ["received_at", "provider", "event_id", "event_type", "resource_id", "status", "attempts"]
+EVENT_SUMMARY_COLUMNS = [
+    "received_at",
+    "source",
+    "provider",
+    "event_id",
+    "event_type",
+    "resource_id",
+    "status",
+    "attempts",
+]
 FAILED_EVENT_COLUMNS = [*EVENT_SUMMARY_COLUMNS, "last_error"]
 # The events of one payment a timeline reads (each is one GetItem after the index query).
 TIMELINE_MAX_EVENTS = 200
@@ -53,9 +62,11 @@ class StackNotReady(RuntimeError):
 
 @dataclass(frozen=True)
 class EventFilter:
-    """Which events a listing shows. `since`/`until` are ISO-8601 (UTC when no offset), on `received_at`."""
+    """Which events a listing shows. `since`/`until` are ISO-8601 (UTC when no offset), on `received_at`.
+    `provider` selects every source of that provider, `source` one source."""
 
     provider: str | None = None
+    source: str | None = None
     status: str | None = None
     event_type: str | None = None
     since: str | None = None
@@ -65,11 +76,18 @@ class EventFilter:
         received = str(item.get("received_at", ""))
         return (
             (self.provider is None or item.get("provider") == self.provider)
+            and (self.source is None or source_of(item) == self.source)
             and (self.status is None or item.get("status") == self.status)
             and (self.event_type is None or item.get("event_type") == self.event_type)
             and (self.since is None or received >= normalize_time(self.since))
             and (self.until is None or received <= normalize_time(self.until))
         )
+
+
+def source_of(item: dict[str, Any]) -> str:
+    """The source an inbox item or payment belongs to: its `source`, or (an item written before sources, or of a
+    default source) its provider, whose default source has the provider's name."""
+    return str(item.get("source") or item["provider"])
 
 
 def inbox_store(target: Target) -> InboxStore:
@@ -86,7 +104,10 @@ def list_events(
     """The events that match, newest first, at most `limit`, each reduced to `columns` (a scan: small tables)."""
     items = [item for item in inbox_store(target).scan() if filters.matches(item)]
     items.sort(key=lambda item: item.get("received_at", ""), reverse=True)
-    return [{column: item.get(column) for column in columns} for item in items[:limit]]
+    return [
+        {column: source_of(item) if column == "source" else item.get(column) for column in columns}
+        for item in items[:limit]
+    ]
 
 
 def failed_events(target: Target, *, provider: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
@@ -99,23 +120,23 @@ def failed_events(target: Target, *, provider: str | None = None, limit: int = 5
     )
 
 
-def show_event(target: Target, provider: str, event_id: str) -> dict[str, Any]:
-    """The stored event with its raw body (bytes) under `body`. What is stored holds no secret: the ingest keeps
-    only the headers and query parameters each driver names (signatures, ids, never a token) and redacts the
-    secrets some providers repeat in the body."""
+def show_event(target: Target, source: str, event_id: str) -> dict[str, Any]:
+    """The stored event of `source` with its raw body (bytes) under `body`. What is stored holds no secret: the
+    ingest keeps only the headers and query parameters each driver names (signatures, ids, never a token) and
+    redacts the secrets some providers repeat in the body."""
     store = inbox_store(target)
-    item = store.get(event_key(provider, event_id))
+    item = store.get(event_key(source, event_id))
     if item is None:
-        raise NotFound(f"no event {provider}#{event_id}")
+        raise NotFound(f"no event {source}#{event_id}")
     item["body"] = store.read_body(item)
     return item
 
 
-def show_payment(target: Target, provider: str, resource_id: str) -> dict[str, Any]:
-    """The payment as the processor last applied it."""
-    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(f"{provider}#{resource_id}")
+def show_payment(target: Target, source: str, resource_id: str) -> dict[str, Any]:
+    """The payment of `source` as the processor last applied it."""
+    stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(resource_key(source, resource_id))
     if stored is None:
-        raise NotFound(f"no payment {provider}#{resource_id}")
+        raise NotFound(f"no payment {source}#{resource_id}")
     return stored.to_item()
 
 
@@ -156,6 +177,14 @@ def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[st
         from inbox_cli.outbox import outbox_records  # noqa: PLC0415
 
         published = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    if target.forward_log_table and published:
+        from shared.forwarding_log import ForwardLog  # noqa: PLC0415
+
+        log = ForwardLog(dynamodb, target.forward_log_table)
+        for record in published:  # a payment has a handful of transitions: one small Query each
+            statuses = log.statuses(str(record["id"]))
+            record["forward_attempts"] = len(statuses)
+            record["forward_last_status"] = statuses[-1] if statuses else None
     for event in events:
         # The refetched status of an event the processor applied is the status its transition published (the
         # outbox record names the event); an ignored event changed nothing, and its note says what it saw.

@@ -1,17 +1,51 @@
-"""`inbox outbox list`: what the service published (or is about to), read from the outbox table.
-`inbox outbox resend`: forward what the forwarding has not delivered yet (after its dead-letter queue), from there."""
+"""`inbox outbox list`: what the service published (or is about to), read from the outbox table; with
+`--undelivered`, only what has not reached the endpoint.
+`inbox outbox attempts`: one event's forwarding attempts and the endpoint's answers (shared/forwarding_log.py).
+`inbox outbox resend`: forward what the forwarding has not delivered yet (after its dead-letter queue), or a
+period of it (`--since`/`--until`), from there."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
 from shared import aws
-from shared.forwarding import ForwardCheckpoints, Forwarder, forward_in_order
+from shared.forwarding import ForwardCheckpoints, Forwarder
+from shared.forwarding_log import ForwardLog, reached_endpoint
 from shared.inbox.store import from_attributes
 from shared.payments.events import check_published
 from shared.payments.outbox import published_event
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def period_bound(text: str, *, now: datetime | None = None) -> datetime:
+    """An ISO-8601 date or date-time (UTC when it has no offset) or a time ago: `90s`, `15m`, `1h`, `2d`."""
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = int(relative.group(1)), relative.group(2)
+        return (now or datetime.now(UTC)) - timedelta(seconds=amount * _UNIT_SECONDS[unit])
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither an ISO-8601 time (2026-01-31T12:00:00Z) nor a time ago (90s, 15m, 1h, 2d)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def in_period(record: dict[str, Any], since: datetime | None, until: datetime | None) -> bool:
+    """Whether the record was published (its `created_at`) at or after `since` and before `until`."""
+    if since is None and until is None:
+        return True
+    created = datetime.fromisoformat(str(record["created_at"]))
+    created = created if created.tzinfo else created.replace(tzinfo=UTC)
+    return (since is None or created >= since) and (until is None or created < until)
 
 
 def outbox_records(table: str, *, provider: str | None = None, resource_id: str | None = None) -> list[dict[str, Any]]:
@@ -68,23 +102,98 @@ def show(records: list[dict[str, Any]], table: Any) -> None:
     table(rows, ["type", "provider", "resource_id", "sequence", "change", "id", "created_at"])
 
 
+def delivered(record: dict[str, Any], checkpoints: ForwardCheckpoints, log: ForwardLog | None) -> bool:
+    """Whether the endpoint acknowledged the record (`reached_endpoint`: a recorded 2xx, or its checkpoint when
+    no attempt of it is recorded; the checkpoint alone on a stack without the log)."""
+    statuses = log.statuses(str(record["id"])) if log is not None else []
+    return reached_endpoint(int(record["sequence"]), checkpoints.delivered(str(record["pk"])), statuses)
+
+
+def undelivered(
+    records: list[dict[str, Any]], checkpoints: ForwardCheckpoints, log: ForwardLog | None
+) -> list[dict[str, Any]]:
+    """The records that have not reached the endpoint, each with its attempts' count and last answer."""
+    rows = []
+    for record in records:
+        if delivered(record, checkpoints, log):
+            continue
+        attempts = log.attempts(str(record["id"])) if log is not None else []
+        last = attempts[-1] if attempts else {}
+        rows.append(
+            {
+                **record,
+                "attempts": len(attempts),
+                "last_status": last.get("status"),
+                "last_error": last.get("error"),
+                "last_attempt_at": last.get("attempted_at"),
+            }
+        )
+    return rows
+
+
+def show_undelivered(rows: list[dict[str, Any]], table: Any) -> None:
+    if not rows:
+        click.echo("(none: every published event reached the endpoint)")
+        return
+    table(rows, ["type", "provider", "resource_id", "sequence", "id", "created_at", "attempts", "last_status"])
+
+
+def show_attempts(attempts: list[dict[str, Any]], table: Any) -> None:
+    if not attempts:
+        click.echo("(no attempt recorded)")
+        return
+    rows = [
+        {
+            **attempt,
+            "answer": attempt.get("error") or _one_line(str(attempt.get("response_body", "")))[:60],
+        }
+        for attempt in attempts
+    ]
+    table(rows, ["attempted_at", "sender", "status", "latency_ms", "answer", "endpoint"])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def attempt_view(item: dict[str, Any]) -> dict[str, Any]:
+    """An attempt as `inbox outbox attempts --json` gives it (the log item without its storage attributes)."""
+    view = {name: value for name, value in item.items() if name != "expires_at"}
+    view.setdefault("error", None)
+    view.setdefault("response_headers", {})
+    view.setdefault("response_body", "")
+    return view
+
+
 def resend(
     records: list[dict[str, Any]],
     forwarder: Forwarder,
     checkpoints: ForwardCheckpoints,
     *,
-    on_delivered: Any = None,
+    log: ForwardLog | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    force: bool = False,
+    on_delivered: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Deliver, in order per payment, the records (with their `pk`, as `outbox_records` returns them) past each
-    partition's forwarding checkpoint: exactly what the forwarder gave up on (its dead-letter queue) or has not
-    reached yet. The same checkpoints as the forwarder Lambda, so nothing already delivered goes again, and the
-    forwarder, when it resumes, skips what this sent. DeliveryFailed stops at the first event the endpoint refuses."""
+    """Deliver, in order per payment, the records (with their `pk`, as `outbox_records` returns them, sorted by
+    payment and sequence) published within [since, until) that the endpoint has not acknowledged (`delivered`):
+    what the forwarder gave up on (its dead-letter queue) or has not reached yet; with `force`, every record of
+    the period. Each delivery moves its payment's checkpoint forward (never back), the forwarder's own, so the
+    forwarder skips what this sent. DeliveryFailed stops at the first event the endpoint refuses: nothing after
+    it goes first. Returns the events sent (without `pk`)."""
     for record in records:
         check_published(record)
-    return forward_in_order(
-        records,
-        deliver=forwarder.deliver,
-        delivered=checkpoints.delivered,
-        save=checkpoints.save,
-        on_delivered=on_delivered or (lambda _event: None),
-    )
+    chosen = [record for record in records if in_period(record, since, until)]
+    sent: list[dict[str, Any]] = []
+    for record in chosen:
+        if not force and delivered(record, checkpoints, log):
+            continue
+        event = dict(record)
+        pk = str(event.pop("pk"))
+        forwarder.deliver(event)
+        checkpoints.advance(pk, int(event["sequence"]))
+        sent.append(event)
+        if on_delivered is not None:
+            on_delivered(event)
+    return sent

@@ -50,6 +50,7 @@ def normalize_time(value: str) -> str:
 class ReplayRequest:
     provider: str
     status: str = "failed"
+    source: str | None = None  # one source of the provider; None: its default source (named after it)
     since: str | None = None
     until: str | None = None
     event_ids: tuple[str, ...] = ()
@@ -63,6 +64,7 @@ class ReplayRequest:
             "provider": self.provider,
             "status": self.status,
             "dry_run": self.dry_run,
+            **({"source": self.source} if self.source else {}),
             "page_size": self.page_size,
             "wait_seconds": self.wait_seconds,
             "max_events": self.max_events,
@@ -78,7 +80,7 @@ class ReplayRequest:
     def execution_name(self) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         kind = "dry-run" if self.dry_run else "replay"
-        return f"{kind}-{self.provider}-{stamp}-{uuid.uuid4().hex[:8]}"[:80]
+        return f"{kind}-{self.source or self.provider}-{stamp}-{uuid.uuid4().hex[:8]}"[:80]
 
 
 @dataclass
@@ -123,22 +125,25 @@ class ReplayReport:
         return bool(self.output.get("complete"))
 
     def plan(self) -> list[dict[str, Any]]:
-        """Counts by provider, event type, status (as selected) and outcome, largest first."""
+        """Counts by source, event type, status (as selected) and outcome, largest first; each row names the
+        provider too (one replay selects one provider's events)."""
         selected_status = self.output.get("status")
         tally: Counter[tuple[str, str, str, str]] = Counter()
         for event in self.events:
-            provider = str(event.get("pk", "")).partition("#")[0]
+            source = str(event.get("pk", "")).partition("#")[0]  # the key is "{source}#{event_id}"
             tally[
                 (
-                    provider,
+                    source,
                     str(event.get("event_type", "-")),
                     str(event.get("status", selected_status)),
                     str(event.get("outcome")),
                 )
             ] += 1
         ordered = sorted(tally.items(), key=lambda entry: (-entry[1], entry[0]))
+        provider = self.output.get("provider")
         return [
-            {"provider": p, "event_type": t, "status": st, "outcome": o, "count": n} for (p, t, st, o), n in ordered
+            {"source": src, "provider": provider or src, "event_type": t, "status": st, "outcome": o, "count": n}
+            for (src, t, st, o), n in ordered
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -147,6 +152,7 @@ class ReplayReport:
             "executions": self.executions,
             "counts_by_execution": self.counts_by_execution,
             "provider": self.output.get("provider"),
+            "source": self.output.get("source") or self.output.get("provider"),
             "status": self.output.get("status"),
             "dry_run": self.dry_run,
             "since": self.output.get("since"),
@@ -159,7 +165,7 @@ class ReplayReport:
 
     def headline(self) -> str:
         counts = self.counts
-        what = f"{self.output.get('status')} events of {self.output.get('provider')}"
+        what = f"{self.output.get('status')} events of {self.output.get('source') or self.output.get('provider')}"
         if self.dry_run:
             line = f"Dry run: {counts.get('planned', 0)} {what} would be set back to pending; nothing was changed."
         else:

@@ -6,8 +6,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, signing_secret
+from inbox_local.config import LocalEndpoints, LocalNames, aws_environment
 from shared import definitions
+from shared.definitions import SourceSpec
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,17 @@ class Target:
     outbox_table: str | None = None  # the transactional outbox (output OutboxTableName)
     control_table: str | None = None  # the forwarding checkpoints among others (output ControlTableName)
     forward_secret_name: str | None = None  # the forwarding signing secret's ARN (output ForwardSigningSecretArn)
+    forward_log_table: str | None = None  # every forwarding attempt's answer (output ForwardLogTableName)
     # The bus the published events go to (output EventBusName). None locally: the local stack has no bus, `inbox
     # listen` reads its outbox stream instead.
     event_bus_name: str | None = None
-    # {provider: secret ARN} of a deployed stack's signing secrets (output SigningSecretArns): CloudFormation names
-    # them, so the outputs are how the CLI finds them.
+    # {source: secret ARN} of a deployed stack's signing secrets (output SigningSecretArns) and API keys (output
+    # GatewayApiKeySecretArns): CloudFormation names them, so the outputs are how the CLI finds them.
     signing_secret_arns: dict[str, str] = field(default_factory=dict)
+    api_key_secret_arns: dict[str, str] = field(default_factory=dict)
+    # The sources the stack serves: locally the declaration (sources.json, as `make run` reads it); deployed, the
+    # stack's (output SourceProviders, {source: provider}), whatever the local sources.json says now.
+    sources: tuple[SourceSpec, ...] = ()
     # {what it holds: queue URL, or locally the queue's name} of the stack's dead-letter queues (the console's
     # depths). Locally the name: its URL is the embedded AWS's to give (GetQueueUrl), not a string to guess.
     dead_letter_queues: dict[str, str] = field(default_factory=dict)
@@ -37,17 +43,56 @@ class Target:
     rejected_table: str | None = None
     fingerprint_key_secret: str | None = None
 
-    def signing_secret(self, provider: str) -> str:
-        if self.local:
-            return signing_secret(provider)
-        variable = f"INBOX_SECRET_{provider.upper()}"
+    def source(self, name: str) -> SourceSpec:
+        """The source `name` of this stack; UnknownSource naming the ones it has."""
+        try:
+            return definitions.find_source(self.sources, name)
+        except KeyError:
+            where = "the local stack (sources.json)" if self.local else "this stack"
+            known = ", ".join(source.name for source in self.sources) or "none"
+            raise UnknownSource(f"no source {name!r} in {where}; its sources: {known}") from None
+
+    def webhook_url(self, source: str) -> str:
+        """Where the gateway of `source` posts: ``<api>/webhooks/<source>``."""
+        return f"{self.api_url}/webhooks/{source}"
+
+    def signing_secret(self, source: str) -> str:
+        """The secret `inbox send` signs with: INBOX_SECRET_<SOURCE> when set; else locally the source's dev secret
+        (definitions.dev_signing_secret), deployed the `current` value of its secret in the stack. A provider's
+        name that is not a declared source stands for its default source (`inbox simulate` names providers)."""
+        spec = self._source_or_default(source)
+        variable = signing_secret_variable(spec)
         secret = os.environ.get(variable)
         if secret:
             return secret
-        arn = self.signing_secret_arns.get(provider)
+        if self.local:
+            return definitions.dev_signing_secret(spec)
+        arn = self.signing_secret_arns.get(spec.name)
         if arn is None:
-            raise SystemExit(f"the stack lists no signing secret for {provider}: set {variable} to sign with")
-        return _current_signing_secret(arn, provider, variable)
+            raise SystemExit(f"the stack lists no signing secret for {spec.name}: set {variable} to sign with")
+        return _current_signing_secret(arn, spec.name, variable)
+
+    def _source_or_default(self, name: str) -> SourceSpec:
+        try:
+            return self.source(name)
+        except UnknownSource:
+            if name in definitions.PROVIDERS:
+                return SourceSpec(name=name, provider=name)
+            raise
+
+
+class UnknownSource(LookupError):
+    """A source the target stack does not have; the message lists the ones it has."""
+
+
+def signing_secret_variable(source: SourceSpec) -> str:
+    """INBOX_SECRET_<SOURCE>: a source's signing secret in the environment (the local stack, `inbox send`)."""
+    return f"INBOX_SECRET_{source.env_suffix}"
+
+
+def api_key_variable(source: SourceSpec) -> str:
+    """INBOX_API_KEY_<SOURCE>: a source's gateway API key in the local stack's environment."""
+    return f"INBOX_API_KEY_{source.env_suffix}"
 
 
 def resolve(stack: str | None) -> Target:
@@ -64,8 +109,10 @@ def resolve(stack: str | None) -> Target:
             local=True,
             outbox_table=names.outbox_table,
             control_table=names.control_table,
+            forward_log_table=names.forward_log_table,
             dead_letter_queues={"processor": names.dead_letter_queue},
             rejected_table=names.rejected_table,
+            sources=definitions.load_sources(),
         )
 
     import boto3  # noqa: PLC0415
@@ -74,6 +121,7 @@ def resolve(stack: str | None) -> Target:
         output["OutputKey"]: output["OutputValue"]
         for output in boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
     }
+    signing = _arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS))
     return Target(
         api_url=outputs[definitions.OUTPUT_API_URL].rstrip("/"),
         inbox_table=outputs[definitions.OUTPUT_INBOX_TABLE],
@@ -84,8 +132,11 @@ def resolve(stack: str | None) -> Target:
         outbox_table=outputs.get(definitions.OUTPUT_OUTBOX_TABLE),
         control_table=outputs.get(definitions.OUTPUT_CONTROL_TABLE),
         forward_secret_name=outputs.get(definitions.OUTPUT_FORWARD_SECRET),
+        forward_log_table=outputs.get(definitions.OUTPUT_FORWARD_LOG_TABLE),
         event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
-        signing_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_SIGNING_SECRETS)),
+        signing_secret_arns=signing,
+        api_key_secret_arns=_arn_map(outputs.get(definitions.OUTPUT_API_KEY_SECRETS)),
+        sources=_deployed_sources(outputs.get(definitions.OUTPUT_SOURCE_PROVIDERS), signing),
         dead_letter_queues={
             label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)
         },
@@ -104,14 +155,23 @@ _DEAD_LETTER_QUEUE_OUTPUTS = {
 
 
 def _arn_map(raw: str | None) -> dict[str, str]:
-    """An output holding a JSON {provider: ARN} map (an older stack without it: empty)."""
+    """An output holding a JSON {source: value} map (an older stack without it: empty)."""
     if not raw:
         return {}
     value = json.loads(raw)
     return {str(key): str(arn) for key, arn in value.items()} if isinstance(value, dict) else {}
 
 
-def _current_signing_secret(arn: str, provider: str, variable: str) -> str:
+def _deployed_sources(raw: str | None, signing_secret_arns: dict[str, str]) -> tuple[SourceSpec, ...]:
+    """The stack's sources from its SourceProviders output. A stack deployed before sources has none: its
+    sources are its providers' default ones, which its signing-secret map lists."""
+    providers = _arn_map(raw)
+    if not providers:
+        providers = {name: name for name in signing_secret_arns if name in definitions.PROVIDERS}
+    return tuple(SourceSpec(name=name, provider=provider) for name, provider in providers.items())
+
+
+def _current_signing_secret(arn: str, source: str, variable: str) -> str:
     """The `current` value of a deployed signing secret, read with the caller's credentials."""
     import boto3  # noqa: PLC0415
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
@@ -120,9 +180,9 @@ def _current_signing_secret(arn: str, provider: str, variable: str) -> str:
         value = json.loads(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
     except (BotoCoreError, ClientError, ValueError, KeyError) as error:
         raise SystemExit(
-            f"cannot read {provider}'s signing secret from the stack ({type(error).__name__}): set {variable}"
+            f"cannot read {source}'s signing secret from the stack ({type(error).__name__}): set {variable}"
         ) from None
     current = value.get("current") if isinstance(value, dict) else None
     if not current:
-        raise SystemExit(f"{provider}'s signing secret in the stack has no 'current' value: set {variable}")
+        raise SystemExit(f"{source}'s signing secret in the stack has no 'current' value: set {variable}")
     return str(current)

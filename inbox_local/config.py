@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
 from shared import definitions
+from shared.secrets import signing_secret_variable
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
 REGION = "us-east-1"
 
-# Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<PROVIDER> is not
+# Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<SOURCE> is not
 # set. Printed at start-up: they are for the local stack only and sign nothing real.
 DEV_SECRETS: dict[str, str] = {entry.id: entry.dev_secret for entry in definitions.PROVIDER_CATALOG}
 
@@ -24,8 +26,26 @@ def fingerprint_key() -> str:
     return os.environ.get(definitions.ENV_FINGERPRINT_KEY) or DEV_FINGERPRINT_KEY
 
 
-def signing_secret(provider: str) -> str:
-    return os.environ.get(f"INBOX_SECRET_{provider.upper()}") or DEV_SECRETS.get(provider, f"local-{provider}-secret")
+def local_source(name: str) -> definitions.SourceSpec:
+    """The declared source `name` (sources.json, INBOX_SOURCES_FILE), or, for a name not declared, the default
+    source it would be (a provider's id names its default source)."""
+    declared = _declared(os.environ.get(definitions.ENV_SOURCES, ""), os.environ.get(definitions.ENV_SOURCES_FILE, ""))
+    try:
+        return definitions.find_source(declared, name)
+    except KeyError:
+        return definitions.SourceSpec(name=name, provider=name)
+
+
+@functools.lru_cache(maxsize=8)
+def _declared(handed: str, path: str) -> tuple[definitions.SourceSpec, ...]:
+    # Keyed by the two variables that say where the declaration is: senders ask for a secret per delivery.
+    return definitions.load_sources({definitions.ENV_SOURCES: handed, definitions.ENV_SOURCES_FILE: path})
+
+
+def signing_secret(source: str) -> str:
+    """The signing secret the local stack verifies `source`'s deliveries with: INBOX_SECRET_<SOURCE>, else its
+    development secret."""
+    return os.environ.get(signing_secret_variable(source)) or definitions.dev_signing_secret(local_source(source))
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,7 @@ class LocalNames:
     dead_letter_queue: str = f"{LOCAL_STACK_NAME}-events-dlq.fifo"
     outbox_table: str = f"{LOCAL_STACK_NAME}-outbox"
     rejected_table: str = f"{LOCAL_STACK_NAME}-rejected"
+    forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
 
 
@@ -92,6 +113,7 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_INBOX_TABLE: names.inbox_table,
         definitions.ENV_PAYMENTS_TABLE: names.payments_table,
         definitions.ENV_OUTBOX_TABLE: names.outbox_table,
+        definitions.ENV_FORWARD_LOG_TABLE: names.forward_log_table,
         definitions.ENV_CONTROL_TABLE: names.control_table,
         definitions.ENV_BODY_BUCKET: names.body_bucket,
         definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,

@@ -13,12 +13,20 @@ endpoint, so when it is down it is down for every payment, and a strict single l
 per-payment parking. Nothing is dropped: the stream chunk is read again on the next poll.
 
 Exactly once in effect, in order: shared/forwarding.py's `forward_in_order` with its control-table checkpoints,
-the very code the forwarder Lambda runs in AWS.
+the very code the forwarder Lambda runs in AWS, read afresh for every chunk as the Lambda does per batch (an
+`inbox outbox resend` may have moved them meanwhile). Every attempt goes to the forwarding log
+(shared/forwarding_log.py) when the runtime hands the forwarder a recorder.
+
+Giving up, as the forwarding Pipe does: the events are handed over in batches of `FORWARD_PIPE_BATCH_SIZE`; a
+batch the endpoint keeps refusing is retried `max_retry_attempts` times (INBOX_FORWARD_MAX_RETRY_ATTEMPTS,
+default the Pipe's FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS), then given up (the Pipe sends it to its dead-letter
+queue) and the next batch goes. What was given up stays in the outbox for `inbox outbox resend`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import Any
 
@@ -28,6 +36,17 @@ from inbox_local.stream_reader import StreamReader
 from shared import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
 from shared.payments.publishing import outbox_events
+from shared.settings import integer
+
+
+def local_forward_max_retry_attempts(environ: dict[str, str] | None = None) -> int:
+    """INBOX_FORWARD_MAX_RETRY_ATTEMPTS (tests set it low), else the forwarding Pipe's own number."""
+    return integer(
+        os.environ if environ is None else environ,
+        definitions.ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS,
+        definitions.FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS,
+        low=0,
+    )
 
 
 class OutboxPublisher:
@@ -39,6 +58,7 @@ class OutboxPublisher:
         *,
         forwarder: Forwarder | None = None,
         poll_seconds: float = 0.2,
+        max_retry_attempts: int = definitions.FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS,
     ) -> None:
         self.reader = StreamReader(session.client("dynamodbstreams"), stream_arn)
         self.checkpoints = ForwardCheckpoints(session.client("dynamodb"), control_table)
@@ -47,6 +67,9 @@ class OutboxPublisher:
         self.pattern = EventPattern.load(json.dumps(definitions.OUTBOX_PIPE_FILTER_PATTERN))
         self.published: list[dict[str, Any]] = []  # the events, as published (without the partition key)
         self.failures = 0
+        self.max_retry_attempts = max_retry_attempts
+        self.given_up: list[dict[str, Any]] = []  # events of the batches given up (the Pipe's dead letters)
+        self._failed_rounds: dict[str, int] = {}  # failed rounds per batch, by its first event's id
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------- checkpoints
@@ -71,15 +94,45 @@ class OutboxPublisher:
             for record in records
             if self.pattern.matches_event(record)  # type: ignore[arg-type]  # a stream record, not an event
         )
-        # Raises DeliveryFailed: this chunk is read again, and from there on nothing later goes out first.
-        forward_in_order(
-            events,
-            deliver=self.publish,
-            # Looked up at call time (not bound now): tests replace save_checkpoint to crash between the two.
-            delivered=lambda pk: self.checkpoint(pk),  # noqa: PLW0108
-            save=lambda pk, sequence: self.save_checkpoint(pk, sequence),  # noqa: PLW0108
-            on_delivered=self._published,
+        # A fresh view of the checkpoints per chunk, like the Lambda's per batch: a resend may have moved them.
+        self.checkpoints = ForwardCheckpoints(self.checkpoints.dynamodb, self.checkpoints.control_table)
+        batch_size = definitions.FORWARD_PIPE_BATCH_SIZE
+        for start in range(0, len(events), batch_size):
+            batch = events[start : start + batch_size]
+            try:
+                # Raises DeliveryFailed: this chunk is read again, and from there on nothing later goes out first.
+                forward_in_order(
+                    batch,
+                    deliver=self.publish,
+                    # Looked up at call time (not bound now): tests replace save_checkpoint to crash between the two.
+                    delivered=lambda pk: self.checkpoint(pk),  # noqa: PLW0108
+                    save=lambda pk, sequence: self.save_checkpoint(pk, sequence),  # noqa: PLW0108
+                    on_delivered=self._published,
+                )
+            except DeliveryFailed:
+                if not self._give_up(batch):
+                    raise
+            else:
+                self._failed_rounds.pop(str(batch[0]["id"]), None)
+
+    def _give_up(self, batch: list[dict[str, Any]]) -> bool:
+        """Count a failed round of `batch`; True once it has failed more than `max_retry_attempts` retries allow
+        (the Pipe's dead-lettering): the caller then moves on to the next batch."""
+        key = str(batch[0]["id"])
+        rounds = self._failed_rounds.get(key, 0) + 1
+        if rounds <= self.max_retry_attempts:
+            self._failed_rounds[key] = rounds
+            return False
+        self._failed_rounds.pop(key, None)
+        undelivered = [event for event in batch if int(event["sequence"]) > self.checkpoint(str(event["pk"]))]
+        with self._lock:
+            self.given_up += undelivered
+        print(
+            f"outbox: gave up {len(undelivered)} event(s) after {rounds} failed rounds, like the forwarding Pipe "
+            "(`inbox outbox list --undelivered`, `inbox outbox resend`)",
+            flush=True,
         )
+        return True
 
     def _published(self, event: dict[str, Any]) -> None:
         with self._lock:

@@ -97,6 +97,22 @@ def rejected_table_spec(name: str) -> dict[str, Any]:
     }
 
 
+def forward_log_table_spec(name: str) -> dict[str, Any]:
+    """The forwarding log: one partition per published event (its webhook-id), attempts ordered by time."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": definitions.FORWARD_LOG_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": definitions.FORWARD_LOG_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": definitions.FORWARD_LOG_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": definitions.FORWARD_LOG_SORT_KEY, "AttributeType": "S"},
+        ],
+    }
+
+
 def queue_attributes(dead_letter_arn: str | None) -> dict[str, str]:
     import json  # noqa: PLC0415
 
@@ -133,6 +149,11 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
     dynamodb.update_time_to_live(
         TableName=names.rejected_table,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.REJECTED_TTL_ATTRIBUTE},
+    )
+    dynamodb.create_table(**forward_log_table_spec(names.forward_log_table))
+    dynamodb.update_time_to_live(
+        TableName=names.forward_log_table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.FORWARD_LOG_TTL_ATTRIBUTE},
     )
     session.client("s3").create_bucket(Bucket=names.body_bucket)
     session.client("s3").create_bucket(Bucket=names.archive_bucket)

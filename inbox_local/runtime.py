@@ -19,14 +19,14 @@ from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, func
 from inbox_local.embedded_aws import EmbeddedAws
 from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
-from inbox_local.outbox_publisher import OutboxPublisher
+from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
 from shared import definitions
-from shared.providers.registry import provider_names
+from shared.secrets import signing_secret_variable
 
 if TYPE_CHECKING:
     from inbox_local.faults import FaultInjector
@@ -51,6 +51,9 @@ class LocalStack:
     outbox_publisher: OutboxPublisher | None = None
     sweep_schedule: Schedule | None = None
     faults: FaultInjector | None = None  # every fault off until `POST /_local/faults` (inbox chaos)
+    # The declared sources (sources.json, or the file INBOX_SOURCES_FILE names; without one, a source per
+    # provider), read at start(): the functions get them as INBOX_SOURCES, as the deployed stack hands them over.
+    sources: tuple[definitions.SourceSpec, ...] = ()
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -72,12 +75,15 @@ class LocalStack:
 
     def start(self) -> None:
         self._check_ports_free()
+        # Read before anything starts: a bad sources.json stops the stack with the file's own error message.
+        self.sources = definitions.load_sources()
+        os.environ[definitions.ENV_SOURCES] = definitions.sources_json(self.sources)
         os.environ.update(aws_environment(self.endpoints))
         os.environ.update(function_environment(self.names))
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no EMF blobs on the console locally
-        for provider in provider_names():
-            os.environ.setdefault(f"INBOX_SECRET_{provider.upper()}", signing_secret(provider))
+        for source in self.sources:
+            os.environ.setdefault(signing_secret_variable(source.name), signing_secret(source.name))
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
         self._moto = EmbeddedAws(self.endpoints.host, self.endpoints.aws_port)
@@ -92,8 +98,13 @@ class LocalStack:
         os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)
         os.environ.setdefault(definitions.ENV_MAX_ATTEMPTS, str(definitions.MAX_PROCESSING_ATTEMPTS))
 
-        # The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<PROVIDER> points elsewhere.
-        self.simulator = GatewaySimulator(self.endpoints.gateway_port, host=self.endpoints.host).start()
+        # The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<SOURCE> points elsewhere: one
+        # account per declared source of a provider it speaks, each with its own API key and payments.
+        self.simulator = GatewaySimulator(
+            self.endpoints.gateway_port,
+            host=self.endpoints.host,
+            accounts={s.name: s.provider for s in self.sources if s.provider in SIMULATED_PROVIDERS},
+        ).start()
         for name, value in self.simulator.environment().items():
             os.environ.setdefault(name, value)
 
@@ -120,13 +131,16 @@ class LocalStack:
         self.archive_mapping = ArchiveMapping(session, self.resources["stream_arn"], archiver_handler)
         self._spawn("archiver", lambda: self.archive_mapping.run(self._stopping) if self.archive_mapping else None)
         # The outbox's publisher (in AWS: the outbox Pipe to the event bus), forwarding when INBOX_FORWARD_URL is set.
-        from shared.forwarding import Forwarder  # noqa: PLC0415
+        from shared.forwarding import Forwarder, forward_log_from_environ  # noqa: PLC0415
 
+        # Every attempt is recorded in the forwarding log, as the forwarder Lambda's are.
+        forward_log = forward_log_from_environ(session.client("dynamodb"))
         self.outbox_publisher = OutboxPublisher(
             session,
             self.resources["outbox_stream_arn"],
             self.names.control_table,
-            forwarder=Forwarder.from_environ(),
+            forwarder=Forwarder.from_environ(record=forward_log.record if forward_log else None),
+            max_retry_attempts=local_forward_max_retry_attempts(),
         )
         self._spawn("outbox", lambda: self.outbox_publisher.run(self._stopping) if self.outbox_publisher else None)
         sweep_interval = float(
@@ -168,10 +182,13 @@ class LocalStack:
 
     def banner(self) -> str:
         url = self.endpoints.api_url
-        secrets = "\n".join(f"  INBOX_SECRET_{p.upper()}={signing_secret(p)}" for p in provider_names())
+        secrets = "\n".join(
+            f"  {signing_secret_variable(s.name)}={signing_secret(s.name)}"
+            for s in self.sources or definitions.load_sources()
+        )
         simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.
-  API:           {url}   (POST {url}/webhooks/{{provider}}, GET {url}/health)
+  API:           {url}   (POST {url}/webhooks/{{source}}, GET {url}/health)
   Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
   Gateway sim:   {self.endpoints.gateway_url}   (the processor refetches here; REST shapes of {simulated})
 

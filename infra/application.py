@@ -4,6 +4,7 @@ synthesize exactly the same thing, with the same feature flags and the same cdk-
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import stack_name_from_context
+from infra.config import SettingsError, stack_name_from_context
 from infra.stack import WebhookInboxStack
 from shared import definitions
 
@@ -25,12 +26,33 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> tuple[App, WebhookInboxStack]:
+def declared_sources(environ: Mapping[str, str] | None = None) -> tuple[definitions.SourceSpec, ...]:
+    """The sources the stack deploys: sources.json at the repository root, or the file INBOX_SOURCES_FILE names,
+    or (no file) one per catalog provider. A bad declaration is a SettingsError listing every bad entry.
+
+    INBOX_SOURCES is left out on purpose: it is how the functions receive the declaration, and one left in the
+    deployer's shell (from running a function locally) must not silently decide what is deployed."""
+    env = dict(os.environ if environ is None else environ)
+    env.pop(definitions.ENV_SOURCES, None)
+    try:
+        return definitions.load_sources(env)
+    except definitions.SourcesInvalid as error:
+        raise SettingsError(str(error)) from None
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None,
+    outdir: str | None = None,
+    *,
+    sources: tuple[definitions.SourceSpec, ...] | None = None,
+) -> tuple[App, WebhookInboxStack]:
+    """`sources`: what to deploy (default: `declared_sources()`, what app.py deploys)."""
     app = App(context={**cdk_json_context(), **(context or {})}, outdir=outdir)
     stack_name = stack_name_from_context(app.node)
     stack = WebhookInboxStack(
         app,
         stack_name,
+        sources=declared_sources() if sources is None else sources,
         stack_name=stack_name,
         description="Webhook Inbox: verified, deduplicated payment-gateway webhooks, applied in order and once",
     )

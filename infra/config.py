@@ -19,6 +19,9 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
   Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
   ``https://``.
+- ``forward_log_retention_days``: how long each forwarding attempt's record (status, answer) is kept before
+  DynamoDB TTL removes it (default ``definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS``; 1 to
+  ``definitions.MAXIMUM_FORWARD_LOG_RETENTION_DAYS``). Only with ``forward_url``.
 - ``inbox_warm_write_units``: pre-warm the inbox table and its indexes to this many write units per second
   (DynamoDB warm throughput; default: none, a new on-demand table sustains ON_DEMAND_INITIAL_WRITE_UNITS). For a
   known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
@@ -88,6 +91,7 @@ class StackSettings:
     alarm_email: str | None = None
     forward_url: str | None = None
     forwarder_reserved_concurrency: int | None = None  # None: no reserved concurrency anywhere in the template
+    forward_log_retention_days: int = definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
     inbox_warm_write_units: int | None = None  # None: no warm throughput set (DynamoDB's own)
 
     def __post_init__(self) -> None:
@@ -101,6 +105,11 @@ class StackSettings:
             raise SettingsError(
                 "context value 'forwarder_reserved_concurrency' must be 1 or more (0 would stop the forwarding; "
                 f"leave it unset for none), got {self.forwarder_reserved_concurrency}"
+            )
+        if not 1 <= self.forward_log_retention_days <= definitions.MAXIMUM_FORWARD_LOG_RETENTION_DAYS:
+            raise SettingsError(
+                "context value 'forward_log_retention_days' must be between 1 and "
+                f"{definitions.MAXIMUM_FORWARD_LOG_RETENTION_DAYS}, got {self.forward_log_retention_days}"
             )
         if self.forward_url is not None and not (
             self.forward_url.startswith("https://")
@@ -164,6 +173,9 @@ class StackSettings:
             alarm_email=_text(node, "alarm_email"),
             forward_url=_text(node, "forward_url"),
             forwarder_reserved_concurrency=_optional_integer(node, "forwarder_reserved_concurrency"),
+            forward_log_retention_days=_integer(
+                node, "forward_log_retention_days", definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
+            ),
             inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
         )
 

@@ -4,16 +4,19 @@ One builder, two users: the CDK stack deploys it as a Step Functions state machi
 a DefinitionSubstitution), and the local stack creates the very same definition in its embedded AWS (moto, with
 Step Functions execution enabled), so ``inbox replay`` runs the same states locally and in the cloud.
 
-What an execution does. Input (every field but ``provider`` optional)::
+What an execution does. Input (every field but ``provider`` optional; ``source`` defaults to ``provider``, the
+provider's default source)::
 
-    {"provider": "stripe", "status": "failed", "since": "2026-01-01T00:00:00.000000Z",
+    {"provider": "stripe", "source": "stripe-br", "status": "failed", "since": "2026-01-01T00:00:00.000000Z",
      "until": "2026-01-02T00:00:00.000000Z", "event_ids": ["evt_1", ...], "dry_run": false,
      "page_size": 25, "wait_seconds": 1, "max_events": 500}
 
 - Selection. Without ``event_ids``: a Query per shard of the sparse open-events index (``{status}#{shard}``,
   sort key ``received_at`` between ``since`` and ``until``, compared as strings: pass them as the items write
-  them, ISO-8601 UTC with a ``Z``; the CLI normalizes), filtered on ``provider``, ``page_size`` items a page.
-  With ``event_ids``: a consistent GetItem of each ``{provider}#{event_id}``; ``since``/``until`` do not apply.
+  them, ISO-8601 UTC with a ``Z``; the CLI normalizes), filtered on ``provider`` and on the key's source part
+  (``begins_with(pk, "{source}#")``: a source name holds no ``#``, and an item written before sources, of a
+  default source, has its provider's name there), ``page_size`` items a page. With ``event_ids``: a consistent
+  GetItem of each ``{source}#{event_id}``; ``since``/``until`` do not apply.
   Only ``failed`` (the default) or ``pending`` events can be selected: the workflow derives the index shard of
   the item it sets back to pending from the item's own ``open_status`` (``failed#3`` -> ``pending#3``), which
   settled (processed/ignored) items no longer carry; their shard is a CRC32 no intrinsic function computes.
@@ -37,7 +40,7 @@ What an execution does. Input (every field but ``provider`` optional)::
 
 Output::
 
-    {"provider", "status", "dry_run", "since", "until", "complete": bool,
+    {"provider", "source", "status", "dry_run", "since", "until", "complete": bool,
      "counts": {"selected", "planned", "replayed", "skipped", "not_found", "not_selected", "pages"},
      "events": [[{"pk": "stripe#evt_1", "event_type": "...", "outcome": "replayed", "replayed": 1}, ...], ...]}
 
@@ -90,7 +93,7 @@ MAX_CHAIN_LENGTH: Final = 10_000
 # Pass, Choice or Wait its Entered and Exited; a Map MapStateEntered, MapStateStarted, MapStateSucceeded,
 # MapStateExited, and each iteration MapIterationStarted, MapIterationSucceeded around its states'), checked by
 # tests/integration/test_replay_workflow.py against measured histories.
-EXECUTION_HISTORY_EVENTS: Final = 40  # start, input checks, the end and the successor's start, the output
+EXECUTION_HISTORY_EVENTS: Final = 46  # start, input checks, the source, the end and the successor's start, the output
 PAGE_HISTORY_EVENTS: Final = 19  # Query, Map, the page's choices and tally, a wait
 ITEM_HISTORY_EVENTS: Final = 11  # one Map iteration by age: choice, UpdateItem, outcome
 ID_HISTORY_EVENTS: Final = 18  # one Map iteration by id: GetItem, choices, UpdateItem, outcome
@@ -237,7 +240,7 @@ def _query(table_name: str, index_name: str, *, next_page: bool) -> dict[str, An
         "TableName": table_name,
         "IndexName": index_name,
         "KeyConditionExpression": "open_status = :open AND received_at BETWEEN :since AND :until",
-        "FilterExpression": "provider = :provider",
+        "FilterExpression": "provider = :provider AND begins_with(pk, :source)",
         "ProjectionExpression": _PROJECTION,
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": {
@@ -245,6 +248,7 @@ def _query(table_name: str, index_name: str, *, next_page: bool) -> dict[str, An
             ":since": {"S.$": "$.input.since"},
             ":until": {"S.$": "$.input.until"},
             ":provider": {"S.$": "$.input.provider"},
+            ":source": {"S.$": "States.Format('{}#', $.input.source)"},
         },
         "Limit.$": "$.input.page_size",
     }
@@ -366,7 +370,7 @@ def replay_definition(
                 )
             ),
         ],
-        "Next": "SelectBy",
+        "Next": "DefaultSource",
     }
     by_id_item = {
         "GetById": {
@@ -374,7 +378,7 @@ def replay_definition(
             "Resource": "arn:aws:states:::aws-sdk:dynamodb:getItem",
             "Parameters": {
                 "TableName": table_name,
-                "Key": {"pk": {"S.$": "States.Format('{}#{}', $.input.provider, $.event_id)"}},
+                "Key": {"pk": {"S.$": "States.Format('{}#{}', $.input.source, $.event_id)"}},
                 "ConsistentRead": True,
                 "ProjectionExpression": _PROJECTION,
                 "ExpressionAttributeNames": {"#status": "status"},
@@ -410,7 +414,7 @@ def replay_definition(
         },
         "ByIdNotFound": {
             "Type": "Pass",
-            "Parameters": _entry("not_found", pk="States.Format('{}#{}', $.input.provider, $.event_id)"),
+            "Parameters": _entry("not_found", pk="States.Format('{}#{}', $.input.source, $.event_id)"),
             "End": True,
         },
         **_item_states("ById", table_name),
@@ -428,11 +432,31 @@ def replay_definition(
             "Next": "Validate",
         },
         "Validate": {"Type": "Choice", "Choices": [valid_input], "Default": "InvalidInput"},
+        # `source` defaults to `provider` (its default source): what an input without one (an older CLI, the
+        # console) selects.
+        "DefaultSource": {
+            "Type": "Pass",
+            "Parameters": {"source.$": "$.input.provider"},
+            "ResultPath": "$.source_default",
+            "Next": "WithSource",
+        },
+        "WithSource": {
+            "Type": "Pass",
+            "Parameters": {"input.$": "States.JsonMerge($.source_default, $.input, false)"},
+            "Next": "ValidateSource",
+        },
+        "ValidateSource": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.input.source", "IsString": True, "Next": "SelectBy"}],
+            "Default": "InvalidInput",
+        },
         "InvalidInput": {
             "Type": "Fail",
             "Error": INVALID_INPUT_ERROR,
             "Cause": (
-                "expected {provider: string, status?: " + "|".join(SELECTABLE_STATUSES) + ", since?/until?: "
+                "expected {provider: string, source?: string, status?: "
+                + "|".join(SELECTABLE_STATUSES)
+                + ", since?/until?: "
                 "ISO-8601 UTC strings with since <= until, event_ids?: [string] (1.."
                 + str(MAX_EVENTS_LIMIT)
                 + "), dry_run?: boolean, page_size?: 1.."
@@ -632,6 +656,7 @@ def replay_definition(
             "Type": "Pass",
             "Parameters": {
                 "provider.$": "$.input.provider",
+                "source.$": "$.input.source",
                 "status.$": "$.input.status",
                 "dry_run.$": "$.input.dry_run",
                 "since.$": "$.input.since",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -21,17 +22,31 @@ from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.replay_workflow import ReplayWorkflow
+from infra.constructs.secrets import environment_share
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.constructs.sweeper_function import SweeperFunction
 from shared import definitions
 
 
 class WebhookInboxStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        sources: tuple[definitions.SourceSpec, ...] = definitions.default_sources(),
+        **kwargs: Any,
+    ) -> None:
+        """`sources`: the declared sources (sources.json, read by infra/application.py); secrets exist for these
+        only, and the functions that need the declaration get it in INBOX_SOURCES."""
         super().__init__(scope, construct_id, **kwargs)
         # Validated first: a bad context value stops the synth before any resource is described.
         settings = StackSettings.from_context(self.node)
         self.settings = settings
+        self.sources = sources
+        sources_environment = {definitions.ENV_SOURCES: definitions.sources_json(sources)}
+        # What the declaration takes of each function's 4 KB environment, besides the secret maps.
+        sources_share = environment_share(sources_environment)
 
         # Ingest: gateway -> API -> verified, deduplicated inbox item.
         self.storage = InboxStorage(
@@ -40,7 +55,9 @@ class WebhookInboxStack(Stack):
             retention_days=settings.retention_days,
             warm_write_units=settings.inbox_warm_write_units,
         )
-        self.signing_secrets = SigningSecrets(self, "SigningSecrets", stack_name=self.stack_name)
+        self.signing_secrets = SigningSecrets(
+            self, "SigningSecrets", stack_name=self.stack_name, sources=sources, alongside=sources_share
+        )
         # What the ingest refused: its own table, kept days, PutItem only (rejected_log.py).
         self.rejected = RejectedLog(self, "RejectedLog", stack_name=self.stack_name)
         self.ingest = IngestFunction(
@@ -50,6 +67,7 @@ class WebhookInboxStack(Stack):
             secrets=self.signing_secrets,
             rejected=self.rejected,
             settings=settings,
+            sources_environment=sources_environment,
         )
         self.api = IngestApi(self, "IngestApi", handler=self.ingest.function)
 
@@ -57,7 +75,9 @@ class WebhookInboxStack(Stack):
         self.payments = PaymentsStorage(self, "PaymentsStorage")
         self.queues = DispatchQueue(self, "DispatchQueue")
         self.pipe = DispatchPipe(self, "DispatchPipe", table=self.storage.table, queue=self.queues.queue)
-        self.api_keys = GatewayApiKeys(self, "GatewayApiKeys", stack_name=self.stack_name)
+        self.api_keys = GatewayApiKeys(
+            self, "GatewayApiKeys", stack_name=self.stack_name, sources=sources, alongside=sources_share
+        )
         # Downstream: the processor's transactional outbox -> the stack's event bus (and the signed forwarding).
         self.outbox = Outbox(self, "Outbox", payments=self.payments, settings=settings)
         self.processor = ProcessorFunction(
@@ -69,6 +89,7 @@ class WebhookInboxStack(Stack):
             queues=self.queues,
             api_keys=self.api_keys,
             settings=settings,
+            sources_environment=sources_environment,
         )
 
         # Operations: replay (Step Functions) sets selected events back to pending; the Pipe dispatches them.
@@ -81,6 +102,7 @@ class WebhookInboxStack(Stack):
             payments=self.payments,
             queues=self.queues,
             settings=settings,
+            sources_environment=sources_environment,
         )
         # Retention: TTL deletions of the inbox are archived to S3 from the stream.
         self.archive = Archive(self, "Archive", inbox=self.storage, settings=settings)
@@ -108,6 +130,8 @@ class WebhookInboxStack(Stack):
             pipe_dead_letter_queue=self.pipe.dead_letter_queue,
             archive_failure_queue=self.archive.failure_queue,
             replay_state_machine=self.replay.state_machine,
+            # The providers of the declared sources, in catalog order (alarm names derive from them).
+            providers=[provider for provider in definitions.PROVIDERS if any(s.provider == provider for s in sources)],
             downstream_dead_letter_queues=[
                 (
                     "outbox-dead-letter-queue",
@@ -130,12 +154,12 @@ class WebhookInboxStack(Stack):
         )
 
         outputs = {
-            definitions.OUTPUT_API_URL: (self.api.url, "Base URL; gateways POST to <url>webhooks/<provider>"),
+            definitions.OUTPUT_API_URL: (self.api.url, "Base URL; gateways POST to <url>webhooks/<source>"),
             definitions.OUTPUT_INBOX_TABLE: (self.storage.table.table_name, "Inbox DynamoDB table"),
             definitions.OUTPUT_BODY_BUCKET: (self.storage.body_bucket.bucket_name, "Bucket of large bodies"),
             definitions.OUTPUT_SIGNING_SECRETS: (
                 self.signing_secrets.arn_map,
-                "The signing secrets, JSON {provider: Secrets Manager ARN} (put the gateway's secret in each)",
+                "The signing secrets, JSON {source: Secrets Manager ARN} (inbox secrets set SOURCE --kind signing)",
             ),
             definitions.OUTPUT_INGEST_FUNCTION: (self.ingest.function.function_name, "Ingest Lambda"),
             definitions.OUTPUT_PAYMENTS_TABLE: (self.payments.payments_table.table_name, "Payments DynamoDB table"),
@@ -155,9 +179,14 @@ class WebhookInboxStack(Stack):
             definitions.OUTPUT_PROCESSOR_FUNCTION: (self.processor.function.function_name, "Processor Lambda"),
             definitions.OUTPUT_API_KEY_SECRETS: (
                 self.api_keys.arn_map,
-                "The gateways' API keys, JSON {provider: Secrets Manager ARN} (put the key in each)",
+                "The gateways' API keys, JSON {source: Secrets Manager ARN} (inbox secrets set SOURCE --kind api-key)",
             ),
         }
+        # No larger than the signing-secret map above (a provider id is shorter than an ARN).
+        outputs[definitions.OUTPUT_SOURCE_PROVIDERS] = (
+            json.dumps({source.name: source.provider for source in sources}, separators=(",", ":")),
+            "The deployed sources, JSON {source: provider}; gateways POST to <ApiUrl>webhooks/<source>",
+        )
         outputs[definitions.OUTPUT_REPLAY_STATE_MACHINE] = (
             self.replay.state_machine.state_machine_arn,
             "Replay workflow (Step Functions): `inbox replay --stack NAME` starts it",
@@ -198,5 +227,10 @@ class WebhookInboxStack(Stack):
             self.rejected.fingerprint_key.secret_arn,
             "Key of the rejected-delivery log's fingerprints (read by `inbox doctor --rejected`)",
         )
+        if self.outbox.forward_log is not None:
+            outputs[definitions.OUTPUT_FORWARD_LOG_TABLE] = (
+                self.outbox.forward_log.table_name,
+                "Forwarding log: every forwarding attempt and the endpoint's answer (inbox outbox attempts)",
+            )
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -9,10 +9,14 @@ same names and defaults, so local, cloud and function code cannot drift. It is t
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import ipaddress
 import json
 import os
 import re
+import string
 import zlib
 from collections.abc import Mapping
 from enum import Enum, StrEnum
@@ -23,7 +27,7 @@ SERVICE_NAME: Final = "webhook-inbox"
 METRICS_NAMESPACE: Final = "WebhookInbox"
 
 # ---------------------------------------------------------------------------------------------- inbox table
-INBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{event_id}": the unique key is what deduplicates
+INBOX_PARTITION_KEY: Final = "pk"  # "{source}#{event_id}": the unique key is what deduplicates
 INBOX_TTL_ATTRIBUTE: Final = "expires_at"
 
 # Sparse index of events that still need attention (pending or failed), oldest first. The partition value is
@@ -36,7 +40,7 @@ OPEN_EVENTS_SHARDS: Final = 8
 
 # Every event of one payment, in business-time order.
 RESOURCE_EVENTS_INDEX: Final = "events-by-resource"
-RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{provider}#{resource_id}", absent when unknown
+RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{source}#{resource_id}", absent when unknown
 RESOURCE_EVENTS_INDEX_SK: Final = "occurred_at"
 
 INBOX_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
@@ -69,7 +73,7 @@ INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 # ------------------------------------------------------------------------------------------- payments table
-PAYMENTS_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}"
+PAYMENTS_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}"
 
 # ---------------------------------------------------------------------------------------------- inbox lifecycle
 # The inbox item's statuses and every write that moves it, as data: each write is a row of LIFECYCLE (the statuses
@@ -483,6 +487,8 @@ PROCESSOR_TIMEOUT_SECONDS: Final = 30
 PROCESSOR_MEMORY_MB: Final = 512
 
 # ---------------------------------------------------------------------------------------------- ingest API
+# The parameter's value is a source's name (docs/sources.md); the route keeps its parameter's name so that a
+# deployed route is not replaced.
 WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
 HEALTH_ROUTE: Final = "/health"
 API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
@@ -499,7 +505,7 @@ INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
 
 
 def secret_prefix(stack_name: str) -> str:
-    """Name prefix of the local stack's signing secrets (``{prefix}{provider}``, inbox_local/config.py). The
+    """Name prefix of the local stack's signing secrets (``{prefix}{source}``, inbox_local/config.py). The
     deployed stack names none of its secrets: CloudFormation generates the names (infra/constructs/secrets.py)."""
     return f"{stack_name}/webhook-signing/"
 
@@ -509,6 +515,7 @@ def secret_prefix(stack_name: str) -> str:
 # `aws secretsmanager list-secrets --filters Key=tag-key,...`), also one retained by a deleted stack.
 SECRET_TAG_STACK: Final = "webhook-inbox:stack"
 SECRET_TAG_PROVIDER: Final = "webhook-inbox:provider"
+SECRET_TAG_SOURCE: Final = "webhook-inbox:source"  # the source a signing or API-key secret belongs to
 SECRET_TAG_KIND: Final = "webhook-inbox:kind"
 SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
 SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
@@ -517,8 +524,9 @@ SECRET_KIND_FINGERPRINT_KEY: Final = "fingerprint-key"  # keys the rejected-deli
 
 # Lambda: "the total size of all environment variables doesn't exceed 4 KB"
 # (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
-# variables that grow with the number of providers (or, later, sources); infra/constructs/secrets.py checks at
-# synth that a map, at its longest possible ARNs, leaves this much of the 4 KB to every other variable.
+# variables that grow with the number of declared sources, with INBOX_SOURCES (the declaration itself);
+# infra/constructs/secrets.py checks at synth that they, the maps at their longest possible ARNs, leave this much
+# of the 4 KB to every other variable.
 LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
 # The ingest's other variables take 1,230 bytes at their longest (each CloudFormation reference counted as 255
 # characters), the rejected-delivery log's table and fingerprint key included.
@@ -527,7 +535,7 @@ LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1280
 
 # ------------------------------------------------------------------------------------------- control table
 # Small operational state shared by every function instance: the refetch circuit breakers
-# (pk = "breaker#{provider}"). Kept apart from the payments table so payment scans never see it.
+# (pk = "breaker#{source}"). Kept apart from the payments table so payment scans never see it.
 CONTROL_PARTITION_KEY: Final = "pk"
 
 # ---------------------------------------------------------------------------------------------- environment
@@ -536,9 +544,10 @@ ENV_INBOX_TABLE: Final = "INBOX_TABLE"
 ENV_PAYMENTS_TABLE: Final = "PAYMENTS_TABLE"
 ENV_CONTROL_TABLE: Final = "CONTROL_TABLE"
 ENV_BODY_BUCKET: Final = "INBOX_BODY_BUCKET"
-ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{provider})
+ENV_SECRET_PREFIX: Final = "INBOX_SECRET_PREFIX"  # the local stack's secret names ({prefix}{source})
 ENV_API_KEY_SECRET_PREFIX: Final = "INBOX_API_KEY_SECRET_PREFIX"  # likewise, for the API keys
-# The deployed stack's secrets, as JSON objects {provider: secret ARN} (shared/secrets.py reads them).
+# The deployed stack's secrets, as JSON objects {source: secret ARN} (shared/secrets.py reads them): a signing
+# secret per declared source, an API-key secret per declared source whose provider has a refetch API.
 ENV_SIGNING_SECRETS: Final = "INBOX_SIGNING_SECRETS"
 ENV_API_KEY_SECRETS: Final = "INBOX_API_KEY_SECRETS"
 ENV_SIGNATURE_TOLERANCE: Final = "INBOX_SIGNATURE_TOLERANCE_SECONDS"
@@ -552,14 +561,15 @@ OUTPUT_API_URL: Final = "ApiUrl"
 OUTPUT_INBOX_TABLE: Final = "InboxTableName"
 OUTPUT_PAYMENTS_TABLE: Final = "PaymentsTableName"
 OUTPUT_BODY_BUCKET: Final = "BodyBucketName"
-OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {provider: secret ARN}
+OUTPUT_SIGNING_SECRETS: Final = "SigningSecretArns"  # JSON {source: secret ARN}: the deployed sources
 OUTPUT_INGEST_FUNCTION: Final = "IngestFunctionName"
 OUTPUT_CONTROL_TABLE: Final = "ControlTableName"
 OUTPUT_QUEUE_URL: Final = "DispatchQueueUrl"
 OUTPUT_DEAD_LETTER_QUEUE_URL: Final = "DeadLetterQueueUrl"
 OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
 OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
-OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {provider: secret ARN}
+OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {source: secret ARN}
+OUTPUT_SOURCE_PROVIDERS: Final = "SourceProviders"  # JSON {source: provider}: what the stack was deployed with
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
@@ -581,8 +591,8 @@ DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
 DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
 
 # Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
-# `reconcile_key` = "{provider}#{status}" (one partition per provider and status, so the sweeper queries only the
-# providers that have an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
+# `reconcile_key` = "{source}#{status}" (one partition per source and status, so the sweeper queries only the
+# sources whose provider has an API to refetch from), sorted by `checked_at` = when the payment was last confirmed
 # against its source (the processor's write, or the sweeper's claim when it sends a reconciliation). Keys only:
 # the sweeper needs nothing else.
 RECONCILE_INDEX: Final = "payments-to-reconcile"
@@ -663,6 +673,7 @@ REJECTION_REASONS: Final[tuple[str, ...]] = (
     "signature_malformed",
     "timestamp_out_of_tolerance",
     "body_undecodable",
+    "ip_not_allowed",  # a sender outside the source's allowed_ip_ranges (403)
     "unknown_source",
 )
 # Why a refusal was counted but not recorded: the per-source budget of the minute was spent (this instance's
@@ -698,7 +709,7 @@ METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 # one record in the transaction that causes it; the table's stream publishes them (AWS: a Pipe to the stack's
 # EventBridge bus; locally: inbox_local/outbox_publisher.py). Keys: one partition per payment, ordered by the
 # payment's transition number, so the stream hands one payment's records over in order.
-OUTBOX_PARTITION_KEY: Final = "pk"  # "{provider}#{resource_id}" (or "failed#{inbox pk}")
+OUTBOX_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}" (or "failed#{inbox pk}")
 OUTBOX_SORT_KEY: Final = "sequence"  # number: the payment's `transitions` after the change
 OUTBOX_TTL_ATTRIBUTE: Final = "expires_at"
 OUTBOX_RETENTION_DAYS: Final = 7  # the TTL the outbox writes (shared/payments/outbox.py) and docs/events.md
@@ -743,6 +754,31 @@ OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretArn"
 OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
 OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"
 EVENT_BUS_ARCHIVE_RETENTION_DAYS: Final = 30  # the bus's archive: published events can be replayed to new rules
+
+# The forwarding log (shared/forwarding_log.py): one item per forwarding attempt (the forwarder's, the local
+# publisher's, `inbox outbox resend`'s), keyed by the event's `webhook-id` and the attempt's time, so one Query
+# lists an event's attempts oldest first. Written only by whoever forwards (PutItem), never updated; gone by TTL.
+# Its own table, not the control table: a log that grows with traffic must not share a table with the
+# checkpoints and breakers every forwarder reads, and its TTL and size rules are its own.
+FORWARD_LOG_PARTITION_KEY: Final = "webhook_id"
+FORWARD_LOG_SORT_KEY: Final = "attempted_at"  # ISO-8601 UTC with microseconds: string order is time order
+FORWARD_LOG_TTL_ATTRIBUTE: Final = "expires_at"
+DEFAULT_FORWARD_LOG_RETENTION_DAYS: Final = 30  # outlives the outbox's 7 days: an event's answers stay readable
+MAXIMUM_FORWARD_LOG_RETENTION_DAYS: Final = 365
+# Bounds of one item (DynamoDB's item limit is 400 KB; these keep an attempt under ~12 KB whatever the endpoint
+# answers): the first bytes of the body, a number of headers, each header's name and value, the error text.
+FORWARD_LOG_BODY_BYTES: Final = 4096
+FORWARD_LOG_MAX_HEADERS: Final = 32
+FORWARD_LOG_HEADER_NAME_CHARS: Final = 64
+FORWARD_LOG_HEADER_VALUE_CHARS: Final = 256
+FORWARD_LOG_ERROR_CHARS: Final = 300
+ENV_FORWARD_LOG_TABLE: Final = "INBOX_FORWARD_LOG_TABLE"
+ENV_FORWARD_LOG_RETENTION_DAYS: Final = "INBOX_FORWARD_LOG_RETENTION_DAYS"
+OUTPUT_FORWARD_LOG_TABLE: Final = "ForwardLogTableName"
+# Local stack only: how many times the local publisher retries a chunk the endpoint refuses before it gives the
+# chunk up, as the forwarding Pipe does after FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS (its records then wait for
+# `inbox outbox resend`). Default: the Pipe's own number.
+ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS: Final = "INBOX_FORWARD_MAX_RETRY_ATTEMPTS"
 
 
 # ------------------------------------------------------------------------------------------- provider catalog
@@ -872,6 +908,23 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
     ),
     ProviderEntry(
+        id="stone",
+        driver="shared.providers.stone:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
+        refetch_client="shared.gateway.stone:StoneClient",
+        routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
+        dev_secret="ak_local_development_only_stone",
+        facts=ProviderFacts(
+            display_name="Stone",
+            signature="as `pagarme` (Pagar.me platform): v5 RS256, legacy sha1",
+            signature_source="inferred",  # Stone documents Pagar.me's hooks and API; the signature header is inferred
+            dedup_key="hook id / derived",
+            docs_url="https://connect-stone.stone.com.br/reference/retorno-webhook",
+        ),
+        # Pagar.me's documented limit for GET /charges/* and /orders/*: 200 requests a minute (docs.pagar.me
+        # "Rate Limit"), the API Connect Stone payments are read from.
+        refetch_rate_per_second=200 / 60,
+    ),
+    ProviderEntry(
         id="kiwify",
         driver="shared.providers.kiwify:driver",
         refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)
@@ -900,6 +953,20 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             signature_source="secondary",
             dedup_key="body `id`",
             docs_url="https://help.hotmart.com/en/article/360001491352",
+        ),
+    ),
+    ProviderEntry(
+        id="eduzz",
+        driver="shared.providers.eduzz:driver",
+        refetch_client=None,  # no invoice API is refetched: ordered by event time (provider_status is canonical)
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz:INVOICE_EVENTS"),),
+        dev_secret="local-development-only-eduzz-key",
+        facts=ProviderFacts(
+            display_name="Eduzz",
+            signature="`x-signature` HMAC-SHA256 hex of the body",
+            signature_source="verified",  # the scheme is Eduzz's; the hex encoding is inferred (docs/providers.md)
+            dedup_key="body `id`",
+            docs_url="https://github.com/eduzz/eduzz-webhook-docs",
         ),
     ),
     ProviderEntry(
@@ -1079,6 +1146,11 @@ class SourceSpec(NamedTuple):
         return source_env_suffix(self.name)
 
     @property
+    def has_api(self) -> bool:
+        """Its provider has a refetch API: the source has an API key (a secret of its own in AWS)."""
+        return self.provider in REFETCH_PROVIDERS
+
+    @property
     def refetch_rate(self) -> float:
         """Requests per second this source may send to its gateway's API."""
         if self.refetch_rate_per_second is not None:
@@ -1115,6 +1187,37 @@ def source_name_problem(name: object) -> str | None:
     if not SOURCE_NAME_PATTERN.fullmatch(name):
         return f"source name {name!r} is invalid: {SOURCE_NAME_RULE}"
     return None
+
+
+def dev_signing_secret(source: SourceSpec) -> str:
+    """The local stack's signing secret of `source` when INBOX_SECRET_<SOURCE> is unset (it signs nothing real).
+    A default source (named after its provider) keeps the provider's dev secret; any other gets one derived from it
+    and the name, so two local sources of one provider never verify each other's deliveries. The derived secret
+    keeps the provider's shape where the shape is checked: a Standard Webhooks `whsec_<base64>` stays base64,
+    Adyen's hex HMAC key stays hex."""
+    base = next(
+        (entry.dev_secret for entry in PROVIDER_CATALOG if entry.id == source.provider),
+        f"local-{source.provider}-secret",  # not a catalog provider: only the local stack's own tests name one
+    )
+    if source.name == source.provider:
+        return base
+    digest = hashlib.sha256(f"{base}-{source.name}".encode()).digest()
+    if base.startswith(_WHSEC) and _is_base64(base.removeprefix(_WHSEC)):
+        return _WHSEC + base64.b64encode(digest).decode("ascii")
+    if base and all(character in string.hexdigits for character in base):
+        return digest.hex()
+    return f"{base}-{source.name}"
+
+
+_WHSEC: Final = "whsec_"
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def default_sources() -> tuple[SourceSpec, ...]:
@@ -1243,3 +1346,17 @@ def find_source(sources: tuple[SourceSpec, ...], name: str) -> SourceSpec:
         if source.name == name:
             return source
     raise KeyError(name)
+
+
+def source_of(item: Mapping[str, Any]) -> str:
+    """The source an inbox item, payment or published event belongs to. Items written before sources existed
+    carry only `provider`: they belong to that provider's default source, which is named after it (and is their
+    key's first part)."""
+    return str(item.get("source") or item.get("provider") or str(item["pk"]).split("#", 1)[0])
+
+
+def source_key(source: str, part: str) -> str:
+    """`{source}#{part}`, the one rule of every key that belongs to a source: an event's (part = its event id),
+    a payment's and its FIFO group (its resource id), its reconcile partition (its status), its breaker. A
+    source name has no '#', so the source is everything before the first one."""
+    return f"{source}#{part}"

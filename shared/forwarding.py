@@ -15,6 +15,10 @@ partition is checkpointed in the control table (`outbox-forward#{pk}`), and reco
 A crash between a delivery and its checkpoint re-sends that one event, with the same `webhook-id`: the receiver
 dedups by it (Standard Webhooks' contract). The same code runs locally (inbox_local/outbox_publisher.py) and in
 AWS (functions/forwarder, fed by the outbox Pipe).
+
+Every attempt's answer (status or connection error, latency, headers, the body's first 4 KB) goes to `record`
+when one is given: the forwarding log (shared/forwarding_log.py), which never raises, so a log that cannot be
+written changes no delivery. A resend (`inbox outbox resend`) moves a checkpoint with `advance`, only forward.
 """
 
 from __future__ import annotations
@@ -30,14 +34,20 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.definitions import (
+    DEFAULT_FORWARD_LOG_RETENTION_DAYS,
     ENV_CONTROL_TABLE,
+    ENV_FORWARD_LOG_RETENTION_DAYS,
+    ENV_FORWARD_LOG_TABLE,
     ENV_FORWARD_SECRET,
     ENV_FORWARD_SECRET_NAME,
     ENV_FORWARD_SECRET_PREVIOUS,
     ENV_FORWARD_URL,
+    FORWARD_LOG_BODY_BYTES,
+    MAXIMUM_FORWARD_LOG_RETENTION_DAYS,
 )
+from shared.forwarding_log import SENDER_FORWARDER, Answer, ForwardLog, is_accepted
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
-from shared.settings import EnvironmentSettings, text
+from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -83,6 +93,9 @@ def backoff(attempt: int, base: float, cap: float) -> float:
     return float(min(cap, base * (2 ** (attempt - 1))))
 
 
+Recorder = Callable[[Mapping[str, Any], str, Answer, float], None]  # (event, url, answer, started epoch)
+
+
 @dataclass
 class Forwarder:
     url: str
@@ -92,10 +105,12 @@ class Forwarder:
     base_delay_seconds: float = 0.5
     max_delay_seconds: float = 30.0
     sleep: Callable[[float], None] = time.sleep
+    # Called with every attempt's answer (the forwarding log's `ForwardLog.record`); it must never raise.
+    record: Recorder | None = None
     attempts: int = field(default=0, init=False)  # HTTP attempts made, for tests and the console
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Forwarder | None:
+    def from_environ(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Forwarder | None:
         """None when no URL is configured. A URL without a secret is a configuration error."""
         env = os.environ if environ is None else environ
         url = env.get(ENV_FORWARD_URL, "").strip()
@@ -108,7 +123,7 @@ class Forwarder:
         secrets = (current, previous) if previous else (current,)
         for secret in secrets:
             decode_secret(secret)  # fail at start-up, not at the first delivery
-        return cls(url=url, secrets=secrets)
+        return cls(url=url, secrets=secrets, **options)
 
     @classmethod
     def from_secret(cls, url: str, secret_name: str, **options: Any) -> Forwarder:
@@ -122,28 +137,62 @@ class Forwarder:
         return cls(url=url, secrets=pair.candidates(), **options)
 
     def post_once(self, event: Mapping[str, Any]) -> int:
-        """One signed POST; returns the HTTP status (0 for a network error)."""
+        """One signed POST; returns the HTTP status (0 for a network error). Recorded when `record` is set."""
+        return self.exchange(event).status
+
+    def exchange(self, event: Mapping[str, Any]) -> Answer:
+        """One signed POST and what came back: status, headers, the body's first bytes (never all of it: an
+        endpoint may answer with anything), or the error. The answer goes to `record` before it is returned."""
         request = signed_request(self.url, event, self.secrets)
         self.attempts += 1
+        started, clock = time.time(), time.monotonic()
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310
-                return int(response.status)
+                answer = _answer(int(response.status), response, clock)
         except urllib.error.HTTPError as error:
-            error.close()  # its response is open: release the connection
-            return int(error.code)
-        except (urllib.error.URLError, OSError):
-            return 0
+            try:
+                answer = _answer(int(error.code), error, clock)
+            finally:
+                error.close()  # its response is open: release the connection
+        except (urllib.error.URLError, OSError) as error:
+            reason = error.reason if isinstance(error, urllib.error.URLError) else error
+            answer = Answer(status=0, latency_ms=_elapsed_ms(clock), error=f"{type(reason).__name__}: {reason}")
+        if self.record is not None:
+            self.record(event, self.url, answer, started)
+        return answer
 
     def deliver(self, event: Mapping[str, Any]) -> None:
         """POST until a 2xx, backing off exponentially; DeliveryFailed after `max_attempts`."""
         status = 0
         for attempt in range(1, self.max_attempts + 1):
             status = self.post_once(event)
-            if 200 <= status < 300:
+            if is_accepted(status):
                 return
             if attempt < self.max_attempts:
                 self.sleep(backoff(attempt, self.base_delay_seconds, self.max_delay_seconds))
         raise DeliveryFailed(f"{event.get('id')}: no 2xx after {self.max_attempts} attempts (last status {status})")
+
+
+def _elapsed_ms(clock: float) -> float:
+    return (time.monotonic() - clock) * 1000
+
+
+def _answer(status: int, response: Any, clock: float) -> Answer:
+    """The answer of a response (a 2xx's or an HTTPError's): reads at most one byte more than the log keeps."""
+    headers = tuple(response.headers.items()) if response.headers is not None else ()
+    try:
+        head = response.read(FORWARD_LOG_BODY_BYTES + 1)
+        error = None
+    except (OSError, ValueError) as failure:  # the body broke off (a timeout, a reset): the status still counts
+        head, error = b"", f"reading the body: {type(failure).__name__}"
+    return Answer(
+        status=status,
+        latency_ms=_elapsed_ms(clock),
+        headers=headers,
+        body_head=head[:FORWARD_LOG_BODY_BYTES],
+        body_truncated=len(head) > FORWARD_LOG_BODY_BYTES,
+        error=error,
+    )
 
 
 class ForwardCheckpoints:
@@ -167,6 +216,26 @@ class ForwardCheckpoints:
             TableName=self.control_table,
             Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
         )
+        self._known[pk] = sequence
+
+    def advance(self, pk: str, sequence: int) -> None:
+        """Move the checkpoint to `sequence` only if that is past it (a resend of an older record, or one racing
+        the forwarder, never moves it back: the forwarder would send the later records again)."""
+        from botocore.exceptions import ClientError  # noqa: PLC0415 - botocore comes with boto3, the caller's
+
+        try:
+            self.dynamodb.put_item(
+                TableName=self.control_table,
+                Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
+                ConditionExpression="attribute_not_exists(pk) OR #sequence < :sequence",
+                ExpressionAttributeNames={"#sequence": "sequence"},
+                ExpressionAttributeValues={":sequence": {"N": str(sequence)}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            self._known.pop(pk, None)  # someone else is further: read it again when asked
+            return
         self._known[pk] = sequence
 
 
@@ -207,6 +276,14 @@ def forward_in_order(
 FORWARDER_ATTEMPTS = 3
 FORWARDER_POST_TIMEOUT_SECONDS = 5.0
 FORWARDER_START_MARGIN_SECONDS = 5.0
+# Each attempt's log write is bounded too (its own client: short timeouts, one retry), so a slow log table costs a
+# delivery at most FORWARD_LOG_WRITE_ATTEMPTS x (connect + read timeout) per attempt, and never its outcome.
+FORWARD_LOG_WRITE_TIMEOUT_SECONDS = 1.0
+FORWARD_LOG_WRITE_ATTEMPTS = 2
+
+
+def worst_log_write_seconds() -> float:
+    return FORWARD_LOG_WRITE_ATTEMPTS * 2 * FORWARD_LOG_WRITE_TIMEOUT_SECONDS
 
 
 def worst_delivery_seconds(forwarder: Forwarder) -> float:
@@ -214,7 +291,8 @@ def worst_delivery_seconds(forwarder: Forwarder) -> float:
         backoff(attempt, forwarder.base_delay_seconds, forwarder.max_delay_seconds)
         for attempt in range(1, forwarder.max_attempts)
     )
-    return forwarder.max_attempts * forwarder.timeout_seconds + backoffs
+    per_attempt = forwarder.timeout_seconds + (worst_log_write_seconds() if forwarder.record is not None else 0.0)
+    return forwarder.max_attempts * per_attempt + backoffs
 
 
 def forward_stream_batch(
@@ -254,14 +332,44 @@ class ForwarderSettings(EnvironmentSettings):
     control_table: str = text(ENV_CONTROL_TABLE)
 
 
+def forward_log_from_environ(
+    dynamodb: DynamoDBClient, environ: Mapping[str, str] | None = None, *, sender: str = SENDER_FORWARDER
+) -> ForwardLog | None:
+    """The forwarding log named by INBOX_FORWARD_LOG_TABLE (None when unset), its TTL from
+    INBOX_FORWARD_LOG_RETENTION_DAYS: the forwarder Lambda's and the local publisher's alike."""
+    env = os.environ if environ is None else environ
+    settings = LogSettings.from_environ(env)
+    if not settings.forward_log_table:
+        return None
+    return ForwardLog(
+        dynamodb, settings.forward_log_table, retention_days=settings.forward_log_retention_days, sender=sender
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings(EnvironmentSettings):
+    """The forwarding log's, apart from ForwarderSettings: the local publisher reads these and no Secrets
+    Manager secret. An empty table (a stack deployed before the log existed): attempts are not recorded."""
+
+    forward_log_table: str = text(ENV_FORWARD_LOG_TABLE, "")
+    forward_log_retention_days: int = whole(
+        ENV_FORWARD_LOG_RETENTION_DAYS,
+        DEFAULT_FORWARD_LOG_RETENTION_DAYS,
+        low=1,
+        high=MAXIMUM_FORWARD_LOG_RETENTION_DAYS,
+    )
+
+
 def _default_forwarder() -> Forwarder:
     # Not cached: the secret pair is (by Powertools, five minutes), so a rotation is picked up without a restart.
     settings = ForwarderSettings.from_environ()
+    log = forward_log_from_environ(_log_dynamodb())
     return Forwarder.from_secret(
         settings.forward_url,
         settings.forward_secret_name,
         max_attempts=FORWARDER_ATTEMPTS,
         timeout_seconds=FORWARDER_POST_TIMEOUT_SECONDS,
+        record=log.record if log else None,
     )
 
 
@@ -276,3 +384,18 @@ def _dynamodb() -> DynamoDBClient:
     import boto3  # noqa: PLC0415
 
     return boto3.client("dynamodb")
+
+
+@cache
+def _log_dynamodb() -> DynamoDBClient:
+    # Its own client: the log's writes time out fast and retry once (worst_log_write_seconds), while the
+    # checkpoints keep the SDK's patient defaults (a checkpoint not written means an event sent twice).
+    import boto3  # noqa: PLC0415
+    from botocore.config import Config  # noqa: PLC0415
+
+    config = Config(
+        connect_timeout=FORWARD_LOG_WRITE_TIMEOUT_SECONDS,
+        read_timeout=FORWARD_LOG_WRITE_TIMEOUT_SECONDS,
+        retries={"max_attempts": FORWARD_LOG_WRITE_ATTEMPTS, "mode": "standard"},
+    )
+    return boto3.client("dynamodb", config=config)

@@ -19,14 +19,16 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
+from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.providers import PayloadInvalid, ProviderDriver, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.registry import UnknownProvider, get_driver
+from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
+from shared.sources import Sources, UnknownSource, declared_sources, sender_allowed
 
 
 class BodyUndecodable(ValueError):
@@ -34,7 +36,7 @@ class BodyUndecodable(ValueError):
 
 
 class SecretsSource(Protocol):
-    def signing_secrets(self, provider: str) -> SigningSecrets: ...
+    def signing_secrets(self, source: str) -> SigningSecrets: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,27 +57,34 @@ class IngestService:
         store: InboxStore,
         secrets: SecretsSource,
         *,
+        sources: Sources | None = None,
         clock: Callable[[], float] = time.time,
         rejections: RejectionLog | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.secrets = secrets
+        self.sources = sources if sources is not None else declared_sources()
         self.clock = clock
         self.rejections = rejections  # None: refusals are only logged and counted per provider
 
-    def receive(self, driver: ProviderDriver, request: WebhookRequest) -> IngestResult:
-        """Verify, parse and store one delivery. Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
+    def receive(
+        self, driver: ProviderDriver, request: WebhookRequest, source: SourceSpec | None = None
+    ) -> IngestResult:
+        """Verify, parse and store one delivery to `source` (default: the driver's provider's default source).
+        Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
+        source = source or SourceSpec(name=driver.name, provider=driver.name)
         now = self.clock()
+        tolerance = source.signature_tolerance_seconds
         try:
             driver.verify(
                 request,
-                self.secrets.signing_secrets(driver.name),
+                self.secrets.signing_secrets(source.name),
                 now=now,
-                tolerance_seconds=self.settings.signature_tolerance_seconds,
+                tolerance_seconds=self.settings.signature_tolerance_seconds if tolerance is None else tolerance,
             )
         except ValueError as misconfigured:  # an empty or malformed configured secret: retry once it is fixed
-            raise SecretUnavailable(f"signing secret for {driver.name!r} unusable: {misconfigured}") from None
+            raise SecretUnavailable(f"signing secret for {source.name!r} unusable: {misconfigured}") from None
         except SignatureInvalid as rejection:
             return IngestResult(
                 401, {"error": "invalid signature"}, "signature_rejected", extra={"reason": str(rejection)}
@@ -94,6 +103,7 @@ class IngestService:
 
         received_at = datetime.fromtimestamp(now, tz=UTC)
         item = build_item(
+            source=source.name,
             provider=driver.name,
             event_id=event_id,
             event=event,
@@ -101,8 +111,8 @@ class IngestService:
             replay_headers=driver.replay_headers,
             replay_query=driver.replay_query,
             body=self._store_body(
-                driver.name,
-                event_key(driver.name, event_id),
+                source.name,
+                event_key(source.name, event_id),
                 redact_secret_fields(request.body, driver.secret_body_fields),
                 received_at,
             ),
@@ -116,11 +126,11 @@ class IngestService:
             return IngestResult(200, {"received": True}, "stored_unparseable", event_id, {"reason": failure})
         return IngestResult(200, {"received": True}, "stored", event_id)
 
-    def _store_body(self, provider: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
+    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
         digest = hashlib.sha256(body).hexdigest()
         if len(body) <= self.settings.inline_body_limit_bytes:
             return StoredBody(sha256=digest, size=len(body), inline=body)
-        key = body_object_key(provider, pk, body, received_at)
+        key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
         return StoredBody(sha256=digest, size=len(body), s3_key=key)
 
@@ -152,6 +162,9 @@ _METRIC_BY_OUTCOME = {
     "signature_rejected": "SignaturesRejected",
     "unavailable": "StorageFailures",
 }
+# The HTTP API's path parameter of WEBHOOK_ROUTE ("/webhooks/{provider}"): its value is the source's name. The
+# route keeps its parameter's name so that deployed routes are not replaced; "source" is read first.
+_ROUTE_PARAMETERS = ("source", "provider")
 
 
 def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -178,8 +191,15 @@ def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
     )
 
 
+def source_ip_of(event: dict[str, Any]) -> str | None:
+    """The sender's address as API Gateway saw the connection (requestContext.http.sourceIp). Never a header:
+    X-Forwarded-For and the like are written by the sender and prove nothing."""
+    ip = (event.get("requestContext") or {}).get("http", {}).get("sourceIp")
+    return ip if isinstance(ip, str) else None
+
+
 def handle_api_event(event: dict[str, Any], service_factory: Callable[[], IngestService]) -> dict[str, Any]:
-    """Route an HTTP API event: POST /webhooks/{provider} and GET /health. Every error is mapped here, once."""
+    """Route an HTTP API event: POST /webhooks/{source} and GET /health. Every error is mapped here, once."""
 
     http = event.get("requestContext", {}).get("http", {})
     method, path = http.get("method", "GET").upper(), event.get("rawPath", http.get("path", "/"))
@@ -191,20 +211,31 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     segments = path.strip("/").split("/")
     if len(segments) != 2 or segments[0] != "webhooks" or not segments[1]:
         return _json_response(404, {"error": "not found"})
-    provider = (event.get("pathParameters") or {}).get("provider") or segments[1]
+    parameters = event.get("pathParameters") or {}
+    name = next((parameters[key] for key in _ROUTE_PARAMETERS if parameters.get(key)), segments[1])
     if method != "POST":
         return _json_response(405, {"error": "method not allowed"})
 
     started = time.perf_counter()
-    log: dict[str, Any] = {"provider": provider}
+    log: dict[str, Any] = {}
+    provider: str | None = None
+    spec: SourceSpec | None = None
     driver: ProviderDriver | None = None
     request: WebhookRequest | None = None
     try:
-        driver = get_driver(provider)
-        request = request_from_api_event(event)
-        result = service_factory().receive(driver, request)
-    except UnknownProvider:
-        result = IngestResult(404, {"error": f"unknown provider {provider!r}"}, "unknown_provider")
+        service = service_factory()
+        source = spec = service.sources.get(name)
+        provider = source.provider
+        log.update(source=source.name, provider=provider)
+        if not sender_allowed(source, source_ip_of(event)):
+            # Refused before any verification: a sender outside the ranges costs no secret read, no HMAC.
+            result = IngestResult(403, {"error": "sender not allowed for this source"}, "sender_refused")
+        else:
+            driver = get_driver(provider)
+            request = request_from_api_event(event)
+            result = service.receive(driver, request, source)
+    except UnknownSource as unknown:
+        result = IngestResult(404, {"error": str(unknown)}, "unknown_source")
     except BodyUndecodable as error:
         result = IngestResult(400, {"error": "body could not be decoded"}, "bad_request", extra={"reason": str(error)})
     except (StorageUnavailable, SecretUnavailable) as error:
@@ -220,10 +251,10 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         **result.extra,
     )
     metric = _METRIC_BY_OUTCOME.get(result.outcome)
-    if metric:
+    if metric and provider:
         count_for_provider(metric, provider)
     if result.outcome in _REFUSAL_REASON:
-        _note_refusal(event, provider, result, driver, request, service_factory)
+        _note_refusal(event, name, spec, result, driver, request, service_factory)
     (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
     return _json_response(result.status_code, result.body)
 
@@ -232,13 +263,15 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
 _REFUSAL_REASON: dict[str, str | None] = {
     "signature_rejected": None,
     "bad_request": "body_undecodable",
-    "unknown_provider": "unknown_source",
+    "sender_refused": "ip_not_allowed",
+    "unknown_source": "unknown_source",
 }
 
 
 def _note_refusal(
     event: dict[str, Any],
     source: str,
+    spec: SourceSpec | None,
     result: IngestResult,
     driver: ProviderDriver | None,
     request: WebhookRequest | None,
@@ -260,8 +293,8 @@ def _note_refusal(
                 query=dict(event.get("queryStringParameters") or {}),
             )
         refusal = Refusal(
-            source=source,
-            provider=driver.name if driver is not None else source,
+            source=spec.name if spec is not None else source,
+            provider=spec.provider if spec is not None else source,
             reason=reason,
             detail=detail,
             headers=request.headers,
@@ -269,7 +302,10 @@ def _note_refusal(
             body=request.body,
             source_ip=str(http.get("sourceIp", "")),
             user_agent=str(http.get("userAgent", "")),
+            redact_fields=spec.redact_fields if spec is not None else (),
         )
+        if driver is None and spec is not None:  # refused before verification: its secrets are still the driver's
+            driver = get_driver(spec.provider)
         rejections.note(refusal, driver)
     except Exception as error:  # a broken configuration already fails /health; the answer stands
         logger.warning("rejected delivery not noted", extra={"source": source, "error": type(error).__name__})
@@ -283,5 +319,6 @@ def default_ingest_service() -> IngestService:
         settings,
         InboxStore(settings.inbox_table, settings.body_bucket),
         SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids),
+        sources=declared_sources(),
         rejections=RejectionLog(RejectionLogSettings.from_environ()),
     )

@@ -294,6 +294,7 @@ class Refusal:
     body: bytes
     source_ip: str
     user_agent: str
+    redact_fields: tuple[str, ...] = ()  # the source's own personal-data fields, besides the deployment's
 
 
 class RejectionLog:
@@ -368,7 +369,7 @@ class RejectionLog:
         received = datetime.fromtimestamp(now, tz=UTC)
         kept = kept_body(
             refusal.body,
-            redact_fields=self.redact_fields,
+            redact_fields=self.redact_fields | {name.lower() for name in refusal.redact_fields},
             secret_body_fields=tuple(getattr(driver, "secret_body_fields", ()) or ()),
             limit=definitions.REJECTED_BODY_LIMIT_BYTES,
         )

@@ -39,11 +39,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import aws
-from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS
+from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS, source_of
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
 from shared.redaction import parse_redact_fields, redact
 from shared.settings import EnvironmentSettings, text
+from shared.sources import declared_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -170,23 +171,33 @@ class Archiver:
         body_bucket: str | None = None,
         *,
         redact_fields: frozenset[str] = frozenset(),
+        source_redact_fields: Mapping[str, frozenset[str]] | None = None,
         s3: S3Client | None = None,
     ) -> None:
         self.archive_bucket = archive_bucket
         self.body_bucket = body_bucket
         self.redact_fields = redact_fields
+        # A source's own `redact_fields` (sources.json), redacted from its items besides the deployment's.
+        self.source_redact_fields = dict(source_redact_fields or {})
         self._s3 = s3
 
     @property
     def s3(self) -> S3Client:
         return self._s3 or aws.s3()
 
+    def fields_for(self, item: Mapping[str, Any]) -> frozenset[str]:
+        """The keys redacted from this item's body: the deployment's and its source's."""
+        if not self.source_redact_fields:
+            return self.redact_fields
+        return self.redact_fields | self.source_redact_fields.get(source_of(item), frozenset())
+
     def _body(self, item: dict[str, Any]) -> dict[str, Any]:
         raw = item.pop("body", None)
+        fields = self.fields_for(item)
         if isinstance(raw, bytes | bytearray):
-            return archived_body(bytes(raw), self.redact_fields)
+            return archived_body(bytes(raw), fields)
         if isinstance(raw, str):
-            return archived_body(raw.encode("utf-8"), self.redact_fields)
+            return archived_body(raw.encode("utf-8"), fields)
         s3_key = item.get("body_s3_key")
         if not s3_key:
             return {"body": None}
@@ -200,7 +211,7 @@ class Archiver:
                 logger.warning("archived body missing", extra={"pk": item.get("pk"), "key": s3_key})
                 return {"body": None, "body_error": code}
             raise  # anything else: the batch is retried
-        return archived_body(response["Body"].read(), self.redact_fields)
+        return archived_body(response["Body"].read(), fields)
 
     def line_for(self, record: Mapping[str, Any]) -> dict[str, Any]:
         stream = record["dynamodb"]
@@ -254,6 +265,11 @@ def default_archiver() -> Archiver:
         settings.archive_bucket,
         settings.body_bucket,
         redact_fields=parse_redact_fields(settings.redact_fields),
+        source_redact_fields={
+            source.name: parse_redact_fields(",".join(source.redact_fields))
+            for source in declared_sources().by_name.values()
+            if source.redact_fields
+        },
     )
 
 

@@ -1,17 +1,18 @@
 """Where signing secrets come from: the environment locally, Secrets Manager in AWS.
 
-`INBOX_SECRET_<PROVIDER>` (and `INBOX_SECRET_<PROVIDER>_PREVIOUS`) win when set, so the local stack and tests
-need no AWS. Otherwise the provider's Secrets Manager secret holds `{"current": "...", "previous": "..."}`; it is
-cached for five minutes, so a rotation reaches every instance within that time while the previous secret
-keeps verifying.
+Every source (docs/sources.md) has its own secrets. `INBOX_SECRET_<SOURCE>` (and `INBOX_SECRET_<SOURCE>_PREVIOUS`;
+<SOURCE> is the name upper-cased, `-` as `_`: `stripe-br` -> `INBOX_SECRET_STRIPE_BR`) win when set, so the local
+stack and tests need no AWS. Otherwise the source's Secrets Manager secret holds `{"current": "...", "previous":
+"..."}`; it is cached for five minutes, so a rotation reaches every instance within that time while the previous
+secret keeps verifying. A provider's default source is named after it: `INBOX_SECRET_STRIPE` as before.
 
-Which secret is the provider's (`secret_id`):
+Which secret is the source's (`secret_id`):
 - Deployed, CloudFormation names the secrets (a fixed name would collide with the copy a deleted stack retained,
   or with one scheduled for deletion, on the next deploy), so the stack hands the functions a map instead:
   `INBOX_SIGNING_SECRETS` (and `INBOX_API_KEY_SECRETS` for the gateways' API keys) is a JSON object
-  `{"stripe": "<secret ARN>", ...}`.
+  `{"stripe-br": "<secret ARN>", ...}`, one entry per declared source.
 - The local stack and the tests have no CloudFormation and name their secrets themselves: when the map does not
-  list a provider, the secret is `{prefix}{provider}` (`INBOX_SECRET_PREFIX`, `INBOX_API_KEY_SECRET_PREFIX`).
+  list a source, the secret is `{prefix}{source}` (`INBOX_SECRET_PREFIX`, `INBOX_API_KEY_SECRET_PREFIX`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from shared.definitions import ENV_SIGNING_SECRETS
+from shared.definitions import ENV_SIGNING_SECRETS, source_env_suffix
 from shared.providers.base import SigningSecrets
 
 SECRET_CACHE_SECONDS = 300
@@ -38,6 +39,12 @@ def secret_id(ids: Mapping[str, str], prefix: str, name: str) -> str | None:
     return f"{prefix}{name}" if prefix else None
 
 
+def signing_secret_variable(source: str) -> str:
+    """`INBOX_SECRET_<SOURCE>`: the variable that sets the source's current signing secret (`..._PREVIOUS`
+    the previous one)."""
+    return f"INBOX_SECRET_{source_env_suffix(source)}"
+
+
 class SigningSecretSource:
     def __init__(
         self, prefix: str, environ: Mapping[str, str] | None = None, *, ids: Mapping[str, str] | None = None
@@ -46,15 +53,15 @@ class SigningSecretSource:
         self._environ = os.environ if environ is None else environ
         self._ids = dict(ids or {})
 
-    def signing_secrets(self, provider: str) -> SigningSecrets:
-        variable = f"INBOX_SECRET_{provider.upper()}"
+    def signing_secrets(self, source: str) -> SigningSecrets:
+        variable = signing_secret_variable(source)
         if self._environ.get(variable):
             return SigningSecrets(self._environ[variable], self._environ.get(f"{variable}_PREVIOUS") or None)
-        return self._from_secrets_manager(provider)
+        return self._from_secrets_manager(source)
 
-    def _from_secrets_manager(self, provider: str) -> SigningSecrets:
-        what = f"signing secret for {provider!r}"
-        identifier = secret_id(self._ids, self._prefix, provider)
+    def _from_secrets_manager(self, source: str) -> SigningSecrets:
+        what = f"signing secret for {source!r}"
+        identifier = secret_id(self._ids, self._prefix, source)
         if identifier is None:
             raise SecretUnavailable(f"{what} is not configured: no {ENV_SIGNING_SECRETS} entry and no prefix")
         return read_secret_pair(identifier, what=what)

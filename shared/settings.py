@@ -226,7 +226,7 @@ class IngestSettings(EnvironmentSettings):
     inbox_table: str = text(ENV_INBOX_TABLE)
     body_bucket: str = text(ENV_BODY_BUCKET)
     secret_prefix: str = text(ENV_SECRET_PREFIX, "")
-    # {provider: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
+    # {source: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
     signing_secret_ids: Mapping[str, str] = text_map_of(ENV_SIGNING_SECRETS)
     signature_tolerance_seconds: int = whole(ENV_SIGNATURE_TOLERANCE, DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0)
     retention_days: int = whole(

@@ -43,6 +43,8 @@ from shared.definitions import (
     OPEN_EVENTS_INDEX,
     OPEN_EVENTS_SHARDS,
     RECONCILE_INDEX,
+    SourceSpec,
+    source_key,
 )
 from shared.definitions import DEFAULT_SWEEP_MAX_ITEMS as DEFAULT_MAX_ITEMS
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
@@ -234,7 +236,7 @@ class SweepStore:
         )
 
     def due_for_reconcile(self, reconcile_key: str, checked_before: str) -> Iterator[tuple[str, str]]:
-        """(payment pk, checked_at) of payments in one provider#status partition not checked since then."""
+        """(payment pk, checked_at) of payments in one source#status partition not checked since then."""
         paginator = self.dynamodb.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.payments_table,
@@ -278,13 +280,13 @@ class Sweeper:
         store: SweepStore,
         *,
         sqs: SQSClient | None = None,
-        reconcile_providers: Iterable[str] = (),
+        reconcile_sources: Iterable[SourceSpec] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.store = store
         self._sqs = sqs
-        self.reconcile_providers = tuple(reconcile_providers)
+        self.reconcile_sources = tuple(reconcile_sources)
         self.clock = clock
 
     @property
@@ -304,9 +306,9 @@ class Sweeper:
             summary.oldest_age_s = max(0.0, (now - parse_iso(oldest["received_at"])).total_seconds())
         summary.failed = self.store.count_open(EventStatus.FAILED)
         self._redispatch_stale(summary, now, out_of_time)
-        if self.reconcile_providers and not out_of_time():
+        if self.reconcile_sources and not out_of_time():
             self._request_reconciliations(summary, now, out_of_time)
-        elif self.reconcile_providers:
+        elif self.reconcile_sources:
             summary.truncated = True
 
         put_gauge("StuckPendingEvents", summary.stuck)
@@ -343,24 +345,24 @@ class Sweeper:
                 summary.redispatched += 1
                 logger.info("event re-dispatched", extra={"pk": event["pk"], "last_activity": last_activity(event)})
 
-    def _due_payments(self, cutoff: str) -> Iterator[tuple[str, str, str, str]]:
-        """(provider, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""
-        for provider in self.reconcile_providers:
+    def _due_payments(self, cutoff: str) -> Iterator[tuple[SourceSpec, str, str, str]]:
+        """(source, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""
+        for source in self.reconcile_sources:
             for status in sorted(INTERMEDIATE_STATUSES):
-                reconcile_key = f"{provider}#{status.value}"
+                reconcile_key = source_key(source.name, status.value)
                 for pk, checked_at in self.store.due_for_reconcile(reconcile_key, cutoff):
-                    yield provider, reconcile_key, pk, checked_at
+                    yield source, reconcile_key, pk, checked_at
 
     def _request_reconciliations(self, summary: SweepSummary, now: datetime, out_of_time: Callable[[], bool]) -> None:
         cutoff = iso_utc(now - timedelta(seconds=self.settings.reconcile_after_seconds))
         stamp = iso_utc(now)
         claimed: list[ReconcileMessage] = []
-        for examined, (provider, reconcile_key, pk, checked_at) in enumerate(self._due_payments(cutoff)):
+        for examined, (source, reconcile_key, pk, checked_at) in enumerate(self._due_payments(cutoff)):
             if examined >= self.settings.max_items or out_of_time():
                 summary.truncated = True
                 break
             if self.store.claim_reconcile(pk, reconcile_key, checked_at, now=stamp):
-                claimed.append(ReconcileMessage(provider, pk.split("#", 1)[1]))
+                claimed.append(ReconcileMessage(source.name, pk.split("#", 1)[1], source.provider))
             if len(claimed) == 10:
                 summary.reconciled += self._send(claimed, summary)
                 claimed = []
@@ -394,12 +396,15 @@ class Sweeper:
 @cache
 def default_sweeper() -> Sweeper:
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - keeps urllib3 off the import path
+    from shared.sources import declared_sources  # noqa: PLC0415
 
     settings = SweeperSettings.from_environ()
+    refetching = set(supported_providers())
     return Sweeper(
         settings,
         SweepStore(settings.inbox_table, settings.payments_table),
-        reconcile_providers=supported_providers(),  # the providers gateway_client() has an API client for
+        # The declared sources whose provider has an API to refetch from (gateway_client() has a client for each).
+        reconcile_sources=[s for s in declared_sources().by_name.values() if s.provider in refetching],
     )
 
 

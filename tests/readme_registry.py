@@ -18,6 +18,8 @@ WALK = "tests/e2e/test_readme_walkthrough.py::"
 OPERATE = "tests/e2e/test_readme_operate.py::"
 MAKE = "tests/infra/test_readme_make_targets.py::"
 STACK = "tests/integration/test_cli_stack.py::"
+SOURCES = "tests/integration/test_cli_sources.py::"
+FORWARDING_LOG = "tests/e2e/test_forwarding_log.py::test_an_outage_is_logged_listed_and_its_period_resent_once"
 
 
 @dataclass(frozen=True)
@@ -100,20 +102,20 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
         Run(OPERATE + "test_stats_counts_what_the_inbox_holds", "with --json"),
         Run("tests/e2e/test_operations.py::test_retention_run_archives_what_it_expires", "with --json"),
     ),
-    "inbox events show PROVIDER EVENT_ID [--json]": (
+    "inbox events show SOURCE EVENT_ID [--json]": (
         Run(
             OPERATE + "test_events_show_and_payments_show_print_readable_tables_without_json",
-            "PROVIDER=stripe, EVENT_ID of a simulated event; without --json",
+            "SOURCE=stripe (a default source), EVENT_ID of a simulated event; without --json",
         ),
         Run(
             "tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed",
-            "PROVIDER=each of stripe/asaas/standard, EVENT_ID of the send; with --json",
+            "SOURCE=each of stripe/asaas/standard (default sources), EVENT_ID of the send; with --json",
         ),
     ),
-    "inbox payments show PROVIDER RESOURCE_ID [--json]": (
+    "inbox payments show SOURCE RESOURCE_ID [--json]": (
         Run(
             OPERATE + "test_events_show_and_payments_show_print_readable_tables_without_json",
-            "PROVIDER=stripe, RESOURCE_ID of a simulated payment; with and without --json",
+            "SOURCE=stripe (a default source), RESOURCE_ID of a simulated payment; with and without --json",
         ),
     ),
     "inbox stats [--json]": (
@@ -167,6 +169,31 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "URL=a receiver on a free port (the CLI command in-process, against moto)",
         ),
     ),
+    "inbox outbox attempts EVENT_ID [--json]": (
+        Run(FORWARDING_LOG, "EVENT_ID = a published event's id; with and without --json"),
+        Run(
+            "tests/integration/test_forwarding_log.py::test_the_forwarder_lambda_records_each_attempt_and_the_cli_lists_them",
+            "the CLI command in-process, against moto, the attempts the forwarder Lambda recorded",
+        ),
+    ),
+    "inbox outbox list --undelivered [--json]": (
+        Run(FORWARDING_LOG, "with and without --json, during an outage and after the resend"),
+    ),
+    "inbox outbox resend --since T [--until T] [--force]": (
+        Run(FORWARDING_LOG, "T = a moment before the outage; then again, then with --force"),
+        Run(
+            "tests/integration/test_forwarding_log.py::test_resend_since_sends_the_period_once_and_force_sends_it_again",
+            "--since 1h, --since ISO --force, --until 1h --force (the CLI command in-process, against moto)",
+        ),
+    ),
+    "inbox outbox attempts EVENT_ID": (Run(FORWARDING_LOG, "EVENT_ID = a published event's id"),),
+    "inbox outbox list --undelivered": (Run(FORWARDING_LOG, "during an outage and after the resend"),),
+    "inbox outbox resend --since 1h": (
+        Run(
+            "tests/integration/test_forwarding_log.py::test_resend_since_sends_the_period_once_and_force_sends_it_again",
+            "as written, plus --url (the CLI command in-process, against moto)",
+        ),
+    ),
     "inbox receiver --port P [--secret whsec_...] [--json]": (
         Run(
             OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition",
@@ -196,12 +223,55 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "URL=a receiver on a free port, --secret whsec_<the test's>; stopped by SIGTERM",
         ),
     ),
-    "inbox send PROVIDER [--status paid] [--resource-id ...]": (
-        Run(OPERATE + "test_send_with_status_and_resource_id", "PROVIDER=asaas --status paid --resource-id pay_..."),
-        Run("tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed", "PROVIDER=stripe/asaas/standard"),
+    "inbox send SOURCE [--status paid] [--resource-id ...]": (
+        Run(
+            SOURCES + "test_send_signs_with_the_sources_own_secret_and_posts_to_its_url",
+            "SOURCE=shop-b of a two-source sources.json, --url of a capturing server; signed with shop-b's secret",
+        ),
+        Run(
+            OPERATE + "test_send_with_status_and_resource_id",
+            "SOURCE=asaas (a default source) --status paid --resource-id pay_...",
+        ),
+        Run(
+            "tests/e2e/test_local_ingest.py::test_inbox_send_is_stored_and_listed",
+            "SOURCE=stripe/asaas/standard (default sources)",
+        ),
         Run(
             "tests/e2e/test_replay.py::test_a_failed_event_is_planned_then_replayed_and_processed",
-            "PROVIDER=stripe --status pending --resource-id ...",
+            "SOURCE=stripe --status pending --resource-id ...",
+        ),
+    ),
+    # --- Sources (issue 12)
+    "inbox sources list [--json]": (
+        Run(
+            SOURCES + "test_sources_list_locally_shows_the_declared_sources_urls_and_where_their_secrets_come_from",
+            "as written, with and without --json, on a sources.json of three sources (INBOX_SOURCES_FILE)",
+        ),
+    ),
+    "inbox secrets set SOURCE --kind signing --stack NAME": (
+        Run(
+            SOURCES + "test_secrets_set_reads_the_value_from_stdin_and_never_prints_it",
+            f"{AWS_ONLY_MOTO}: SOURCE=stripe-br, NAME a CloudFormation stack with the deployed outputs, the value "
+            "piped in",
+        ),
+        Run(SOURCES + "test_secrets_set_refuses_what_it_cannot_store_and_writes_nothing", AWS_ONLY_MOTO),
+    ),
+    "inbox secrets set SOURCE --kind api-key --stack NAME": (
+        Run(
+            SOURCES + "test_secrets_set_reads_the_value_from_stdin_and_never_prints_it",
+            f"{AWS_ONLY_MOTO}: SOURCE=stripe-br, the key piped in",
+        ),
+    ),
+    "inbox secrets set SOURCE --kind signing --previous --stack NAME": (
+        Run(
+            SOURCES + "test_previous_keeps_the_replaced_value_during_a_rotation",
+            f"{AWS_ONLY_MOTO}: SOURCE=stripe-br, two values piped in turn",
+        ),
+    ),
+    "inbox replay --source S [--dry-run]": (
+        Run(
+            "tests/integration/test_replay_workflow.py::test_inbox_replay_source_replays_that_source_only",
+            "S=stripe-br, with and without --dry-run, the local state machine in moto",
         ),
     ),
     "inbox cost --events-per-month N [--region us-east-1]": (

@@ -304,6 +304,7 @@ _KIWIFY_BANKING = SchemeProfile(
 # Providers whose driver verifies in code but delegates one path to a scheme-engine row.
 _MIXED_PROFILES: dict[str, tuple[SchemeProfile, ...]] = {
     "pagarme": (_PAGARME_V5, *profile_of_scheme(pagarme.HUB_AUTHENTICATION)),
+    "stone": (_PAGARME_V5, *profile_of_scheme(pagarme.HUB_AUTHENTICATION)),  # the Pagar.me driver (stone.py)
     "kiwify": (_KIWIFY_BANKING, *profile_of_scheme(kiwify.SALES_AUTHENTICATION)),
 }
 

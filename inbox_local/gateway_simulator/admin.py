@@ -1,6 +1,7 @@
 """The admin API (JSON), for a driver in another process (`inbox simulate`, `inbox send`). Never faulted.
 
-- `POST /_sim/payments {"provider", "amount", "currency"?, "status"?, "resource_id"?}` -> `{"id", "status",
+- `POST /_sim/payments {"provider" (or "source": an account), "amount", "currency"?, "status"?, "resource_id"?}`
+  -> `{"id", "status",
   "webhooks"}`: a new payment (in the provider's default currency unless given; with a generated id in the
   provider's format unless `resource_id` names one), taken through the gateway steps to `status` (default:
   pending, just created); `webhooks` are the creation ones and those of each step, in order. 409 when the gateway
@@ -56,7 +57,8 @@ def admin_route(simulator: GatewaySimulator, method: str, path: list[str], body:
 def _create(simulator: GatewaySimulator, body: bytes) -> Answer:
     try:
         document = _json_object(body)
-        provider, currency = document.get("provider"), document.get("currency")
+        # An account (a source's name) or a provider's id (its default account).
+        provider, currency = document.get("source") or document.get("provider"), document.get("currency")
         status, resource_id = document.get("status", "pending"), document.get("resource_id")
         amount = _optional_int(document, "amount")
         if not isinstance(provider, str) or amount is None:

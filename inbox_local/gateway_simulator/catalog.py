@@ -6,6 +6,7 @@ and in tests/unit/test_catalog.py."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from inbox_local.gateway_simulator.shape import ProviderShape
 from shared.definitions import REFETCH_PROVIDERS
@@ -23,12 +24,25 @@ PROVIDERS: tuple[str, ...] = tuple(SHAPES)
 DEFAULT_API_KEYS: dict[str, str] = {name: shape.default_api_key for name, shape in SHAPES.items()}
 
 
-def route(segments: tuple[str, ...]) -> ProviderShape | None:
-    """The shape whose API answers this path (the longest matching prefix: /v1/payments is Mercado Pago's,
-    /v1/payment_intents Stripe's)."""
-    best: tuple[int, ProviderShape] | None = None
+def candidates(segments: tuple[str, ...]) -> list[ProviderShape]:
+    """The shapes whose API answers this path by its longest matching prefix (/v1/payments is Mercado Pago's,
+    /v1/payment_intents Stripe's). More than one when gateways share an API (Stone's accounts live on Pagar.me's):
+    then the request's credentials say whose it is (`route`)."""
+    best: list[ProviderShape] = []
+    longest = 0
     for shape in SHAPES.values():
-        for prefix in shape.routes:
-            if segments[: len(prefix)] == prefix and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), shape)
-    return best[1] if best else None
+        length = max((len(prefix) for prefix in shape.routes if segments[: len(prefix)] == prefix), default=0)
+        if length and length > longest:
+            best, longest = [shape], length
+        elif length and length == longest:
+            best.append(shape)
+    return best
+
+
+def route(segments: tuple[str, ...], owns: Callable[[ProviderShape], bool] | None = None) -> ProviderShape | None:
+    """The shape that answers this path: the only candidate, else the first one `owns` (the request carries its
+    key), else the first (whose unauthorized answer the caller then gives)."""
+    found = candidates(segments)
+    if len(found) > 1 and owns is not None:
+        return next((shape for shape in found if owns(shape)), found[0])
+    return found[0] if found else None

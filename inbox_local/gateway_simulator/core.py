@@ -1,6 +1,12 @@
 """The gateway simulator's core: payments and their lifecycle, faults, the API dispatch and the server.
 
 Two faces:
+Accounts: one gateway can hold several accounts (two Stripe accounts, an Asaas sandbox next to production), one per
+source (docs/sources.md). `accounts` maps an account name to its provider ({"stripe-br": "stripe", ...}); each
+provider's default account is named after it. Each account has its own API key (`api_keys`, by account) and sees
+only its own payments: an API request is served by the account whose key it carries. Wherever the Python and
+admin faces take a `provider`, an account name is accepted too (a provider's id is its default account).
+
 - Python, for a simulation driver in the same process: `create_payment`, `transition` (which returns the
   webhooks the gateway would send, in the provider's real body shape, for the driver to sign and deliver in
   whatever order and multiplicity it likes), `advance_to`, `snapshot`, `payments`, `set_faults`.
@@ -29,23 +35,24 @@ from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, 
 from inbox_local.gateway_simulator.server import QuietServer, make_handler
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShape
 from shared.gateway.base import PaymentSnapshot
+from shared.gateway.registry import api_key_variable, base_url_variable
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus
 
 
 class _Lookup:
-    """One provider's payments as its routes read them; the simulator's lock is held by the caller."""
+    """One account's payments as its routes read them; the simulator's lock is held by the caller."""
 
-    def __init__(self, simulator: GatewaySimulator, provider: str) -> None:
+    def __init__(self, simulator: GatewaySimulator, account: str) -> None:
         self._simulator = simulator
-        self._provider = provider
+        self._account = account
 
     def fetch(self, resource_id: str) -> SimulatedPayment | None:
-        return self._simulator._fetch(self._provider, resource_id)
+        return self._simulator._fetch(self._account, resource_id)
 
     def all(self) -> list[SimulatedPayment]:
-        return [p for p in self._simulator._payments.values() if p.provider == self._provider]
+        return [p for p in self._simulator._payments.values() if p.account == self._account]
 
 
 class GatewaySimulator:
@@ -61,12 +68,22 @@ class GatewaySimulator:
         api_keys: dict[str, str | None] | None = None,
         faults: Faults | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        accounts: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self._clock = clock
         self._sleep = sleep
+        # account -> provider: every provider's default account, plus the named ones asked for.
+        self.accounts: dict[str, str] = {provider: provider for provider in catalog.PROVIDERS}
+        for account, provider in (accounts or {}).items():
+            _shape(provider)  # ValueError: a provider the simulator does not speak
+            self.accounts[account] = provider
         self.api_keys: dict[str, str | None] = dict(catalog.DEFAULT_API_KEYS) if api_keys is None else dict(api_keys)
+        for account, provider in self.accounts.items():
+            if api_keys is None and account not in self.api_keys:
+                # A distinct key per account, so that each account sees only its own payments.
+                self.api_keys[account] = f"{catalog.DEFAULT_API_KEYS[provider]}_{account.replace('-', '_')}"
         self._ids = random.Random(seed)  # noqa: S311 - reproducible ids, not secrets
         self._chaos = random.Random(seed + 1)  # noqa: S311 - fault draws apart, so faults never shift the ids
         self._lock = threading.RLock()
@@ -112,13 +129,14 @@ class GatewaySimulator:
         return f"http://{self.host}:{self.port}"
 
     def environment(self) -> dict[str, str]:
-        """The variables that point the real gateway clients at this simulator."""
+        """The variables that point the real gateway clients at this simulator: INBOX_API_BASE_<SOURCE> and
+        INBOX_API_KEY_<SOURCE> of every account (a source's name is its account's)."""
         env: dict[str, str] = {}
-        for provider in catalog.PROVIDERS:
-            env[f"INBOX_API_BASE_{provider.upper()}"] = self.url
-            key = self.api_keys.get(provider)
+        for account in self.accounts:
+            env[base_url_variable(account)] = self.url
+            key = self.api_keys.get(account)
             if key:
-                env[f"INBOX_API_KEY_{provider.upper()}"] = key
+                env[api_key_variable(account)] = key
         return env
 
     # ---------------------------------------------------------------------------------------------- faults
@@ -158,7 +176,7 @@ class GatewaySimulator:
         """A new payment, pending, that the API knows (after `unknown_fetches` 404s). No webhook is sent.
 
         `currency` defaults to the provider's (`default_currency`); `resource_id` to a new id in its format."""
-        shape = _shape(provider)
+        shape = self._shape(provider)
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise ValueError("amount must be a positive integer of minor units")
         currency = (currency or shape.default_currency).upper()
@@ -166,13 +184,14 @@ class GatewaySimulator:
             raise ValueError(f"{provider} only charges in {', '.join(sorted(shape.currencies))}")
         with self._lock:
             if resource_id is None:
-                resource_id = self._new_id(shape)
+                resource_id = self._new_id(shape, provider)
             elif (provider, resource_id) in self._payments:
                 raise ValueError(f"{provider} already has a payment {resource_id!r}")
             shape.statuses(resource_id)  # ValueError: not an id this gateway uses
             now = self._now()
             payment = SimulatedPayment(
-                provider=provider,
+                provider=shape.name,
+                account=provider,
                 resource_id=resource_id,
                 amount=amount,
                 currency=currency,
@@ -186,14 +205,14 @@ class GatewaySimulator:
     def creation_webhooks(self, provider: str, resource_id: str) -> list[Webhook]:
         """What the gateway sends when a payment is created (e.g. `payment_intent.created` / `PAYMENT_CREATED`)."""
         with self._lock:
-            return _shape(provider).creation_webhooks(self._get(provider, resource_id), self._token)
+            return self._shape(provider).creation_webhooks(self._get(provider, resource_id), self._token)
 
-    def mark_overdue(self, resource_id: str, *, at: int | None = None) -> list[Webhook]:
+    def mark_overdue(self, resource_id: str, *, at: int | None = None, account: str | None = None) -> list[Webhook]:
         """Asaas: a pending payment passes its due date (still pending, status OVERDUE)."""
         from inbox_local.gateway_simulator.asaas import SHAPE as ASAAS  # noqa: PLC0415 - Asaas's own step
 
         with self._lock:
-            p = self._get(ASAAS.name, resource_id)
+            p = self._get(account or ASAAS.name, resource_id)
             return ASAAS.mark_overdue(p, self._now() if at is None else at, self._token)
 
     def transition(
@@ -211,7 +230,7 @@ class GatewaySimulator:
         (default, and the only value accepted: all that is left). `at` overrides the event time (epoch s).
         """
         target = PaymentStatus(new_status)
-        shape = _shape(provider)
+        shape = self._shape(provider)
         with self._lock:
             p = self._get(provider, resource_id)
             current = p.status
@@ -231,7 +250,7 @@ class GatewaySimulator:
 
     def check_reachable(self, provider: str, target: PaymentStatus, resource_id: str | None = None) -> None:
         """ValueError unless a new payment of `provider` (with this id, if given) can be taken to `target`."""
-        shape = _shape(provider)
+        shape = self._shape(provider)
         with self._lock:
             sample_id = resource_id if resource_id is not None else self._peek_id(shape)
         path_to(gateway_steps(shape.statuses(sample_id)), target)
@@ -245,7 +264,7 @@ class GatewaySimulator:
             if p.status is not S.PENDING or len(p.history) > 1:
                 raise ValueError(f"only a new payment can be advanced, this one is {p.status}")
             webhooks: list[Webhook] = []
-            for step in path_to(gateway_steps(_shape(provider).statuses(resource_id)), status):
+            for step in path_to(gateway_steps(self._shape(provider).statuses(resource_id)), status):
                 webhooks += self.transition(provider, resource_id, step)
             return webhooks
 
@@ -256,7 +275,7 @@ class GatewaySimulator:
             return PaymentSnapshot(
                 resource_id=p.resource_id,
                 status=p.status,
-                provider_status=_shape(provider).provider_status(p),
+                provider_status=self._shape(provider).provider_status(p),
                 amount=p.amount,
                 currency=p.currency,
                 amount_refunded=p.amount_refunded,
@@ -283,8 +302,12 @@ class GatewaySimulator:
     def _now(self) -> int:
         return int(self._clock())
 
+    def _shape(self, account: str) -> ProviderShape:
+        """The shape of an account's provider (an account name, or a provider's id: its default account)."""
+        return _shape(self.accounts.get(account, account))
+
     def _get(self, provider: str, resource_id: str) -> SimulatedPayment:
-        _shape(provider)
+        self._shape(provider)
         try:
             return self._payments[(provider, resource_id)]
         except KeyError:
@@ -293,10 +316,10 @@ class GatewaySimulator:
     def _token(self, length: int, alphabet: str = ALPHANUMERIC) -> str:
         return "".join(self._ids.choice(alphabet) for _ in range(length))
 
-    def _new_id(self, shape: ProviderShape) -> str:
+    def _new_id(self, shape: ProviderShape, account: str) -> str:
         while True:
             resource_id = shape.new_id(self._token)
-            if (shape.name, resource_id) not in self._payments:
+            if (account, resource_id) not in self._payments:
                 return resource_id
 
     def _peek_id(self, shape: ProviderShape) -> str:
@@ -356,6 +379,12 @@ class GatewaySimulator:
                 return None
             return p
 
+    def _carries_key_of(self, shape: ProviderShape, request: ApiRequest) -> bool:
+        """Whether the request presents the API key of one of `shape`'s accounts the way its API wants it (two
+        gateways sharing URL paths, Stone and Pagar.me: the key says whose account is read)."""
+        keys = (self.api_keys.get(account) for account, provider in self.accounts.items() if provider == shape.name)
+        return any(key and shape.authorized(request, key) for key in keys)
+
     def handle_api(self, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> Answer:
         """One request (lower-case header names) -> (status, extra headers, JSON document): the HTTP core."""
         parts = urlsplit(target)
@@ -366,12 +395,13 @@ class GatewaySimulator:
             return admin_route(self, method, list(segments[1:]), body)
         if method != "GET":
             return 405, {}, {"error": "method not allowed"}
-        shape = catalog.route(segments)
+        request = ApiRequest(segments, parse_qs(parts.query), headers)
+        shape = catalog.route(segments, owns=lambda candidate: self._carries_key_of(candidate, request))
         if shape is None:
             return 404, {}, {"error": "no such route"}
         request = ApiRequest(segments, parse_qs(parts.query), headers)
-        expected = self.api_keys.get(shape.name)
-        if expected and not shape.authorized(request, expected):
+        account = self._account_of(shape, request)
+        if account is None:
             return shape.unauthorized_status, {}, shape.unauthorized(request)
 
         fault, delay = self._draw_fault(shape.name)
@@ -382,7 +412,21 @@ class GatewaySimulator:
         if fault == "throttle":
             return 429, {"Retry-After": f"{self.faults.retry_after_seconds:g}"}, shape.throttled(request)
         with self._lock:
-            return shape.serve(request, _Lookup(self, shape.name))
+            return shape.serve(request, _Lookup(self, account))
+
+    def _account_of(self, shape: ProviderShape, request: ApiRequest) -> str | None:
+        """The account of `shape`'s provider whose API key the request carries (as that API wants it), or one
+        that asks for no key; None when the request is not authorized for any."""
+        keyless: str | None = None
+        for account, provider in self.accounts.items():
+            if provider != shape.name:
+                continue
+            expected = self.api_keys.get(account)
+            if not expected:
+                keyless = keyless or account
+            elif shape.authorized(request, expected):
+                return account
+        return keyless
 
 
 def _shape(provider: str) -> ProviderShape:

@@ -71,10 +71,16 @@ class SimulatedPayment:
     payment_date: int | None = None
     refunds: list[tuple[int, int]] = field(default_factory=list)  # (centavos, when)
     chargeback_status: str | None = None
+    # The gateway account it belongs to: a source name (docs/sources.md); "" is the provider's default account.
+    account: str = ""
+
+    def __post_init__(self) -> None:
+        self.account = self.account or self.provider
 
     def truth(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
+            "source": self.account,
             "resource_id": self.resource_id,
             "status": str(self.status),
             "amount": self.amount,

@@ -6,9 +6,9 @@ module per provider, `inbox_local/senders/<provider>.py`, exposing `sender`. The
 forwarder's Standard Webhooks one, stays in `shared/` (`shared.providers.standard.compute_signature`), and the
 Standard Webhooks sender here uses it.
 
-`sender_for(provider)` finds a provider's sender by that naming rule, so there is no list to keep in step with
-the driver registry; a driver registered at run time that is a `GenericHmacDriver` gets a sender for its own
-configuration.
+`sender_for(provider)` finds a provider's sender (or a declared source's provider's) by that naming rule, so there
+is no list to keep in step with the driver registry; a driver registered at run time that is a `GenericHmacDriver`
+gets a sender for its own configuration.
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ class Sender(Protocol):
 
 
 def sender_for(provider: str) -> Sender:
-    """The sender of `provider` (a built-in one, or a generic driver registered under that name)."""
+    """The sender of `provider` (a built-in one, or a generic driver registered under that name), or of a declared
+    source's provider when `provider` is a source's name (sign its deliveries with `signing_secret(source)`)."""
     if provider not in provider_names():
-        raise UnknownProvider(provider)
+        from inbox_local.config import local_source  # noqa: PLC0415 - reads sources.json only for a source name
+
+        declared = local_source(provider).provider
+        if declared == provider or declared not in provider_names():
+            raise UnknownProvider(provider)
+        provider = declared
     driver = get_driver(provider)
     if isinstance(driver, GenericHmacDriver):  # built-in or registered: it signs as its own configuration says
         from inbox_local.senders.generic import GenericSender  # noqa: PLC0415 - lazy, like the other senders

@@ -9,6 +9,7 @@ the log's fingerprint key (rejected_log.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from aws_cdk import CfnElement, Stack
@@ -34,6 +35,7 @@ class IngestFunction(Construct):
         secrets: SigningSecrets,
         rejected: RejectedLog,
         settings: StackSettings,
+        sources_environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -59,6 +61,7 @@ class IngestFunction(Construct):
                     if settings.archive_redact_fields
                     else {}
                 ),
+                **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
         self.function = built.function

@@ -202,10 +202,12 @@ class Monitoring(Construct):
         archive_failure_queue: sqs.IQueue,
         replay_state_machine: sfn.IStateMachine,
         downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]] = (),
+        providers: Sequence[str] = definitions.PROVIDERS,
     ) -> None:
         """`functions`: every Lambda function of the stack by short name; `api_stage`: the stage gateways call;
         `pipe_names`: every Pipe's name by short name; `downstream_dead_letter_queues`: (alarm name, queue, what
-        lands there) of the outbox's Pipes."""
+        lands there) of the outbox's Pipes; `providers`: those of the declared sources (an ignored-ratio alarm
+        each: a bounded set, the declaration's, never a value a delivery brings)."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
 
@@ -327,7 +329,7 @@ class Monitoring(Construct):
                 "rotated signing secret not stored yet, a clock far off, or someone probing the endpoint."
             ),
         )
-        for provider in definitions.PROVIDERS:
+        for provider in providers:
             alarm(
                 f"ignored-ratio-{provider}",
                 ignored_ratio(provider),

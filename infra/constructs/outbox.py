@@ -41,6 +41,11 @@ Choices:
   secrets, generated at deploy (48 base64-alphabet characters: a valid Standard Webhooks key, with or without the
   ``whsec_`` prefix). Rotation: put the new value in ``current`` and the old in ``previous``; both sign until
   ``previous`` is emptied, so receivers holding either verify.
+- The forwarding log (shared/forwarding_log.py): its own table, one item per attempt keyed by the event's
+  ``webhook-id`` and the attempt's time, TTL ``forward_log_retention_days``. The forwarder may only PutItem there
+  (it never reads the log: the operator's CLI does). Disposable like the control table (no deletion protection,
+  deleted with the stack): it explains deliveries, it decides none. Point-in-time recovery on anyway (cdk-nag
+  DDB3), the AWS managed key like every table. Only with forwarding: without it nothing would write there.
 - Both Pipes: the pattern of the dispatch Pipe (infra/constructs/dispatch_pipe.py): an explicit role that may
   read this stream and invoke this one function and send to its dead-letter queue, ERROR-level logs without
   execution data (events carry amounts and ids).
@@ -193,6 +198,7 @@ class Outbox(Construct):
         )
 
         self.forwarder: lambda_.IFunction | None = None
+        self.forward_log: dynamodb.Table | None = None
         self.forward_pipe: StreamToFunctionPipe | None = None
         self.forward_secret: secretsmanager.Secret | None = None
         if settings.forward_url:
@@ -224,6 +230,22 @@ class Outbox(Construct):
             "automatic rotation would break verification. Rotation is an operator step without downtime: the old "
             "value moves to 'previous' and both sign until the receiver has the new one.",
         )
+        self.forward_log = dynamodb.Table(
+            self,
+            "ForwardLogTable",
+            partition_key=dynamodb.Attribute(
+                name=definitions.FORWARD_LOG_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(name=definitions.FORWARD_LOG_SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=definitions.FORWARD_LOG_TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=False,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         forwarder = PythonFunction(
             self,
             "Forwarder",
@@ -235,6 +257,8 @@ class Outbox(Construct):
                 definitions.ENV_FORWARD_URL: url,
                 definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_arn,
                 definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
+                definitions.ENV_FORWARD_LOG_TABLE: self.forward_log.table_name,
+                definitions.ENV_FORWARD_LOG_RETENTION_DAYS: str(settings.forward_log_retention_days),
             },
         )
         if settings.forwarder_reserved_concurrency is not None:
@@ -249,6 +273,10 @@ class Outbox(Construct):
             grantee=self.forwarder,
             actions=["dynamodb:GetItem", "dynamodb:PutItem"],
             resource_arns=[payments.control_table.table_arn],
+        )
+        # The forwarding log: one new item per attempt; the forwarder never reads, updates or deletes one.
+        iam.Grant.add_to_principal(
+            grantee=self.forwarder, actions=["dynamodb:PutItem"], resource_arns=[self.forward_log.table_arn]
         )
         self.forward_pipe = StreamToFunctionPipe(
             self,

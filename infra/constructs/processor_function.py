@@ -22,6 +22,8 @@ concurrency or stampede a gateway's API. No batching window: SQS FIFO event sour
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -49,6 +51,7 @@ class ProcessorFunction(Construct):
         queues: DispatchQueue,
         api_keys: GatewayApiKeys,
         settings: StackSettings,
+        sources_environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -69,6 +72,7 @@ class ProcessorFunction(Construct):
                 definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
                 definitions.ENV_RETRY_BASE_SECONDS: str(definitions.RETRY_BASE_SECONDS),
                 definitions.ENV_API_KEY_SECRETS: api_keys.arn_map,
+                **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
         self.function = built.function

@@ -1,8 +1,8 @@
 """What every Secrets Manager secret of the stack has in common, and how the functions find them.
 
-A deploy must succeed again after ``cdk destroy`` and after a provider (later: a named source) is removed and
-added back. Both remove a secret from the stack, and CloudFormation's DeletionPolicy applies to both ("this
-capability also applies to stack update operations that lead to resources being deleted from stacks",
+A deploy must succeed again after ``cdk destroy`` and after a source (sources.json) is removed and added back.
+Both remove a secret from the stack, and CloudFormation's DeletionPolicy applies to both ("this capability also
+applies to stack update operations that lead to resources being deleted from stacks",
 https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html). So:
 
 - Every secret is retained like the tables, because the operator put the gateway's real secret in it and a
@@ -14,8 +14,10 @@ https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attri
   with one an operator deleted and that is still inside Secrets Manager's recovery window (7 to 30 days,
   default 30: https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DeleteSecret.html), and
   the deploy fails. Without ``Name``, CloudFormation generates a fresh name for each new secret.
-- Since the names are CloudFormation's, each secret is tagged (stack, provider, kind) so an operator can find
-  it, also a retained one, and the functions get a JSON map ``{provider: secret ARN}`` in one environment
+- Logical ids derive from the source's name alone (``source_logical_id``): removing a source deletes (retains)
+  its secret, declaring it again creates a new one under the same logical id with a newly generated name.
+- Since the names are CloudFormation's, each secret is tagged (stack, provider, source, kind) so an operator can
+  find it, also a retained one, and the functions get a JSON map ``{source: secret ARN}`` in one environment
   variable instead of a name prefix (shared/secrets.py reads it). The map is also a stack output, for the CLI.
 
 Alternatives weighed: unique names derived from the stack plus a deploy counter or a random suffix either
@@ -26,7 +28,7 @@ neither cost; its one limit is Lambda's 4 KB environment, checked at synth (``se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -47,8 +49,63 @@ GENERATED_NAME_SUFFIX_MAX_LENGTH = 1 + 13  # a separator and CloudFormation's ra
 ARN_SUFFIX_LENGTH = 1 + 6
 
 
-class SecretMapTooLarge(SettingsError):
-    """A secret ARN map could outgrow what Lambda's 4 KB environment leaves it: synth stops."""
+class EnvironmentTooLarge(SettingsError):
+    """The variables that grow with the declared sources could outgrow what Lambda's 4 KB environment leaves
+    them: synth stops."""
+
+
+class SecretMapTooLarge(EnvironmentTooLarge):
+    """A secret ARN map (with the declaration beside it) could outgrow what Lambda's 4 KB environment leaves it."""
+
+
+class DuplicateLogicalId(SettingsError):
+    """Two declared sources would give their secrets the same CloudFormation logical id: synth stops."""
+
+
+def source_logical_id(name: str) -> str:
+    """The logical-id stem of a source's secrets: ``stripe`` -> ``Stripe``, ``stripe-br`` -> ``StripeBr``.
+
+    Derived from the name alone, so a source keeps its secrets across deploys whatever else is declared, and one
+    removed and declared again gets the same logical id (a new secret with a fresh generated name: its retained
+    predecessor, or one in Secrets Manager's recovery window, cannot collide with it). A default source (the
+    provider's id, no hyphen) keeps the id it had before sources existed, so an existing deployment's secrets are
+    not replaced. Two names that differ only where a hyphen meets a digit (``a-1``, ``a1``) would meet:
+    ``unique_logical_ids`` refuses that declaration."""
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+def unique_logical_ids(names: Iterable[str]) -> dict[str, str]:
+    """{source name: logical-id stem}; DuplicateLogicalId naming the sources whose stems collide."""
+    stems: dict[str, str] = {}
+    for name in names:
+        stem = source_logical_id(name)
+        clash = next((other for other, taken in stems.items() if taken == stem), None)
+        if clash is not None:
+            raise DuplicateLogicalId(
+                f"sources {clash!r} and {name!r} would name their secrets alike ({stem}) in the template: rename "
+                "one (CloudFormation logical ids keep letters and digits only)"
+            )
+        stems[name] = stem
+    return stems
+
+
+def environment_share(variables: Mapping[str, str]) -> dict[str, int]:
+    """{variable: bytes it takes (name and value)} of plain variables that grow with the declaration."""
+    return {name: len(name) + len(value.encode()) for name, value in variables.items()}
+
+
+def check_environment_share(function: str, lengths: Mapping[str, int]) -> None:
+    """Refuse at synth variables that, together and at their longest, leave less than
+    definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES of Lambda's 4 KB environment to the function's other variables."""
+    budget = definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES - definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES
+    total = sum(lengths.values())
+    if total > budget:
+        detail = ", ".join(f"{name} {length}" for name, length in lengths.items())
+        raise EnvironmentTooLarge(
+            f"the {function} function's {detail} bytes could take {total} bytes of its environment, more than the "
+            f"{budget} that Lambda's {definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte limit leaves them: declare "
+            "fewer sources (or shorter options) in sources.json, or deploy them as more than one stack"
+        )
 
 
 def retained_secret(
@@ -58,10 +115,11 @@ def retained_secret(
     kind: str,
     provider: str | None,
     description: str,
+    source: str | None = None,
     generate_secret_string: secretsmanager.SecretStringGenerator,
 ) -> secretsmanager.Secret:
     """A secret named by CloudFormation, retained on stack deletion and on removal from the template, tagged with
-    the stack, its provider (if any) and its kind (definitions.SECRET_KIND_*)."""
+    the stack, its provider and source (if any) and its kind (definitions.SECRET_KIND_*)."""
     secret = secretsmanager.Secret(
         scope,
         construct_id,
@@ -74,6 +132,8 @@ def retained_secret(
     tags.add(definitions.SECRET_TAG_KIND, kind)
     if provider is not None:
         tags.add(definitions.SECRET_TAG_PROVIDER, provider)
+    if source is not None:
+        tags.add(definitions.SECRET_TAG_SOURCE, source)
     return secret
 
 
@@ -93,17 +153,23 @@ def longest_map_length(variable: str, arn_lengths: Mapping[str, int]) -> int:
     return len(variable) + len("{}") + sum(entries) + separators
 
 
-def secret_arn_map(variable: str, secrets: Mapping[str, secretsmanager.Secret]) -> str:
-    """The value of `variable`, the JSON object ``{provider: secret ARN}`` (resolved at deploy). Refused at synth
-    when, at its longest, it would leave less than definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES of Lambda's 4 KB
+def secret_arn_map(
+    variable: str, secrets: Mapping[str, secretsmanager.Secret], *, alongside: Mapping[str, int] | None = None
+) -> str:
+    """The value of `variable`, the JSON object ``{source: secret ARN}`` (resolved at deploy). Refused at synth
+    when, at its longest and with the variables `alongside` it that also grow with the declaration ({name: bytes},
+    e.g. INBOX_SOURCES), it would leave less than definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES of Lambda's 4 KB
     environment to the function's other variables."""
     budget = definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES - definitions.LAMBDA_ENVIRONMENT_RESERVE_BYTES
     longest = longest_map_length(variable, {key: longest_arn_length(secret) for key, secret in secrets.items()})
-    if longest > budget:
+    beside = sum((alongside or {}).values())
+    if longest + beside > budget:
+        besides = f" beside {', '.join(alongside or {})} ({beside} bytes)" if beside else ""
         raise SecretMapTooLarge(
-            f"{variable} lists {len(secrets)} secrets and could take {longest} bytes of a function's environment, "
-            f"more than the {budget} that Lambda's {definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte limit leaves "
-            "it: fewer secrets per function are needed (or a lookup that does not go through the environment)"
+            f"{variable} lists {len(secrets)} secrets and could take {longest} bytes of a function's environment"
+            f"{besides}, more than the {budget} that Lambda's {definitions.LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte "
+            "limit leaves it: declare fewer sources per stack in sources.json (or a lookup that does not go "
+            "through the environment is needed)"
         )
     if not secrets:
         return "{}"

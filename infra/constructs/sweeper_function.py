@@ -16,6 +16,8 @@ start within one interval is dropped rather than piling up behind the next.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -27,6 +29,7 @@ from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
+from infra.constructs.secrets import check_environment_share, environment_share
 from shared import definitions
 
 
@@ -40,8 +43,11 @@ class SweeperFunction(Construct):
         payments: PaymentsStorage,
         queues: DispatchQueue,
         settings: StackSettings,
+        sources_environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
+        # The sweeper has no secret map: the declaration is what grows in its environment.
+        check_environment_share("sweeper", environment_share(sources_environment))
 
         built = PythonFunction(
             self,
@@ -57,6 +63,7 @@ class SweeperFunction(Construct):
                 definitions.ENV_STALE_AFTER: str(definitions.DEFAULT_STALE_AFTER_SECONDS),
                 definitions.ENV_RECONCILE_AFTER: str(definitions.DEFAULT_RECONCILE_AFTER_SECONDS),
                 definitions.ENV_SWEEP_MAX_ITEMS: str(definitions.DEFAULT_SWEEP_MAX_ITEMS),
+                **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
         self.function = built.function

@@ -1,8 +1,9 @@
 """A circuit breaker shared by every function instance, kept in the DynamoDB control table.
 
 Why shared: during a gateway outage, hundreds of concurrent processor instances would each need their own
-five failures (and five timeouts) to learn what the first one already knows. One item per provider,
-`pk = "breaker#{provider}"`, holds `consecutive_failures` (number) and, while open, `open_until` (epoch seconds).
+five failures (and five timeouts) to learn what the first one already knows. One item per source (one gateway
+account: docs/sources.md), `pk = "breaker#{source}"`, holds `consecutive_failures` (number) and, while open,
+`open_until` (epoch seconds).
 
 - closed: calls go through. Every failure is an atomic `ADD consecutive_failures 1`; the one that reaches the
   threshold sets `open_until = now + cooldown`, conditionally (`open_until` absent or past), so concurrent
@@ -88,7 +89,7 @@ class CircuitBreaker:
     def __init__(
         self,
         table_name: str,
-        provider: str,
+        source: str,
         *,
         failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
         cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
@@ -99,13 +100,13 @@ class CircuitBreaker:
         if failure_threshold < 1:
             raise ValueError("failure_threshold must be at least 1")
         self.table_name = table_name
-        self.provider = provider
+        self.source = source
         self.failure_threshold = failure_threshold
         self.cooldown_seconds = cooldown_seconds
         self._clock = clock
         self._dynamodb = dynamodb
         self._cache_seconds = cache_seconds
-        self._key: dict[str, Any] = {"pk": {"S": f"{KEY_PREFIX}{provider}"}}
+        self._key: dict[str, Any] = {"pk": {"S": f"{KEY_PREFIX}{source}"}}
         self._lock = threading.Lock()
         self._cached: BreakerState | None = None
         self._cached_at = float("-inf")
@@ -121,7 +122,7 @@ class CircuitBreaker:
         if state.is_open(now):
             remaining = state.open_until - now
             raise GatewayUnavailable(
-                f"circuit for {self.provider} is open for another {remaining:.1f} s",
+                f"circuit for {self.source} is open for another {remaining:.1f} s",
                 retry_after=remaining,
                 circuit_open=True,
             )
@@ -145,7 +146,7 @@ class CircuitBreaker:
                 return
         else:
             if state.open_until > 0:
-                logger.info("gateway circuit closed", extra={"provider": self.provider})
+                logger.info("gateway circuit closed", extra={"source": self.source})
         self._remember(BreakerState(), now)
 
     def record_failure(self) -> None:
@@ -195,7 +196,7 @@ class CircuitBreaker:
         logger.warning(
             "gateway circuit opened",
             extra={
-                "provider": self.provider,
+                "source": self.source,
                 "consecutive_failures": state.consecutive_failures,
                 "cooldown_seconds": self.cooldown_seconds,
             },
@@ -227,7 +228,7 @@ class CircuitBreaker:
     def _storage_failed(self, action: str, error: Exception) -> None:
         logger.warning(
             "circuit breaker storage failed; proceeding as closed",
-            extra={"provider": self.provider, "action": action, "error": type(error).__name__},
+            extra={"source": self.source, "action": action, "error": type(error).__name__},
         )
 
 

@@ -1,14 +1,17 @@
-"""Which gateway client refetches a provider's payments, built once per process.
+"""Which gateway client refetches a source's payments, built once per process: one client per SOURCE, each with
+its own base URL, API key and circuit breaker (two Stripe accounts are two clients; an outage or a revoked key of
+one does not stop the other). The client class is the source's provider's (docs/sources.md).
 
-Configuration (environment):
-- `INBOX_API_BASE_<PROVIDER>`: the API base URL (default: the provider's real API). Any server speaking
+Configuration (environment; <SOURCE> is the source name upper-cased, `-` as `_`; a provider's default source is
+named after it, so `INBOX_API_KEY_STRIPE` is the default Stripe source's):
+- `INBOX_API_BASE_<SOURCE>`: the API base URL (default: the provider's real API). Any server speaking
   the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
-- `INBOX_API_KEY_<PROVIDER>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
-  deployed stack lists for the provider in `INBOX_API_KEY_SECRETS` (a JSON object `{provider: secret ARN}`:
-  CloudFormation names the secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{provider}` (the
+- `INBOX_API_KEY_<SOURCE>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
+  deployed stack lists for the source in `INBOX_API_KEY_SECRETS` (a JSON object `{source: secret ARN}`:
+  CloudFormation names the secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{source}` (the
   local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
   every instance within that time). Resolved on every call, never at import or construction.
-- `CONTROL_TABLE`: the table holding the shared circuit breakers. Unset: no breaker (plain calls).
+- `CONTROL_TABLE`: the table holding the shared circuit breakers (one per source). Unset: no breaker.
 - `INBOX_BREAKER_COOLDOWN_SECONDS`: how long an open circuit refuses calls (default 30 s, at most 3600).
 
 Providers with no payment API to refetch from (e.g. `standard`: Standard Webhooks is a signing scheme, not a
@@ -23,12 +26,19 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.definitions import ENV_API_KEY_SECRET_PREFIX, ENV_API_KEY_SECRETS, ENV_CONTROL_TABLE, PROVIDER_CATALOG
+from shared.definitions import (
+    ENV_API_KEY_SECRET_PREFIX,
+    ENV_API_KEY_SECRETS,
+    ENV_CONTROL_TABLE,
+    PROVIDER_CATALOG,
+    source_env_suffix,
+)
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
 from shared.secrets import secret_id
 from shared.settings import ConfigurationError, positive_number, text_map
+from shared.sources import declared_sources, reset_declared_sources
 
 API_KEY_CACHE_SECONDS = 300
 # How long an open circuit refuses calls before it lets one through (shared/gateway/breaker.py). An operator may
@@ -58,33 +68,33 @@ def client_class(provider: str) -> tuple[_ClientFactory, str]:
     return factory, module.DEFAULT_BASE_URL
 
 
-def base_url_variable(provider: str) -> str:
-    return f"INBOX_API_BASE_{provider.upper()}"
+def base_url_variable(source: str) -> str:
+    return f"INBOX_API_BASE_{source_env_suffix(source)}"
 
 
-def api_key_variable(provider: str) -> str:
-    return f"INBOX_API_KEY_{provider.upper()}"
+def api_key_variable(source: str) -> str:
+    return f"INBOX_API_KEY_{source_env_suffix(source)}"
 
 
 class ApiKeySource:
-    """The provider's API key: the environment first, else Secrets Manager (cached by Powertools)."""
+    """The source's API key: the environment first, else Secrets Manager (cached by Powertools)."""
 
-    def __init__(self, provider: str, environ: Mapping[str, str] | None = None) -> None:
-        self.provider = provider
+    def __init__(self, source: str, environ: Mapping[str, str] | None = None) -> None:
+        self.source = source
         self._environ = os.environ if environ is None else environ
 
     def __call__(self) -> str:
-        key = self._environ.get(api_key_variable(self.provider), "").strip()
+        key = self._environ.get(api_key_variable(self.source), "").strip()
         if key:
             return key
         try:
             ids = text_map(self._environ, ENV_API_KEY_SECRETS)
         except ConfigurationError as error:  # a broken deployment: an operator must act, retrying will not help
-            raise GatewayRejected(f"API key secret for {self.provider} not configured: {error}") from None
-        identifier = secret_id(ids, self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip(), self.provider)
+            raise GatewayRejected(f"API key secret for {self.source} not configured: {error}") from None
+        identifier = secret_id(ids, self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip(), self.source)
         if identifier is None:
             raise GatewayRejected(
-                f"no API key for {self.provider}: set {api_key_variable(self.provider)}, {ENV_API_KEY_SECRETS} "
+                f"no API key for {self.source}: set {api_key_variable(self.source)}, {ENV_API_KEY_SECRETS} "
                 f"or {ENV_API_KEY_SECRET_PREFIX}"
             )
         # Imported here: only the first refetch of each provider pays for Powertools' parameters module.
@@ -95,12 +105,12 @@ class ApiKeySource:
         except Exception as error:
             reason = type(error).__name__
             if _error_code(error) in _CONFIGURATION_ERRORS:
-                raise GatewayRejected(f"API key secret for {self.provider} not readable: {reason}") from error
-            raise GatewayUnavailable(f"API key secret for {self.provider} unavailable: {reason}") from error
+                raise GatewayRejected(f"API key secret for {self.source} not readable: {reason}") from error
+            raise GatewayUnavailable(f"API key secret for {self.source} unavailable: {reason}") from error
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         if not isinstance(value, str) or not value.strip():
-            raise GatewayRejected(f"API key secret for {self.provider} is empty")
+            raise GatewayRejected(f"API key secret for {self.source} is empty")
         return value.strip()
 
 
@@ -128,34 +138,42 @@ def supported_providers() -> tuple[str, ...]:
     return tuple(_PROVIDERS)
 
 
-def build_gateway_client(provider: str, environ: Mapping[str, str] | None = None) -> GatewayClient | None:
-    """A new client for `provider` from `environ` (default: the process environment), or None if it has no API."""
+def build_gateway_client(
+    source: str, environ: Mapping[str, str] | None = None, *, provider: str | None = None
+) -> GatewayClient | None:
+    """A new client for the source named `source` from `environ` (default: the process environment), or None if
+    its provider has no API. `provider` defaults to `source` (a provider's default source is named after it)."""
+    provider = provider or source
     if provider not in _PROVIDERS:
         return None
     factory, default_base = client_class(provider)
     env = os.environ if environ is None else environ
-    http = JsonHttpClient(env.get(base_url_variable(provider), "").strip() or default_base, provider=provider)
-    client = factory(http, ApiKeySource(provider, env))
+    http = JsonHttpClient(env.get(base_url_variable(source), "").strip() or default_base, provider=provider)
+    client = factory(http, ApiKeySource(source, env))
     table = env.get(ENV_CONTROL_TABLE, "").strip()
     cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
-    breaker = CircuitBreaker(table, provider, cooldown_seconds=cooldown) if table else None
+    # One breaker per source: the control item is "breaker#{source}".
+    breaker = CircuitBreaker(table, source, cooldown_seconds=cooldown) if table else None
     return GuardedClient(client, breaker)
 
 
-def gateway_client(provider: str) -> GatewayClient | None:
-    """The process-wide client for `provider` (None for providers with no API to refetch from)."""
-    if provider not in _PROVIDERS:
+def gateway_client(source: str) -> GatewayClient | None:
+    """The process-wide client of the declared source `source` (None for a source whose provider has no API to
+    refetch from, or a source not declared: its events then fail with a clear reason)."""
+    provider = declared_sources().provider_of(source)
+    if provider is None or provider not in _PROVIDERS:
         return None
     with _lock:
-        client = _clients.get(provider)
+        client = _clients.get(source)
         if client is None:
-            client = build_gateway_client(provider)
+            client = build_gateway_client(source, provider=provider)
             assert client is not None
-            _clients[provider] = client
+            _clients[source] = client
         return client
 
 
 def reset_gateway_clients() -> None:
-    """Forget the cached clients (tests change the environment between cases)."""
+    """Forget the cached clients and the declaration (tests change the environment between cases)."""
     with _lock:
         _clients.clear()
+    reset_declared_sources()

@@ -14,6 +14,7 @@ from typing import Any
 
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
+from shared.definitions import source_key
 from shared.inbox.lifecycle import (
     OPEN_STATUSES,
     DispatchReason,
@@ -41,12 +42,15 @@ __all__ = [
 ]
 
 
-def event_key(provider: str, event_id: str) -> str:
-    return f"{provider}#{event_id}"
+def event_key(source: str, event_id: str) -> str:
+    """The inbox item's `pk`, the dedup key: one event of one source. A default source is named after its
+    provider, so a default deployment's keys are `{provider}#{event_id}` as before sources existed."""
+    return source_key(source, event_id)
 
 
-def resource_key(provider: str, resource_id: str) -> str:
-    return f"{provider}#{resource_id}"
+def resource_key(source: str, resource_id: str) -> str:
+    """One payment of one source: the payments table's `pk`, the inbox's `resource_key` and the FIFO group."""
+    return source_key(source, resource_id)
 
 
 # SQS's rule for MessageGroupId and MessageDeduplicationId: 1 to 128 characters, each an ASCII letter, digit or
@@ -93,16 +97,17 @@ class StoredBody:
     s3_key: str | None = None
 
 
-def body_object_key(provider: str, pk: str, body: bytes, received: datetime) -> str:
+def body_object_key(source: str, pk: str, body: bytes, received: datetime) -> str:
     # The body's own hash is part of the key: a redelivery with a different body (new envelope id, new
     # timestamp) never overwrites the body the stored item points at.
     day = received.astimezone(UTC).strftime("%Y/%m/%d")
     key_hash = hashlib.sha256(pk.encode()).hexdigest()[:32]
-    return f"bodies/{provider}/{day}/{key_hash}/{hashlib.sha256(body).hexdigest()}"
+    return f"bodies/{source}/{day}/{key_hash}/{hashlib.sha256(body).hexdigest()}"
 
 
 def build_item(
     *,
+    source: str | None = None,
     provider: str,
     event_id: str,
     event: NormalizedEvent | None,
@@ -114,11 +119,14 @@ def build_item(
     retention_days: int,
     failure: str | None = None,
 ) -> dict[str, Any]:
-    """The item for a verified delivery: pending when parsed, failed (with the reason) when not."""
-    pk = event_key(provider, event_id)
+    """The item for a verified delivery to `source` (default: the provider's default source): pending when
+    parsed, failed (with the reason) when not."""
+    source = source or provider
+    pk = event_key(source, event_id)
     status = EventStatus.FAILED if failure else EventStatus.PENDING
     item: dict[str, Any] = {
         "pk": pk,
+        "source": source,
         "provider": provider,
         "event_id": event_id,
         # status, open_status, attempts, received_at, and the dispatch (dispatch_id, dispatch_reason,
@@ -145,7 +153,7 @@ def build_item(
     item.update(event_type=event.event_type, occurred_at=iso_utc(event.occurred_at))
     if event.resource_id:
         item["resource_id"] = event.resource_id
-        item["resource_key"] = resource_key(provider, event.resource_id)
+        item["resource_key"] = resource_key(source, event.resource_id)
         item["group_id"] = fifo_group_id(item["resource_key"])
     for name in ("provider_status", "amount", "currency"):
         value = getattr(event, name)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shared.payments.status import PaymentStatus
 
+SOURCE_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"  # shared.definitions.SOURCE_NAME_PATTERN, as the schema spells it
 Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")]
 
 
@@ -36,6 +37,8 @@ class PaymentStatusChanged(_Event):
     id: str = Field(pattern=r"^tr_[0-9a-f]{32}$")
     transition_id: str = Field(pattern=r"^tr_[0-9a-f]{32}$")
     provider: str = Field(pattern=r"^[a-z0-9_-]+$")
+    # Optional within schema_version 1: records written before sources existed have none (read: the provider).
+    source: str | None = Field(default=None, pattern=SOURCE_PATTERN)
     resource_id: str = Field(min_length=1)
     previous_status: PaymentStatus | None
     new_status: PaymentStatus
@@ -50,6 +53,7 @@ class WebhookFailed(_Event):
     type: Literal["webhook.failed"]
     id: str = Field(pattern=r"^wf_[0-9a-f]{32}$")
     provider: str | None
+    source: str | None = Field(default=None, pattern=SOURCE_PATTERN)
     event_id: str | None
     event_type: str | None
     resource_id: str | None

@@ -1,4 +1,5 @@
-"""The payment projection: one item per `{provider}#{resource_id}` in the payments table."""
+"""The payment projection: one item per `{source}#{resource_id}` in the payments table (a default source is
+named after its provider, so a default deployment's keys are `{provider}#{resource_id}`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any
 
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
+from shared.definitions import source_key, source_of
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
 
 # The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
-# present only while the payment is in an intermediate status. RECONCILE_KEY = "{provider}#{status}"; CHECKED_AT =
+# present only while the payment is in an intermediate status. RECONCILE_KEY = "{source}#{status}"; CHECKED_AT =
 # when the payment was last confirmed against its source (ISO-8601 UTC).
 
 
@@ -31,14 +33,21 @@ class Payment:
     # The status before the last transition (None for a payment only seen once): what the outbox publishes as
     # `previous_status`. Written with every transition, in the same item, so the two cannot disagree.
     previous_status: PaymentStatus | None = None
+    # The source (account) the payment belongs to; "" means the provider's default source, named after it.
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            object.__setattr__(self, "source", self.provider)
 
     @property
     def key(self) -> str:
-        return f"{self.provider}#{self.resource_id}"
+        return source_key(self.source, self.resource_id)
 
     def to_item(self) -> dict[str, Any]:
         item: dict[str, Any] = {
             "pk": self.key,
+            "source": self.source,
             "provider": self.provider,
             "resource_id": self.resource_id,
             "status": self.status.value,
@@ -55,13 +64,14 @@ class Payment:
         }
         if self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
-            item[RECONCILE_KEY] = f"{self.provider}#{self.status.value}"
+            item[RECONCILE_KEY] = source_key(self.source, self.status.value)
             item[CHECKED_AT] = self.updated_at
         return item
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Payment:
         return cls(
+            source=source_of(item),
             provider=item["provider"],
             resource_id=item["resource_id"],
             status=PaymentStatus(item["status"]),

@@ -1,7 +1,7 @@
 """The transactional outbox: what the service publishes downstream, written in the transaction that causes it.
 
 One outbox item per published event, in the outbox table (`OUTBOX_TABLE`):
-- `pk` = the payment key `{provider}#{resource_id}` for `payment.status_changed` (every record of one payment
+- `pk` = the payment key `{source}#{resource_id}` for `payment.status_changed` (every record of one payment
   shares a partition, so the table's stream hands them over in commit order), `failed#{inbox pk}` for
   `webhook.failed`;
 - `sequence` (number, sort key) = the payment's `transitions` after the change (1 for the first sighting), or the
@@ -20,7 +20,7 @@ import hashlib
 import time
 from typing import Any
 
-from shared.definitions import OUTBOX_RETENTION_DAYS
+from shared.definitions import OUTBOX_RETENTION_DAYS, source_of
 from shared.inbox.store import from_attributes
 from shared.payments.model import Payment
 
@@ -65,6 +65,7 @@ def status_changed(
         "schema_version": SCHEMA_VERSION,
         "type": STATUS_CHANGED,
         "provider": payment.provider,
+        "source": payment.source,
         "resource_id": payment.resource_id,
         "previous_status": payment.previous_status.value if payment.previous_status else None,
         "new_status": payment.status.value,
@@ -96,6 +97,7 @@ def webhook_failed(
         "schema_version": SCHEMA_VERSION,
         "type": WEBHOOK_FAILED,
         "provider": event_item.get("provider"),
+        "source": source_of(event_item),
         "event_id": event_item.get("event_id"),
         "event_type": event_item.get("event_type"),
         "resource_id": event_item.get("resource_id"),

@@ -22,6 +22,11 @@ class Observation:
     event_id: str | None  # the event that led to this observation (None for a reconciliation)
     event_occurred_at: str | None  # ISO-8601 UTC; orders events when there is no API to ask
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
+    source: str = ""  # the source (account) of the payment; "" means the provider's default source
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            object.__setattr__(self, "source", self.provider)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
         # First sight, possibly through a late event: start in whatever state the source reports.
         return Apply(
             Payment(
+                source=seen.source,
                 provider=seen.provider,
                 resource_id=seen.resource_id,
                 status=seen.status,

@@ -19,6 +19,7 @@ from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
 from shared.providers.registry import load_reference
 
+# source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
 ClientLookup = Callable[[str], GatewayClient | None]
 
 
@@ -39,23 +40,27 @@ class RefetchPaymentHandler(StateMachineApply):
     def prepare(self, event: InboxEvent) -> Observation:
         if not event.resource_id:
             raise UnprocessableEvent("event names no payment")
-        client = self._clients(event.provider)
+        client = self._clients(event.source)
         if client is None:
-            raise UnprocessableEvent(f"no API client for provider {event.provider!r}")
+            raise UnprocessableEvent(f"no API client for source {event.source!r}")
         snapshot = client.fetch_payment(event.resource_id)
         check_amount_agrees(event, snapshot)
-        return observation_from_snapshot(event.provider, snapshot, event)
+        return observation_from_snapshot(event.source, event.provider, snapshot, event)
 
-    def observe(self, provider: str, resource_id: str) -> Observation:
-        """The payment as the gateway's API reports it now, with no event at hand (the sweeper's reconciliation)."""
-        client = self._clients(provider)
+    def observe(self, source: str, resource_id: str) -> Observation:
+        """The payment as the source's gateway API reports it now, with no event at hand (the sweeper's
+        reconciliation)."""
+        client = self._clients(source)
         if client is None:
-            raise UnprocessableEvent(f"no API client for provider {provider!r}")
-        return observation_from_snapshot(provider, client.fetch_payment(resource_id), None)
+            raise UnprocessableEvent(f"no API client for source {source!r}")
+        return observation_from_snapshot(source, client.provider, client.fetch_payment(resource_id), None)
 
 
-def observation_from_snapshot(provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None) -> Observation:
+def observation_from_snapshot(
+    source: str, provider: str, snapshot: PaymentSnapshot, event: InboxEvent | None
+) -> Observation:
     return Observation(
+        source=source,
         provider=provider,
         resource_id=snapshot.resource_id,
         status=snapshot.status,
@@ -81,6 +86,7 @@ class EventTimeOrderedHandler(StateMachineApply):
         except ValueError:
             raise UnprocessableEvent(f"status {event.provider_status!r} is not a canonical payment status") from None
         return Observation(
+            source=event.source,
             provider=event.provider,
             resource_id=event.resource_id,
             status=status,

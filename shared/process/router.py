@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from shared.definitions import source_of
 from shared.payments.model import Payment
 from shared.process.decide import Decision, Observation, decide
 
@@ -33,11 +34,17 @@ class InboxEvent:
     amount: int | None
     currency: str | None
     attempts: int
+    source: str = ""  # the source (account) it was delivered to; "" means the provider's default source
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            object.__setattr__(self, "source", self.provider)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> InboxEvent:
         return cls(
             pk=item["pk"],
+            source=source_of(item),
             provider=item["provider"],
             event_id=item["event_id"],
             event_type=item.get("event_type", ""),

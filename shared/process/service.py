@@ -19,7 +19,7 @@ from typing import Protocol
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.lifecycle import EventStatus
-from shared.inbox.model import iso_utc
+from shared.inbox.model import iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.payments.model import Payment
@@ -70,32 +70,43 @@ class ReconcileMessage:
 
     Sent in the payment's own FIFO group, so it is applied in order with the payment's webhooks."""
 
-    provider: str
+    source: str
     resource_id: str
+    provider: str = ""  # the source's provider (metrics); "" means the source is a provider's default one
+
+    def __post_init__(self) -> None:
+        if not self.provider:
+            object.__setattr__(self, "provider", self.source)
 
     @property
     def key(self) -> str:
-        return f"{self.provider}#{self.resource_id}"
+        return resource_key(self.source, self.resource_id)
 
     def to_body(self) -> str:
-        return json.dumps({"kind": RECONCILE_KIND, "provider": self.provider, "resource_id": self.resource_id})
+        return json.dumps(
+            {"kind": RECONCILE_KIND, "source": self.source, "provider": self.provider, "resource_id": self.resource_id}
+        )
 
 
 def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
     """A queue message: an event's dispatch (the Pipe's) or a reconciliation (the sweeper's). ValueError if neither."""
     data = json.loads(body)
     if isinstance(data, dict) and data.get("kind") == RECONCILE_KIND:
-        provider, resource_id = data.get("provider"), data.get("resource_id")
-        if not isinstance(provider, str) or not isinstance(resource_id, str) or not provider or not resource_id:
-            raise ValueError("reconcile message without a 'provider' and a 'resource_id'")
-        return ReconcileMessage(provider, resource_id)
+        # A message sent before sources existed names only its provider: the provider's default source.
+        provider, resource_id = data.get("provider") or "", data.get("resource_id")
+        source = data.get("source") or provider
+        if not isinstance(source, str) or not isinstance(resource_id, str) or not isinstance(provider, str):
+            raise ValueError("reconcile message without a 'source' and a 'resource_id'")
+        if not source or not resource_id:
+            raise ValueError("reconcile message without a 'source' and a 'resource_id'")
+        return ReconcileMessage(source, resource_id, provider)
     return DispatchMessage.from_body(body)
 
 
 class Reconciler(Protocol):
     """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
 
-    def observe(self, provider: str, resource_id: str) -> Observation: ...
+    def observe(self, source: str, resource_id: str) -> Observation: ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 
@@ -198,7 +209,7 @@ class EventProcessor:
             return self._retry(event, delivery, f"ResourceNotFound: {error}")
 
         for _ in range(MAX_DECISION_ROUNDS):
-            current = self.store.load_payment(f"{seen.provider}#{seen.resource_id}")
+            current = self.store.load_payment(resource_key(seen.source, seen.resource_id))
             now = self._now()
             decision = handler.apply(current, seen, now=now)
             try:
@@ -227,7 +238,7 @@ class EventProcessor:
                 return self._settle(event, EventStatus.IGNORED, decision.reason)
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
-        raise VersionConflict(f"{seen.provider}#{seen.resource_id} kept changing")
+        raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
 
     def _settle(self, event: InboxEvent, status: EventStatus, note: str) -> Outcome:
         self.store.settle(event.pk, status, now=self._now(), note=note)
@@ -262,7 +273,7 @@ class EventProcessor:
             logger.warning("reconciliation without a reconciler", extra={"payment": message.key})
             return Outcome.SKIPPED
         try:
-            seen = self.reconciler.observe(provider, message.resource_id)
+            seen = self.reconciler.observe(message.source, message.resource_id)
             for _ in range(MAX_DECISION_ROUNDS):
                 current = self.store.load_payment(message.key)
                 if current is None:  # only known payments are reconciled

@@ -79,8 +79,6 @@ ASYMMETRIC_HEADER = "x-webhook-asymmetric-signature"
 HUB_HEADER = "x-hub-signature"
 HUB_SCHEME = "sha1"
 DEFAULT_JWKS_URL = "https://hubapi.pagar.me/.well-known/jwks.json"
-ENV_JWKS = "INBOX_PAGARME_JWKS"
-ENV_JWKS_URL = "INBOX_PAGARME_JWKS_URL"
 CURRENCY = "BRL"
 LEGACY_OBJECT = "transaction"
 
@@ -147,13 +145,20 @@ def parse_asymmetric_header(value: str) -> tuple[str, str, bytes]:
     return alg, kid, raw
 
 
-def default_key_source(environ: dict[str, str] | None = None) -> KeySource:
-    """Pagar.me's JWKS: inline from INBOX_PAGARME_JWKS, else fetched from INBOX_PAGARME_JWKS_URL or the default."""
+def jwks_variables(provider: str) -> tuple[str, str]:
+    """The variables that replace a Pagar.me-platform provider's JWKS: (inline JWKS, JWKS URL)."""
+    return f"INBOX_{provider.upper()}_JWKS", f"INBOX_{provider.upper()}_JWKS_URL"
+
+
+def default_key_source(environ: dict[str, str] | None = None, *, provider: str = "pagarme") -> KeySource:
+    """Pagar.me's JWKS: inline from INBOX_<PROVIDER>_JWKS, else fetched from INBOX_<PROVIDER>_JWKS_URL or the
+    default (Pagar.me's hub signs the hooks of every account on its platform, Stone's included)."""
     env = dict(os.environ) if environ is None else environ
-    inline = env.get(ENV_JWKS, "").strip()
+    inline_variable, url_variable = jwks_variables(provider)
+    inline = env.get(inline_variable, "").strip()
     if inline:
         return StaticKeySource(parse_jwks(inline))
-    url = env.get(ENV_JWKS_URL, "").strip() or DEFAULT_JWKS_URL
+    url = env.get(url_variable, "").strip() or DEFAULT_JWKS_URL
     return CachedKeySource(lambda: fetch_json_keys(url))
 
 
@@ -179,6 +184,10 @@ def _last_charge(data: JsonObject) -> JsonObject | None:
 
 
 class PagarmeDriver:
+    """Pagar.me's platform. `name` is the provider id it serves: another gateway built on the same platform (Stone's
+    Connect Stone accounts are Pagar.me accounts, shared/providers/stone.py) is this driver under its own name,
+    with its own key variables (`jwks_variables(name)`) and its own secrets."""
+
     name: str = "pagarme"
     # Signatures, not secrets: both are kept so that a stored event can be re-verified.
     replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, *HUB_AUTHENTICATION.replay_headers)
@@ -186,14 +195,17 @@ class PagarmeDriver:
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
-    def __init__(self, key_source: KeySource | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, key_source: KeySource | None = None, *, clock: Callable[[], float] = time.time, name: str = "pagarme"
+    ) -> None:
         self._key_source = key_source
         self._clock = clock
+        self.name = name
 
     @property
     def key_source(self) -> KeySource:
         if self._key_source is None:
-            self._key_source = default_key_source()
+            self._key_source = default_key_source(provider=self.name)
         return self._key_source
 
     # ------------------------------------------------------------------------------------------------ verify

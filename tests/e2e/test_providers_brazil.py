@@ -16,14 +16,17 @@ from inbox_local.senders import sender_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
-# Hotmart's samples carry their own event id; the others have none on the wire and get a derived one.
-PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu"]
+# Hotmart's and Eduzz's samples carry their own event id; the others have none on the wire and get a derived one.
+PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu", "eduzz", "stone"]
+OWN_EVENT_ID = {"hotmart", "eduzz"}
 RESOURCES = {
     "pagarme": "2727{stamp}",
     "kiwify": "b6ba3959-{stamp}",
     "hotmart": "HP{stamp}",
     "pagbank": "ORDE_{stamp}",
     "iugu": "1757E1D7{stamp}",
+    "eduzz": "8{stamp}",
+    "stone": "3737{stamp}",
 }
 
 
@@ -48,7 +51,7 @@ def test_inbox_send_is_accepted_and_listed(local_stack, provider):
     listed = json.loads(local_stack.cli("events", "list", "--json", "--provider", provider).stdout)
     rows = [row for row in listed if row["resource_id"] == resource_id]
     assert len(rows) == 1
-    if provider == "hotmart":
+    if provider in OWN_EVENT_ID:
         assert rows[0]["event_id"] == event_id
     else:
         assert rows[0]["event_id"].startswith("d_")  # derived from the business fact

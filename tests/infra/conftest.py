@@ -20,6 +20,7 @@ from constructs import IConstruct
 
 from infra.application import build_app
 from infra.stack import WebhookInboxStack
+from shared.definitions import default_sources
 
 FORWARD_URL = "https://receiver.example.com/webhook-inbox"
 
@@ -85,7 +86,8 @@ class Synthesized:
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
     # With forwarding configured, so that every optional resource is synthesized (and checked by cdk-nag).
-    app, stack = build_app(context={"forward_url": FORWARD_URL}, outdir=str(outdir))
+    # The default declaration (one source per provider) whatever sources.json the checkout holds.
+    app, stack = build_app(context={"forward_url": FORWARD_URL}, outdir=str(outdir), sources=default_sources())
     try:
         assembly = app.synth()
     except RuntimeError as error:  # cdk-nag findings (or another validation) stop the synth: show them

@@ -230,6 +230,7 @@ def test_processor_environment(synthesized: Synthesized) -> None:
         definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
         definitions.ENV_RETRY_BASE_SECONDS: str(definitions.RETRY_BASE_SECONDS),
         definitions.ENV_API_KEY_SECRETS: variables[definitions.ENV_API_KEY_SECRETS],  # test_deploy_again.py
+        definitions.ENV_SOURCES: definitions.sources_json(definitions.default_sources()),  # test_sources.py
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from inbox_local.resources import forward_log_table_spec
 from infra.application import build_app
 from infra.config import SettingsError
 from shared import definitions, forwarding
@@ -135,21 +136,27 @@ def test_the_forwarder_signs_with_its_secret_and_checkpoints_in_the_control_tabl
     function = _properties(synthesized, outbox.forwarder)
     secret_id = synthesized.logical_id(outbox.forward_secret)
     control_id = synthesized.logical_id(synthesized.stack.payments.control_table)
+    assert outbox.forward_log is not None
+    log_id = synthesized.logical_id(outbox.forward_log)
     assert function["Environment"]["Variables"] | {"POWERTOOLS_SERVICE_NAME": "-"} == {
         "POWERTOOLS_SERVICE_NAME": "-",
         "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
         definitions.ENV_FORWARD_URL: FORWARD_URL,
         definitions.ENV_FORWARD_SECRET_NAME: {"Ref": secret_id},  # the secret's ARN: CloudFormation names it
         definitions.ENV_CONTROL_TABLE: {"Ref": control_id},
+        definitions.ENV_FORWARD_LOG_TABLE: {"Ref": log_id},
+        definitions.ENV_FORWARD_LOG_RETENTION_DAYS: str(definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS),
     }
     assert "ReservedConcurrentExecutions" not in function  # opt-in only: test_deploy_again.py
     assert function["Timeout"] == definitions.FORWARDER_TIMEOUT_SECONDS
     # The Lambda never starts a delivery it cannot finish, and one delivery fits the function's timeout
+    # (each attempt's log write included, at its bounded worst)
     forwarder = forwarding.Forwarder(
         url=FORWARD_URL,
         secrets=("whsec_MDEyMzQ1Njc4OWFiY2RlZg==",),
         max_attempts=forwarding.FORWARDER_ATTEMPTS,
         timeout_seconds=forwarding.FORWARDER_POST_TIMEOUT_SECONDS,
+        record=lambda *_: None,
     )
     assert forwarding.worst_delivery_seconds(forwarder) + forwarding.FORWARDER_START_MARGIN_SECONDS < (
         definitions.FORWARDER_TIMEOUT_SECONDS
@@ -161,7 +168,8 @@ def test_the_forwarder_signs_with_its_secret_and_checkpoints_in_the_control_tabl
         "secretsmanager:GetSecretValue": secret,
         "secretsmanager:DescribeSecret": secret,
         "dynamodb:GetItem": _rendered(_get_att(control_id, "Arn")),
-        "dynamodb:PutItem": _rendered(_get_att(control_id, "Arn")),
+        # the checkpoints, and the forwarding log's new items (PutItem only: it never reads or changes one)
+        "dynamodb:PutItem": _rendered(_get_att(control_id, "Arn"), _get_att(log_id, "Arn")),
         "logs:CreateLogStream": _function_log_group(synthesized, outbox.forwarder),
         "logs:PutLogEvents": _function_log_group(synthesized, outbox.forwarder),
         "xray:PutTraceSegments": _rendered("*"),
@@ -171,6 +179,55 @@ def test_the_forwarder_signs_with_its_secret_and_checkpoints_in_the_control_tabl
     generated = synthesized.resource(outbox.forward_secret)[1]["Properties"]["GenerateSecretString"]
     assert generated["GenerateStringKey"] == "current"
     assert json.loads(generated["SecretStringTemplate"]) == {"previous": ""}
+
+
+def test_the_forwarding_log_is_keyed_by_webhook_id_and_time_and_expires(synthesized: Synthesized) -> None:
+    # Given the stack with forwarding: its forwarding log table
+    log = synthesized.stack.outbox.forward_log
+    assert log is not None
+    table = _properties(synthesized, log)
+    # Then one partition per published event, its attempts sorted by time, gone by TTL, from the shared definitions
+    assert table["KeySchema"] == [
+        {"AttributeName": definitions.FORWARD_LOG_PARTITION_KEY, "KeyType": "HASH"},
+        {"AttributeName": definitions.FORWARD_LOG_SORT_KEY, "KeyType": "RANGE"},
+    ]
+    assert table["TimeToLiveSpecification"] == {
+        "AttributeName": definitions.FORWARD_LOG_TTL_ATTRIBUTE,
+        "Enabled": True,
+    }
+    assert "StreamSpecification" not in table  # nothing consumes the log's changes
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    # And it is disposable: it explains deliveries, it decides none
+    assert table["DeletionProtectionEnabled"] is False
+    assert synthesized.template_json["Resources"][synthesized.logical_id(log)]["DeletionPolicy"] == "Delete"
+    # And the CLI finds it by its output
+    assert definitions.OUTPUT_FORWARD_LOG_TABLE in synthesized.template_json["Outputs"]
+    # And the local stack's table has the same keys (both from shared/definitions.py)
+    local = forward_log_table_spec("local")
+    assert local["KeySchema"] == table["KeySchema"]
+    assert sorted(local["AttributeDefinitions"], key=str) == sorted(table["AttributeDefinitions"], key=str)
+
+
+def test_the_forwarding_log_retention_is_a_context_value_within_bounds() -> None:
+    # Given the app deployed with forward_log_retention_days=3
+    with tempfile.TemporaryDirectory() as outdir:
+        app, stack = build_app(outdir=outdir, context={"forward_url": FORWARD_URL, "forward_log_retention_days": 3})
+        assembly = app.synth()
+        with open(f"{assembly.directory}/{stack.template_file}") as file:
+            resources = list(json.load(file)["Resources"].values())
+    # Then the forwarder writes its attempts with that TTL
+    variables = [
+        r["Properties"]["Environment"]["Variables"]
+        for r in resources
+        if r["Type"] == "AWS::Lambda::Function"
+        and definitions.ENV_FORWARD_LOG_TABLE in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert [v[definitions.ENV_FORWARD_LOG_RETENTION_DAYS] for v in variables] == ["3"]
+    # And a value out of bounds stops the synth
+    for days in (0, definitions.MAXIMUM_FORWARD_LOG_RETENTION_DAYS + 1):
+        with pytest.raises(SettingsError, match="forward_log_retention_days"):
+            build_app(context={"forward_url": FORWARD_URL, "forward_log_retention_days": days})
 
 
 def test_the_forwarding_dead_letter_queue_raises_an_alarm(synthesized: Synthesized) -> None:
@@ -200,6 +257,7 @@ def test_without_a_forward_url_there_is_no_forwarding_but_the_bus_still_gets_eve
             resources = list(json.load(file)["Resources"].values())
     # Then only the publishing Pipe exists besides dispatch, and no forwarding secret or function
     assert stack.outbox.forwarder is None and stack.outbox.forward_pipe is None and stack.outbox.forward_secret is None
+    assert stack.outbox.forward_log is None  # nothing would write there
     assert sum(1 for r in resources if r["Type"] == "AWS::Pipes::Pipe") == 2
     assert not [r for r in resources if r["Type"] == "AWS::Lambda::Function" and "forward" in json.dumps(r).lower()]
 

@@ -114,6 +114,7 @@ def test_the_sweeper_environment(synthesized: Synthesized) -> None:
         definitions.ENV_STALE_AFTER: str(definitions.DEFAULT_STALE_AFTER_SECONDS),
         definitions.ENV_RECONCILE_AFTER: str(definitions.DEFAULT_RECONCILE_AFTER_SECONDS),
         definitions.ENV_SWEEP_MAX_ITEMS: str(definitions.DEFAULT_SWEEP_MAX_ITEMS),
+        definitions.ENV_SOURCES: definitions.sources_json(definitions.default_sources()),  # test_sources.py
     }
     assert function["Properties"]["Timeout"] == definitions.SWEEPER_TIMEOUT_SECONDS
     assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}

@@ -161,6 +161,7 @@ def test_ingest_function_environment(synthesized: Synthesized) -> None:
         definitions.ENV_FINGERPRINT_KEY_SECRET: {
             "Ref": synthesized.logical_id(synthesized.stack.rejected.fingerprint_key)
         },
+        definitions.ENV_SOURCES: definitions.sources_json(definitions.default_sources()),  # test_sources.py
     }
     bucket_ref = variables[definitions.ENV_BODY_BUCKET]["Ref"]
     assert "LoggingConfiguration" in synthesized.template_json["Resources"][bucket_ref]["Properties"]

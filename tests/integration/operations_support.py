@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping, lambda_sqs_record
+from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, build_item, event_key
 from shared.inbox.store import InboxStore, to_attributes
 from shared.payments.model import Payment
@@ -103,7 +104,7 @@ def sweeper_for(world, *, clock: float, max_items: int = 500, store: SweepStore 
     return Sweeper(
         config,
         store or SweepStore(world.names.inbox_table, world.names.payments_table),
-        reconcile_providers=("stripe", "asaas"),
+        reconcile_sources=(SourceSpec("stripe", "stripe"), SourceSpec("asaas", "asaas")),
         clock=lambda: clock,
     )
 

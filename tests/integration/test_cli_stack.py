@@ -29,6 +29,7 @@ DEPLOYED = LocalNames(
     dead_letter_queue=f"{STACK_NAME}-EventsDlq.fifo",
     outbox_table=f"{STACK_NAME}-OutboxTable1E2F",
     rejected_table=f"{STACK_NAME}-RejectedTable3A4B",
+    forward_log_table=f"{STACK_NAME}-ForwardLogTable7A8B",
 )
 # The commands README's Operate table shows, with `--stack NAME` added where the CLI takes it (after `inbox`).
 STATS = "inbox --stack NAME stats [--json]"
@@ -46,6 +47,7 @@ def deployed_stack(session: Any) -> None:
         definitions.OUTPUT_BODY_BUCKET: DEPLOYED.body_bucket,
         definitions.OUTPUT_OUTBOX_TABLE: DEPLOYED.outbox_table,
         definitions.OUTPUT_CONTROL_TABLE: DEPLOYED.control_table,
+        definitions.OUTPUT_FORWARD_LOG_TABLE: DEPLOYED.forward_log_table,
     }
     template = {
         "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
@@ -102,3 +104,25 @@ def test_the_stack_is_found_by_cloudformation_in_the_configured_region(deployed)
     # Given the stack, Then CloudFormation (moto) really holds it with those outputs (not a stubbed lookup)
     stack = boto3.client("cloudformation").describe_stacks(StackName=STACK_NAME)["Stacks"][0]
     assert {output["OutputKey"] for output in stack["Outputs"]} >= {definitions.OUTPUT_INBOX_TABLE}
+
+
+def test_outbox_attempts_with_stack_reads_the_deployed_stacks_forwarding_log(deployed):
+    # Given an attempt in the deployed stack's forwarding log and another in the local stack's
+    from datetime import UTC, datetime
+
+    from shared.forwarding_log import Answer, ForwardLog
+
+    event = {"id": "tr_deployed", "type": "payment.status_changed", "sequence": 1, "provider": "stripe"}
+    now = datetime.now(UTC).timestamp()
+    dynamodb = deployed.session.client("dynamodb")
+    ForwardLog(dynamodb, DEPLOYED.forward_log_table).record(event, "https://app/h", Answer(503, 7), now)
+    ForwardLog(dynamodb, deployed.names.forward_log_table).record(event, "https://local/h", Answer(500, 7), now)
+    # When `inbox --stack NAME outbox attempts ID --json` runs
+    attempts = json.loads(run("inbox --stack NAME outbox attempts tr_deployed [--json]", as_json=True))
+    # Then it lists the deployed stack's attempt only
+    assert [(a["status"], a["endpoint"]) for a in attempts] == [(503, "https://app/h")]
+
+
+def test_outbox_list_undelivered_with_a_stack_that_forwards_nothing_says_so(deployed):
+    result = CliRunner().invoke(cli, ["--stack", STACK_NAME, "outbox", "list", "--undelivered"])
+    assert result.exit_code == 1 and "forwards nothing" in result.output

@@ -53,7 +53,7 @@ def test_a_change_at_the_gateway_with_no_webhook_is_applied(aws_world, gateway):
     # Then it sends one reconciliation, in the payment's own FIFO group
     assert summary.reconciled == 1
     assert [json.loads(m["Body"]) for m in messages] == [
-        {"kind": "reconcile", "provider": "stripe", "resource_id": "pi_1"}
+        {"kind": "reconcile", "source": "stripe", "provider": "stripe", "resource_id": "pi_1"}
     ]
     assert messages[0]["Attributes"]["MessageGroupId"] == "stripe#pi_1"
     # ... and when the processor handles it, the gateway's change is applied through the state machine

@@ -10,17 +10,22 @@ startExecution integration as AWS runs them.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from click.testing import CliRunner
 from moto import mock_aws
 
+from inbox_cli import target as target_module
+from inbox_cli.main import cli
 from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
 from inbox_local.config import LocalNames
 from inbox_local.pipe import StreamPipe
@@ -65,11 +70,21 @@ class ReplayWorld:
         pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
         return [event for page in pages for event in page["events"]]
 
-    def put(self, provider: str, status: str, *, day: int = 1, event_type: str = "payment_intent.succeeded") -> str:
-        pk = f"{provider}#evt_{uuid.uuid4().hex[:12]}"
+    def put(
+        self,
+        provider: str,
+        status: str,
+        *,
+        day: int = 1,
+        event_type: str = "payment_intent.succeeded",
+        source: str | None = None,
+    ) -> str:
+        """An inbox item; with `source`, keyed and marked as that source's (without: the provider's default)."""
+        pk = f"{source or provider}#evt_{uuid.uuid4().hex[:12]}"
         item: dict[str, Any] = {
             "pk": pk,
             "provider": provider,
+            **({"source": source} if source else {}),
             "event_id": pk.partition("#")[2],
             "event_type": event_type,
             "status": status,
@@ -154,13 +169,35 @@ def test_a_dry_run_plans_and_changes_nothing(world: ReplayWorld) -> None:
     assert report.complete and report.dry_run
     assert report.counts["selected"] == report.counts["planned"] == 4
     assert report.counts["replayed"] == 0
-    planned = {"provider": "stripe", "status": "failed", "outcome": "planned"}
+    planned = {"source": "stripe", "provider": "stripe", "status": "failed", "outcome": "planned"}
     assert report.plan() == [
         {**planned, "event_type": "payment_intent.succeeded", "count": 3},
         {**planned, "event_type": "charge.refunded", "count": 1},
     ]
     assert report.counts["pages"] == definitions.OPEN_EVENTS_SHARDS  # one (small) page per index shard
     assert len(report.executions) == 1  # far from any per-execution bound
+
+
+def test_a_replay_of_one_source_leaves_the_other_sources_of_its_provider_alone(world: ReplayWorld) -> None:
+    # Given failed events of two Stripe sources and of the default Stripe source (an item from before sources)
+    brazil = {world.put("stripe", "failed", source="stripe-br") for _ in range(3)}
+    us = {world.put("stripe", "failed", source="stripe-us") for _ in range(2)}
+    default = world.put("stripe", "failed")
+    # When the stripe-br source is replayed
+    report = world.replay(provider="stripe", source="stripe-br")
+    # Then its events, and only they, are pending again, and the report names the source
+    items = world.items()
+    assert {pk for pk, item in items.items() if item["status"] == "pending"} == brazil
+    assert all(items[pk]["status"] == "failed" for pk in (*us, default))
+    assert report.counts["replayed"] == 3 and report.to_json()["source"] == "stripe-br"
+    assert {row["source"] for row in report.plan()} == {"stripe-br"}
+    # And without a source the provider's default source is selected (what an input of an older CLI means)
+    assert world.replay(provider="stripe").counts["replayed"] == 1
+    assert world.items()[default]["status"] == "pending"
+    # And by id, the key is the source's: stripe-us's event is found under stripe-us only
+    us_id = next(iter(us)).partition("#")[2]
+    assert world.replay(provider="stripe", source="stripe-br", event_ids=(us_id,)).counts["not_found"] == 1
+    assert world.replay(provider="stripe", source="stripe-us", event_ids=(us_id,)).counts["replayed"] == 1
 
 
 def test_a_replay_sets_only_the_selected_failed_events_back_to_pending(world: ReplayWorld) -> None:
@@ -321,6 +358,7 @@ def test_it_waits_between_pages_that_wrote(world: ReplayWorld) -> None:
         {"provider": "stripe", "max_events": MAX_EVENTS_LIMIT + 1},
         {"provider": "stripe", "since": "2026-02-01", "until": "2026-01-01"},
         {"provider": "stripe", "event_ids": []},
+        {"provider": "stripe", "source": 7},
     ],
 )
 def test_invalid_input_fails_the_execution_before_anything_is_read(world: ReplayWorld, execution_input) -> None:
@@ -435,3 +473,37 @@ def test_the_workflows_replay_and_the_owners_replay_write_leave_the_same_item(wo
         assert items[pk]["open_status"] == open_status_value(EventStatus.PENDING, pk)
         assert items[pk]["dispatched_at"] == items[pk]["replayed_at"]
         assert set(items[pk]) == set(items[by_workflow])
+
+
+def test_inbox_replay_source_replays_that_source_only(
+    world: ReplayWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the local stack's sources.json of two Stripe accounts, and failed events of each
+    sources = tmp_path / "sources.json"
+    accounts = [{"name": "stripe-br", "provider": "stripe"}, {"name": "stripe-us", "provider": "stripe"}]
+    sources.write_text(json.dumps(accounts))
+    monkeypatch.setenv(definitions.ENV_SOURCES_FILE, str(sources))
+    monkeypatch.delenv(definitions.ENV_SOURCES, raising=False)
+    monkeypatch.setattr(target_module, "aws_environment", lambda endpoints: {})  # moto serves this process
+    brazil = {world.put("stripe", "failed", source="stripe-br") for _ in range(2)}
+    us = world.put("stripe", "failed", source="stripe-us")
+
+    def inbox(command: str) -> Any:
+        result = CliRunner().invoke(cli, shlex.split(command)[1:])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    # When `inbox replay --source stripe-br --dry-run` runs, Then it plans that source's events and changes nothing
+    plan = inbox("inbox replay --source stripe-br --dry-run --json")
+    assert (plan["source"], plan["counts"]["planned"]) == ("stripe-br", 2)
+    assert all(item["status"] == "failed" for item in world.items().values())
+    # When `inbox replay --source stripe-br` runs, Then its events, and only they, are pending again
+    assert inbox("inbox replay --source stripe-br --json")["counts"]["replayed"] == 2
+    assert {pk for pk, item in world.items().items() if item["status"] == "pending"} == brazil
+    assert world.items()[us]["status"] == "failed"
+    # And --provider replays every source of the provider, one report each
+    reports = inbox("inbox replay --provider stripe --json")
+    assert [(r["source"], r["counts"]["replayed"]) for r in reports] == [("stripe-br", 0), ("stripe-us", 1)]
+    # And a source the stack does not declare is refused
+    refused = CliRunner().invoke(cli, ["replay", "--source", "stripe-mx"])
+    assert refused.exit_code == 2 and "no source 'stripe-mx'" in refused.output

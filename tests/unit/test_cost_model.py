@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from inbox_cli.cost import Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
+from inbox_cli.cost import PRICES, Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
 from inbox_cli.main import cli
+from shared import definitions
 
 
 def test_variable_cost_scales_with_volume_and_fixed_cost_does_not():
@@ -190,3 +192,79 @@ def test_another_body_size_prices_with_the_formulas_and_says_so():
     result = CliRunner().invoke(cli, ["cost", "--body-kb", "8"])
     assert result.exit_code == 0, result.output
     assert "per-event figures: assumed" in result.output
+
+
+# ------------------------------------------------------------------------------------------ declared sources
+def _cost_json(monkeypatch, tmp_path, declaration):
+    """`inbox cost --json` for a deployment of `declaration` (INBOX_SOURCES_FILE), or the default one (None)."""
+    monkeypatch.delenv("INBOX_SOURCES", raising=False)
+    if declaration is None:
+        monkeypatch.setenv("INBOX_SOURCES_FILE", "")
+        if (Path(__file__).resolve().parents[2] / "sources.json").exists():
+            pytest.skip("the checkout has a sources.json: the default declaration is not what `inbox cost` reads")
+    else:
+        path = tmp_path / "sources.json"
+        path.write_text(json.dumps(declaration))
+        monkeypatch.setenv("INBOX_SOURCES_FILE", str(path))
+    result = CliRunner().invoke(cli, ["cost", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize(
+    ("declaration", "signing", "api_key"),
+    [
+        ([{"name": "stripe-br", "provider": "stripe"}], 1, 1),  # a gateway with a refetch API: a key too
+        ([{"name": "shop", "provider": "kiwify"}], 1, 0),  # ordered by event time: no key
+    ],
+)
+def test_a_one_source_deployment_pays_for_its_own_secrets_only(monkeypatch, tmp_path, declaration, signing, api_key):
+    # Given sources.json declaring one source
+    report = _cost_json(monkeypatch, tmp_path, declaration)
+    secrets = report["scenario"]["secrets"]
+    # Then the fixed cost counts its one or two secrets (and the forwarding secret with forwarding on), not 22
+    forwarding = 1 if report["scenario"]["forwarding"] else 0
+    assert secrets == {
+        "signing": signing,
+        "api_key": api_key,
+        "forwarding": forwarding,
+        "total": signing + api_key + forwarding,
+    }
+    price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["secrets_manager_per_secret_month"]
+    assert report["lines"]["Secrets Manager (fixed)"] == pytest.approx(secrets["total"] * price)
+    # And the scenario line of the text output states them
+    text = CliRunner().invoke(cli, ["cost"]).output
+    assert f"1 source(s) declared: {secrets['total']} secrets ({signing} signing, {api_key} API key" in text
+
+
+def test_the_default_declaration_pays_one_secret_per_provider_and_api(monkeypatch, tmp_path):
+    report = _cost_json(monkeypatch, tmp_path, None)
+    secrets = report["scenario"]["secrets"]
+    assert (secrets["signing"], secrets["api_key"]) == (len(definitions.PROVIDERS), len(definitions.REFETCH_PROVIDERS))
+    assert report["scenario"]["sources"] == len(definitions.PROVIDERS)
+
+
+def test_the_secret_count_follows_forwarding():
+    on, off = Assumptions(forwarding=True), Assumptions(forwarding=False)
+    assert on.secrets == off.secrets + 1
+
+
+def test_a_bad_sources_file_is_a_usage_error_naming_the_entry(monkeypatch, tmp_path):
+    path = tmp_path / "sources.json"
+    path.write_text(json.dumps([{"name": "Stripe", "provider": "stripe"}]))
+    monkeypatch.delenv("INBOX_SOURCES", raising=False)
+    monkeypatch.setenv("INBOX_SOURCES_FILE", str(path))
+    result = CliRunner().invoke(cli, ["cost"])
+    assert result.exit_code == 2
+    assert "entry 1 ('Stripe')" in result.output
+
+
+def test_the_forwarding_log_costs_a_write_per_attempt_and_its_storage_only_with_forwarding():
+    # Given the same month with forwarding on, off, and with an endpoint that needs two attempts per event
+    line = "Forwarding log (one item per attempt)"
+    on = monthly_cost(1_000_000, "us-east-1", Assumptions())
+    off = monthly_cost(1_000_000, "us-east-1", Assumptions(forwarding=False))
+    retried = monthly_cost(1_000_000, "us-east-1", Assumptions(forward_attempts_per_transition=2.0))
+    # Then it is priced only with forwarding, and doubles with the attempts
+    assert on["lines"][line] > 0 and off["lines"][line] == 0
+    assert retried["lines"][line] == pytest.approx(2 * on["lines"][line], rel=0.01)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shared.forwarding import ForwarderSettings
+from shared.forwarding import ForwarderSettings, LogSettings
 from shared.payments.publishing import PublisherSettings
 from shared.process.app import ProcessorSettings
 from shared.retention import ArchiverSettings
@@ -24,6 +24,7 @@ FUNCTIONS: dict[type[EnvironmentSettings], dict[str, str]] = {
     ArchiverSettings: {"INBOX_ARCHIVE_BUCKET": "archive"},
     PublisherSettings: {"INBOX_EVENT_BUS_NAME": "bus"},
     ForwarderSettings: {"INBOX_FORWARD_URL": "https://x", "INBOX_FORWARD_SECRET_NAME": "s", "CONTROL_TABLE": "c"},
+    LogSettings: {},  # the forwarding log's (forwarder and local publisher): all optional
 }
 REQUIRED = [(settings, name) for settings, environ in FUNCTIONS.items() for name in environ]
 
@@ -42,6 +43,9 @@ BAD_VALUES = [
     (IngestSettings, "INBOX_SIGNATURE_TOLERANCE_SECONDS", "-1", "at least 0"),
     (IngestSettings, "INBOX_SIGNING_SECRETS", '["arn"]', "JSON object"),
     (IngestSettings, "INBOX_SIGNING_SECRETS", "{", "JSON object"),
+    (LogSettings, "INBOX_FORWARD_LOG_RETENTION_DAYS", "0", "at least 1"),
+    (LogSettings, "INBOX_FORWARD_LOG_RETENTION_DAYS", "366", "at most 365"),
+    (LogSettings, "INBOX_FORWARD_LOG_RETENTION_DAYS", "a month", "must be an integer"),
 ]
 
 

@@ -73,7 +73,7 @@ def test_the_control_table_wires_a_breaker():
     client = build_gateway_client("stripe", {"CONTROL_TABLE": "stack-control"})
     assert isinstance(client, GuardedClient)
     assert isinstance(client.breaker, CircuitBreaker)
-    assert (client.breaker.table_name, client.breaker.provider) == ("stack-control", "stripe")
+    assert (client.breaker.table_name, client.breaker.source) == ("stack-control", "stripe")
 
 
 def test_the_breaker_cooldown_is_a_setting():

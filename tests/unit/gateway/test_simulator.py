@@ -220,6 +220,7 @@ def test_snapshot_and_the_payments_listing(sim):
     assert listing == [
         {
             "provider": "stripe",
+            "source": "stripe",  # the provider's default account
             "resource_id": pi,
             "status": "paid",
             "amount": 1500,
@@ -544,3 +545,31 @@ def test_ids_are_reproducible_from_the_seed():
 
     assert ids(5) == ids(5) != ids(6)
     assert ids(5)[0].startswith("pi_") and ids(5)[1].startswith("pay_")
+
+
+def test_two_accounts_of_one_provider_each_see_only_their_own_payments():
+    # Given a simulator with two Stripe accounts (sources), each with its own API key, and the same payment id in both
+    with running_simulator(seed=2, accounts={"stripe-br": "stripe", "stripe-us": "stripe"}) as sim:
+        sim.create_payment("stripe-br", 1000, "BRL", resource_id="pi_same")
+        sim.create_payment("stripe-us", 2500, "USD", resource_id="pi_same")
+        sim.transition("stripe-br", "pi_same", S.PAID)
+        keys = sim.api_keys
+        assert len({keys["stripe"], keys["stripe-br"], keys["stripe-us"]}) == 3
+        env = sim.environment()
+        assert env["INBOX_API_KEY_STRIPE_BR"] == keys["stripe-br"] and env["INBOX_API_BASE_STRIPE_US"] == sim.url
+
+        def fetch(key: str) -> tuple[int, Any]:
+            status, _, document = sim.handle_api(
+                "GET", "/v1/payment_intents/pi_same", {"authorization": f"Bearer {key}"}
+            )
+            return status, document
+
+        # When each account's key asks for the payment, Then each sees its own account's payment
+        br, us = fetch(keys["stripe-br"] or ""), fetch(keys["stripe-us"] or "")
+        assert (br[0], br[1]["amount"], br[1]["status"]) == (200, 1000, "succeeded")
+        assert (us[0], us[1]["amount"], us[1]["currency"]) == (200, 2500, "usd")
+        # And the default account's key does not see either, and a key of no account is refused
+        assert fetch(keys["stripe"] or "")[0] == 404
+        assert fetch("sk_test_nobody")[0] == 401
+        # And the admin listing names each payment's account
+        assert sorted((p["source"], p["amount"]) for p in sim.payments()) == [("stripe-br", 1000), ("stripe-us", 2500)]

@@ -1,0 +1,151 @@
+"""The local stack started with a sources file (`INBOX_SOURCES_FILE`): two Stripe accounts and an Asaas one side by
+side over real HTTP. Each delivery is verified with its own source's secret, each payment refetched from its own
+simulator account with its own API key, and every payment matches the simulator's truth."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from inbox_local.config import LocalNames
+from inbox_local.senders import sender_for
+from tests.e2e.conftest import RunningStack, start_stack, stop_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+
+SOURCES: list[dict[str, Any]] = [
+    {"name": "stripe-br", "provider": "stripe"},
+    {"name": "stripe-us", "provider": "stripe"},
+    {"name": "asaas", "provider": "asaas"},
+    # Only from a documentation range: the local stack's clients (127.0.0.1) are outside it.
+    {"name": "stripe-locked", "provider": "stripe", "allowed_ip_ranges": ["203.0.113.0/24"]},
+]
+PROVIDER: dict[str, str] = {source["name"]: source["provider"] for source in SOURCES}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    path: Path = tmp_path_factory.mktemp("sources") / "sources.json"
+    path.write_text(json.dumps(SOURCES), encoding="utf-8")
+    running = start_stack({"INBOX_SOURCES_FILE": str(path), "INBOX_SWEEP_INTERVAL_SECONDS": "3600"})
+    yield running
+    if running.process.poll() is None:
+        stop_stack(running)
+
+
+def request(url: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    method = "GET" if body is None else "POST"
+    call = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(call, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def secrets_printed(stack: RunningStack) -> dict[str, str]:
+    """The signing secrets the stack printed at start-up, by variable."""
+    return dict(re.findall(r"^\s+(INBOX_SECRET_[A-Z0-9_]+)=(\S+)$", stack.output(), flags=re.MULTILINE))
+
+
+def gateway(stack: RunningStack, path: str, document: dict[str, Any] | None = None) -> Any:
+    url = f"http://127.0.0.1:{stack.env['INBOX_GATEWAY_PORT']}/_sim/{path}"
+    body = None if document is None else json.dumps(document).encode()
+    status, answer = request(url, body, {"content-type": "application/json"})
+    assert status == 200, answer
+    return answer
+
+
+def deliver(stack: RunningStack, source: str, body: str, secret: str) -> int:
+    signed = sender_for(PROVIDER[source]).sign(body.encode(), secret, now=int(time.time()))
+    status, _ = request(
+        f"{stack.url}/webhooks/{source}", body.encode(), {"content-type": "application/json", **signed.headers}
+    )
+    return status
+
+
+def stored_payment(stack: RunningStack, key: str) -> dict[str, Any] | None:
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=f"http://127.0.0.1:{stack.env['INBOX_AWS_PORT']}",
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    item = dynamodb.get_item(TableName=LocalNames().payments_table, Key={"pk": {"S": key}}, ConsistentRead=True)
+    if "Item" not in item:
+        return None
+    return {name: next(iter(value.values())) for name, value in item["Item"].items()}
+
+
+def test_three_sources_verify_refetch_and_match_the_gateway(stack):
+    # Given the stack printed one signing secret per declared source, the two Stripe ones distinct
+    secrets = secrets_printed(stack)
+    variables = {
+        "stripe-br": "INBOX_SECRET_STRIPE_BR",
+        "stripe-us": "INBOX_SECRET_STRIPE_US",
+        "asaas": "INBOX_SECRET_ASAAS",
+    }
+    assert set(variables.values()) <= set(secrets)
+    assert secrets["INBOX_SECRET_STRIPE_BR"] != secrets["INBOX_SECRET_STRIPE_US"]
+    # And each account of the simulator has a payment, the two Stripe ones under the same id
+    created = {
+        "stripe-br": gateway(stack, "payments", {"source": "stripe-br", "amount": 1000, "currency": "BRL",
+                                                 "status": "paid", "resource_id": "pi_e2e_shared"}),
+        "stripe-us": gateway(stack, "payments", {"source": "stripe-us", "amount": 2500, "currency": "USD",
+                                                 "status": "canceled", "resource_id": "pi_e2e_shared"}),
+        "asaas": gateway(stack, "payments", {"source": "asaas", "amount": 4200, "status": "paid"}),
+    }  # fmt: skip
+    # When a delivery signed for stripe-br is posted to stripe-us's URL
+    first = created["stripe-br"]["webhooks"][-1]["body"]
+    refused = deliver(stack, "stripe-us", first, secrets["INBOX_SECRET_STRIPE_BR"])
+    # And every webhook is posted to its own source's URL, signed with its own source's secret
+    statuses = [
+        deliver(stack, source, webhook["body"], secrets[variables[source]])
+        for source, answer in created.items()
+        for webhook in answer["webhooks"]
+    ]
+    # Then the cross-signed one is refused, every other one accepted
+    assert refused == 401
+    assert set(statuses) == {200}
+    # And each source's payment, refetched with its own key from its own account, matches that account's truth
+    truth = {(p["source"], p["resource_id"]): p for p in gateway(stack, "payments")}
+    expected = {source: truth[(source, answer["id"])] for source, answer in created.items()}
+    deadline = time.monotonic() + 60
+    while True:
+        stored = {source: stored_payment(stack, f"{source}#{created[source]['id']}") for source in created}
+        matched = all(
+            (payment := stored[source]) is not None and payment["status"] == expected[source]["status"]
+            for source in created
+        )
+        if matched or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    for source, payment in stored.items():
+        assert payment is not None, f"{source}: no payment\n{stack.output()[-3000:]}"
+        assert (payment["source"], payment["status"]) == (source, expected[source]["status"])
+        assert int(payment["amount"]) == expected[source]["amount"]
+    assert (expected["stripe-br"]["status"], expected["stripe-us"]["status"]) == ("paid", "canceled")
+
+
+def test_a_forged_forwarded_for_does_not_pass_a_sources_ip_ranges(stack):
+    # Given stripe-locked accepts deliveries only from 203.0.113.0/24, and a delivery signed with its own secret
+    secret = secrets_printed(stack)["INBOX_SECRET_STRIPE_LOCKED"]
+    body = sender_for("stripe").sample_body(
+        event_id="evt_locked", resource_id="pi_locked", status="paid", amount=100, occurred_at=int(time.time())
+    )
+    signed = sender_for("stripe").sign(body, secret, now=int(time.time()))
+    # When it comes from 127.0.0.1 claiming, in X-Forwarded-For, an address inside the ranges
+    headers = {"content-type": "application/json", "x-forwarded-for": "203.0.113.7", **signed.headers}
+    status, answer = request(f"{stack.url}/webhooks/stripe-locked", body, headers)
+    # Then the front door passes the connection's address, and the source refuses it before verification
+    assert (status, answer) == (403, {"error": "sender not allowed for this source"})
