@@ -5,7 +5,10 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from functions.ingest.handler import lambda_handler
 from inbox_local.config import DEV_FINGERPRINT_KEY
@@ -168,3 +171,44 @@ def test_a_record_body_that_is_binary_is_kept_as_bytes(aws_world):
     # Then the record holds the exact bytes
     [item] = recorded(aws_world)
     assert item["body"] == b"\xff\x00" and item["reason"] == "signature_missing"
+
+
+@pytest.fixture
+def _forget_declared_sources() -> Iterator[None]:
+    from shared.sources import reset_declared_sources
+
+    reset_declared_sources()
+    yield
+    reset_declared_sources()
+
+
+@pytest.mark.usefixtures("_forget_declared_sources")
+class TestNamedSources:
+    @staticmethod
+    def declare(monkeypatch, sources: list[dict[str, Any]]) -> None:
+        from shared.sources import reset_declared_sources
+
+        monkeypatch.setenv(definitions.ENV_SOURCES, json.dumps(sources))
+        monkeypatch.setenv("INBOX_SECRET_STRIPE_BR", "whsec_c3RyaXBlLWJyLXNlY3JldA==")
+        reset_declared_sources()
+
+    def test_a_named_sources_refusal_is_recorded_under_it_with_its_own_redaction(self, aws_world, monkeypatch):
+        # Given a second Stripe account, whose deliveries carry a field it redacts
+        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "redact_fields": ["cpf"]}])
+        # When a forged delivery to it arrives
+        status, _ = post("stripe-br", b'{"id": "evt_1", "cpf": "123.456.789-00"}', {"stripe-signature": "t=1,v1=0"})
+        # Then it is recorded under the source, verified as its provider, with the source's field redacted
+        assert status == 401
+        [item] = recorded(aws_world)
+        assert (item["source"], item["provider"]) == ("stripe-br", "stripe")
+        assert b"123.456.789-00" not in item["body"] and item["body_redacted"] is True
+
+    def test_a_sender_outside_the_allowed_ranges_is_recorded_as_ip_not_allowed(self, aws_world, monkeypatch):
+        # Given a source that only accepts its gateway's addresses
+        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "allowed_ip_ranges": ["10.0.0.0/8"]}])
+        # When someone else posts to it (198.51.100.7)
+        status, _ = post("stripe-br", b'{"id": "evt_1"}', {"stripe-signature": "t=1,v1=0"})
+        # Then 403, and the refusal is recorded with its reason and sender
+        assert status == 403
+        [item] = recorded(aws_world)
+        assert (item["reason"], item["source"], item["source_ip"]) == ("ip_not_allowed", "stripe-br", "198.51.100.7")
