@@ -528,9 +528,7 @@ SECRET_KIND_FINGERPRINT_KEY: Final = "fingerprint-key"  # keys the rejected-deli
 # infra/constructs/secrets.py checks at synth that they, the maps at their longest possible ARNs, leave this much
 # of the 4 KB to every other variable.
 LAMBDA_ENVIRONMENT_LIMIT_BYTES: Final = 4096
-# The ingest's other variables take 1,230 bytes at their longest (each CloudFormation reference counted as 255
-# characters), the rejected-delivery log's table and fingerprint key included.
-LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1280
+LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 
 # ------------------------------------------------------------------------------------------- control table
@@ -634,6 +632,7 @@ ENV_REDACT_FIELDS: Final = "INBOX_REDACT_FIELDS"  # comma-separated JSON key nam
 # of its own so it can never be mistaken for an accepted event (shared/rejections.py writes it, `inbox rejected`
 # reads it). Bounded: at most REJECTED_PER_SOURCE_PER_MINUTE items per source and minute can exist, because the
 # key is one of that many slots of the minute (shared/rejections.py explains), written with attribute_not_exists.
+REJECTED_TABLE_SUFFIX: Final = "-rejected"  # the deployed table's name: "{stack name}-rejected"
 REJECTED_PARTITION_KEY: Final = "pk"  # the rejection id: "rej_" + 26 Crockford base32 characters (ULID layout)
 REJECTED_TTL_ATTRIBUTE: Final = "expires_at"
 # Newest first without a scan: one index partition per UTC day, sorted by the time received. It projects what a

@@ -52,7 +52,7 @@ class IngestFunction(Construct):
                 definitions.ENV_SIGNING_SECRETS: secrets.arn_map,
                 definitions.ENV_SIGNATURE_TOLERANCE: str(settings.signature_tolerance_seconds),
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
-                definitions.ENV_REJECTED_TABLE: rejected.table.table_name,
+                definitions.ENV_REJECTED_TABLE: rejected.table_name,
                 definitions.ENV_FINGERPRINT_KEY_SECRET: rejected.fingerprint_key.secret_arn,
                 # The deployment's personal-data fields: redacted from refused bodies as from the archive (unset
                 # when there are none: Lambda's 4 KB of environment is shared with the secret maps).

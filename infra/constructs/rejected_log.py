@@ -14,6 +14,9 @@ Choices:
   retention the log promises. Nothing is lost that matters: a genuine event is never in this table.
 - The AWS managed key, as the inbox (inbox_storage.py explains). No stream: nothing consumes it. Deleted with the
   stack (no deletion protection, DESTROY): it holds nothing worth keeping.
+- Named ``<stack>-rejected`` rather than by CloudFormation, so that the ingest's environment carries the name as
+  text (see above). The price of a fixed name: a change CloudFormation can only make by replacing the table (its
+  key schema) needs a new name too.
 - The fingerprint key: a generated Secrets Manager secret ``{"current": <48 random characters>}`` per deployment,
   so a fingerprint means nothing outside it; named, tagged and retained like the stack's other secrets. Not
   rotated (SMG4, acknowledged): a new key would make every record
@@ -39,9 +42,14 @@ from shared import definitions
 class RejectedLog(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, stack_name: str) -> None:
         super().__init__(scope, construct_id)
+        # A name of our choosing, handed to the ingest as text: a CloudFormation reference would count as 255
+        # characters of the 4 KB the ingest's environment shares with the secret maps (tests/infra/
+        # test_deploy_again.py), and a deleted table's name is free again at once (unlike a secret's).
+        self.table_name = f"{stack_name}{definitions.REJECTED_TABLE_SUFFIX}"
         self.table = dynamodb.Table(
             self,
             "RejectedTable",
+            table_name=self.table_name,
             partition_key=dynamodb.Attribute(
                 name=definitions.REJECTED_PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),

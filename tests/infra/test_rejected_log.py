@@ -79,7 +79,9 @@ def test_the_ingest_reads_the_fingerprint_key_and_knows_the_table(synthesized: S
     key_id = synthesized.logical_id(synthesized.stack.rejected.fingerprint_key)
     _function_id, function = synthesized.resource(synthesized.stack.ingest.function)
     variables = function["Properties"]["Environment"]["Variables"]
-    assert variables[definitions.ENV_REJECTED_TABLE] == {"Ref": _table(synthesized)[0]}
+    # the table's name as text (it is the table's own: the name it is created with)
+    assert variables[definitions.ENV_REJECTED_TABLE] == _table(synthesized)[1]["Properties"]["TableName"]
+    assert variables[definitions.ENV_REJECTED_TABLE] == synthesized.stack.stack_name + "-rejected"
     assert variables[definitions.ENV_FINGERPRINT_KEY_SECRET] == {"Ref": key_id}
     statements = synthesized.role_statements(synthesized.stack.ingest.role)
     reads = [s for s in statements if {"Ref": key_id} in s["Resource"]]

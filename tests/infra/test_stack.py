@@ -157,7 +157,7 @@ def test_ingest_function_environment(synthesized: Synthesized) -> None:
         definitions.ENV_SIGNATURE_TOLERANCE: str(definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
         definitions.ENV_RETENTION_DAYS: str(definitions.DEFAULT_RETENTION_DAYS),
         # the rejected-delivery log (tests/infra/test_rejected_log.py)
-        definitions.ENV_REJECTED_TABLE: {"Ref": synthesized.logical_id(synthesized.stack.rejected.table)},
+        definitions.ENV_REJECTED_TABLE: synthesized.stack.rejected.table_name,
         definitions.ENV_FINGERPRINT_KEY_SECRET: {
             "Ref": synthesized.logical_id(synthesized.stack.rejected.fingerprint_key)
         },
