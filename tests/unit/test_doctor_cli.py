@@ -44,6 +44,22 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.setenv("INBOX_SECRET_STRIPE_BR", BR_SECRET)
 
 
+@pytest.fixture(autouse=True)
+def _local_target_environment_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`inbox doctor` resolves the local target, which points this process's boto3 at `make run`'s embedded AWS
+    (os.environ.setdefault): undone after each test, or the tests that follow in this worker reach for it."""
+    from inbox_cli import target
+    from inbox_local.config import aws_environment as real
+
+    def recorded(endpoints: object) -> dict[str, str]:
+        values = real(endpoints)  # type: ignore[arg-type]  # the LocalEndpoints resolve() passes
+        for name, value in values.items():
+            monkeypatch.setenv(name, os.environ.get(name, value))
+        return {}
+
+    monkeypatch.setattr(target, "aws_environment", recorded)
+
+
 def _run(tmp_path: Path, body: str, secret: str, *extra: str, at: int = NOW, body_sent: str | None = None):
     request = sender_for("stripe").sign(body.encode(), secret, now=at)
     path = tmp_path / "body.json"
