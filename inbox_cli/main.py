@@ -23,7 +23,7 @@ from inbox_cli.target import Target, UnknownSource, resolve
 from inbox_local.senders import sender_for
 from inbox_local.senders.stripe import sender as stripe_sender
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
-from shared import aws
+from shared import aws, definitions
 from shared.definitions import SourceSpec
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
@@ -375,6 +375,74 @@ def show_event(ctx: click.Context, source: str, event_id: str, as_json: bool) ->
     click.echo(_json_default(body) if isinstance(body, bytes) else body)
 
 
+# -------------------------------------------------------------------------------------------------- rejected
+
+
+@cli.group()
+def rejected() -> None:
+    """Read the deliveries the ingest refused (kept a few days; secrets only as fingerprints)."""
+
+
+def _rejected_target(ctx: click.Context, stack: str | None) -> Target:
+    return resolve(stack or ctx.find_root().obj)
+
+
+@rejected.command("list")
+@click.option("--source", default=None, help="Only this source's refusals.")
+@click.option("--reason", type=click.Choice(definitions.REJECTION_REASONS), default=None, help="Only this reason.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME rejected list`.")
+@click.pass_context
+def list_rejected(
+    ctx: click.Context, source: str | None, reason: str | None, limit: int, as_json: bool, stack: str | None
+) -> None:
+    """List refused deliveries, newest first; `inbox rejected show ID` (or `inbox doctor --rejected ID`) next."""
+    from inbox_cli import rejected as log  # noqa: PLC0415
+
+    try:
+        rows = log.list_rejected(_rejected_target(ctx, stack), source=source, reason=reason, limit=limit)
+    except operations.StackNotReady as error:
+        raise click.ClickException(str(error)) from None
+    if as_json:
+        _echo_json(rows)
+    else:
+        _table(rows, log.REJECTED_COLUMNS)
+
+
+@rejected.command("show")
+@click.argument("rejected_id")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME rejected show`.")
+@click.pass_context
+def show_rejected(ctx: click.Context, rejected_id: str, as_json: bool, stack: str | None) -> None:
+    """Show one refused delivery: why, from whom, its headers (secret ones as fingerprints) and its body."""
+    from inbox_cli import rejected as log  # noqa: PLC0415
+
+    try:
+        document = log.show_rejected(_rejected_target(ctx, stack), rejected_id)
+    except operations.NotFound as missing:
+        click.echo(str(missing), err=True)
+        raise SystemExit(1) from None
+    except operations.StackNotReady as error:
+        raise click.ClickException(str(error)) from None
+    if as_json:
+        _echo_json(document)
+        return
+    body, encoding = document.pop("body"), document.pop("body_encoding")
+    headers, query = document.pop("headers"), document.pop("query")
+    for name in sorted(document):
+        click.echo(f"{name:>16}: {document[name]}")
+    for title, values in (("headers", headers), ("query", query)):
+        click.echo(f"{title:>16}:")
+        for name in sorted(values):
+            value = values[name]
+            shown = f"(secret, fingerprint {value['fingerprint']})" if isinstance(value, dict) else value
+            click.echo(f"{'':>18}{name}: {shown}")
+    click.echo(f"{'body':>16}: ({encoding})")
+    click.echo(body)
+
+
 # -------------------------------------------------------------------------------------------------- payments
 
 
@@ -637,6 +705,18 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
         raise click.BadParameter(str(error), param_hint="--now") from None
     archive_bucket = LocalNames().archive_bucket
     result = expire_items(boto3.client("dynamodb"), target.inbox_table, int(now.timestamp()))
+    # The rejected-delivery log expires too (3 days); it is disposable, so nothing of it is archived.
+    rejected_expired = (
+        expire_items(
+            boto3.client("dynamodb"),
+            target.rejected_table,
+            int(now.timestamp()),
+            partition_key=definitions.REJECTED_PARTITION_KEY,
+            ttl_attribute=definitions.REJECTED_TTL_ATTRIBUTE,
+        )
+        if target.rejected_table
+        else None
+    )
     missing = set(result.deleted)
     deadline = time.monotonic() + timeout
     s3 = boto3.client("s3")
@@ -651,11 +731,13 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
         "archive_bucket": archive_bucket,
         "archived": len(result.deleted) - len(missing) if wait else None,
         "not_archived_yet": sorted(missing) if wait else None,
+        "rejected_deleted": len(rejected_expired.deleted) if rejected_expired else 0,
     }
     if as_json:
         _echo_json(report)
     else:
         click.echo(f"expired as of {report['now']}: {report['deleted']} deleted, {report['kept']} kept")
+        click.echo(f"rejected deliveries expired: {report['rejected_deleted']} deleted")
         if wait:
             click.echo(f"archived in s3://{archive_bucket}/: {report['archived']} of {report['deleted']}")
     if wait and missing:

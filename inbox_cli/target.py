@@ -39,6 +39,10 @@ class Target:
     # {what it holds: queue URL, or locally the queue's name} of the stack's dead-letter queues (the console's
     # depths). Locally the name: its URL is the embedded AWS's to give (GetQueueUrl), not a string to guess.
     dead_letter_queues: dict[str, str] = field(default_factory=dict)
+    # The rejected-delivery log (output RejectedTableName; None: a stack older than the log) and the secret keying
+    # its fingerprints (output FingerprintKeySecretArn; None locally: the development key).
+    rejected_table: str | None = None
+    fingerprint_key_secret: str | None = None
 
     def source(self, name: str) -> SourceSpec:
         """The source `name` of this stack; UnknownSource naming the ones it has."""
@@ -98,6 +102,7 @@ def resolve(stack: str | None) -> Target:
             control_table=names.control_table,
             forward_log_table=names.forward_log_table,
             dead_letter_queues={"processor": names.dead_letter_queue},
+            rejected_table=names.rejected_table,
             sources=definitions.load_sources(),
         )
 
@@ -126,6 +131,8 @@ def resolve(stack: str | None) -> Target:
         dead_letter_queues={
             label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)
         },
+        rejected_table=outputs.get(definitions.OUTPUT_REJECTED_TABLE),
+        fingerprint_key_secret=outputs.get(definitions.OUTPUT_FINGERPRINT_KEY_SECRET),
     )
 
 

@@ -17,6 +17,15 @@ REGION = "us-east-1"
 DEV_SECRETS: dict[str, str] = {entry.id: entry.dev_secret for entry in definitions.PROVIDER_CATALOG}
 
 
+# The local stack's key of the rejected-delivery log's fingerprints (the deployed stack generates one in Secrets
+# Manager). A development value: locally nothing it fingerprints is a real secret.
+DEV_FINGERPRINT_KEY = "local-rejected-fingerprint-key"
+
+
+def fingerprint_key() -> str:
+    return os.environ.get(definitions.ENV_FINGERPRINT_KEY) or DEV_FINGERPRINT_KEY
+
+
 def local_source(name: str) -> definitions.SourceSpec:
     """The declared source `name` (sources.json, INBOX_SOURCES_FILE), or, for a name not declared, the default
     source it would be (a provider's id names its default source)."""
@@ -81,6 +90,7 @@ class LocalNames:
     queue: str = f"{LOCAL_STACK_NAME}-events.fifo"
     dead_letter_queue: str = f"{LOCAL_STACK_NAME}-events-dlq.fifo"
     outbox_table: str = f"{LOCAL_STACK_NAME}-outbox"
+    rejected_table: str = f"{LOCAL_STACK_NAME}-rejected"
     forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
 
@@ -108,6 +118,8 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_BODY_BUCKET: names.body_bucket,
         definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,
         definitions.ENV_SECRET_PREFIX: names.secret_prefix,
+        definitions.ENV_REJECTED_TABLE: names.rejected_table,
+        definitions.ENV_FINGERPRINT_KEY: fingerprint_key(),
         "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
     }

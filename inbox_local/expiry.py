@@ -23,10 +23,19 @@ class ExpiryResult:
     kept: int = 0  # found expired, but no longer so when deleted (or already gone)
 
 
-def expire_items(dynamodb: Any, table: str, now: int, *, limit: int | None = None) -> ExpiryResult:
-    """Delete up to `limit` items of `table` whose TTL attribute is below `now` (epoch seconds)."""
+def expire_items(
+    dynamodb: Any,
+    table: str,
+    now: int,
+    *,
+    limit: int | None = None,
+    partition_key: str = definitions.INBOX_PARTITION_KEY,
+    ttl_attribute: str = definitions.INBOX_TTL_ATTRIBUTE,
+) -> ExpiryResult:
+    """Delete up to `limit` items of `table` (keyed by `partition_key` alone) whose `ttl_attribute` is below `now`
+    (epoch seconds). The inbox's by default; the rejected-delivery log's too (`inbox retention run`)."""
     result = ExpiryResult(now=now)
-    names = {"#ttl": definitions.INBOX_TTL_ATTRIBUTE, "#pk": definitions.INBOX_PARTITION_KEY}
+    names = {"#ttl": ttl_attribute, "#pk": partition_key}
     values = {":now": {"N": str(now)}}
     pages = dynamodb.get_paginator("scan").paginate(
         TableName=table,
@@ -44,7 +53,7 @@ def expire_items(dynamodb: Any, table: str, now: int, *, limit: int | None = Non
                     TableName=table,
                     Key=key,
                     ConditionExpression="#ttl < :now",
-                    ExpressionAttributeNames={"#ttl": definitions.INBOX_TTL_ATTRIBUTE},
+                    ExpressionAttributeNames={"#ttl": ttl_attribute},
                     ExpressionAttributeValues=values,
                 )
             except ClientError as error:
@@ -52,5 +61,5 @@ def expire_items(dynamodb: Any, table: str, now: int, *, limit: int | None = Non
                     raise
                 result.kept += 1
                 continue
-            result.deleted.append(key[definitions.INBOX_PARTITION_KEY]["S"])
+            result.deleted.append(key[partition_key]["S"])
     return result

@@ -73,6 +73,30 @@ def outbox_table_spec(name: str) -> dict[str, Any]:
     }
 
 
+def rejected_table_spec(name: str) -> dict[str, Any]:
+    """The rejected-delivery log: keyed by rejection id, listed newest first through its per-day index."""
+    index = definitions.REJECTED_BY_DAY_INDEX
+    pk, sk = definitions.REJECTED_BY_DAY_INDEX_PK, definitions.REJECTED_BY_DAY_INDEX_SK
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": definitions.REJECTED_PARTITION_KEY, "KeyType": "HASH"}],
+        "AttributeDefinitions": [
+            {"AttributeName": a, "AttributeType": "S"} for a in (definitions.REJECTED_PARTITION_KEY, pk, sk)
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": index,
+                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+                "Projection": {
+                    "ProjectionType": "INCLUDE",
+                    "NonKeyAttributes": list(definitions.REJECTED_INDEX_INCLUDED_ATTRIBUTES),
+                },
+            }
+        ],
+    }
+
+
 def forward_log_table_spec(name: str) -> dict[str, Any]:
     """The forwarding log: one partition per published event (its webhook-id), attempts ordered by time."""
     return {
@@ -120,6 +144,11 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
     dynamodb.update_time_to_live(
         TableName=names.outbox_table,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.OUTBOX_TTL_ATTRIBUTE},
+    )
+    dynamodb.create_table(**rejected_table_spec(names.rejected_table))
+    dynamodb.update_time_to_live(
+        TableName=names.rejected_table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.REJECTED_TTL_ATTRIBUTE},
     )
     dynamodb.create_table(**forward_log_table_spec(names.forward_log_table))
     dynamodb.update_time_to_live(

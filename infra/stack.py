@@ -20,6 +20,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
+from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.constructs.secrets import environment_share
 from infra.constructs.signing_secrets import SigningSecrets
@@ -57,11 +58,14 @@ class WebhookInboxStack(Stack):
         self.signing_secrets = SigningSecrets(
             self, "SigningSecrets", stack_name=self.stack_name, sources=sources, alongside=sources_share
         )
+        # What the ingest refused: its own table, kept days, PutItem only (rejected_log.py).
+        self.rejected = RejectedLog(self, "RejectedLog", stack_name=self.stack_name)
         self.ingest = IngestFunction(
             self,
             "IngestFunction",
             storage=self.storage,
             secrets=self.signing_secrets,
+            rejected=self.rejected,
             settings=settings,
             sources_environment=sources_environment,
         )
@@ -215,6 +219,14 @@ class WebhookInboxStack(Stack):
                 self.outbox.forward_pipe.dead_letter_queue.queue_url,
                 "Dead-letter queue of forwarded batches the endpoint kept refusing",
             )
+        outputs[definitions.OUTPUT_REJECTED_TABLE] = (
+            self.rejected.table.table_name,
+            "Rejected-delivery log (`inbox rejected list --stack NAME`)",
+        )
+        outputs[definitions.OUTPUT_FINGERPRINT_KEY_SECRET] = (
+            self.rejected.fingerprint_key.secret_arn,
+            "Key of the rejected-delivery log's fingerprints (read by `inbox doctor --rejected`)",
+        )
         if self.outbox.forward_log is not None:
             outputs[definitions.OUTPUT_FORWARD_LOG_TABLE] = (
                 self.outbox.forward_log.table_name,

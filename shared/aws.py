@@ -20,13 +20,25 @@ if TYPE_CHECKING:
 _CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
 
+# Best-effort writes (the rejected-delivery log): one attempt, short timeouts. The ingest answers a refused
+# delivery 401 whether or not its record was written, and must answer well within its own timeout.
+_BEST_EFFORT_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 1})
+
+
 @cache
-def _client(service: str) -> Any:
-    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+def _client(service: str, best_effort: bool = False) -> Any:
+    config = _BEST_EFFORT_CONFIG if best_effort else _CONFIG
+    return boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
 
 
 def dynamodb() -> DynamoDBClient:
     client: DynamoDBClient = _client("dynamodb")
+    return client
+
+
+def dynamodb_best_effort() -> DynamoDBClient:
+    """A DynamoDB client that tries once, with short timeouts: for writes whose loss is only counted."""
+    client: DynamoDBClient = _client("dynamodb", True)
     return client
 
 

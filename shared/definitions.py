@@ -520,6 +520,7 @@ SECRET_TAG_KIND: Final = "webhook-inbox:kind"
 SECRET_KIND_SIGNING: Final = "signing"  # a gateway's webhook signing secrets {"current", "previous"}
 SECRET_KIND_API_KEY: Final = "api-key"  # a gateway's API key for the refetch (plain string)
 SECRET_KIND_FORWARD_SIGNING: Final = "forward-signing"  # the forwarded events' Standard Webhooks secret pair
+SECRET_KIND_FINGERPRINT_KEY: Final = "fingerprint-key"  # keys the rejected-delivery log's fingerprints {"current"}
 
 # Lambda: "the total size of all environment variables doesn't exceed 4 KB"
 # (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The secret ARN maps are the only
@@ -632,6 +633,61 @@ ENV_SWEEP_MAX_ITEMS: Final = "INBOX_SWEEP_MAX_ITEMS"
 ENV_SWEEP_INTERVAL: Final = "INBOX_SWEEP_INTERVAL_SECONDS"  # local stack only (AWS: the schedule's rate)
 ENV_ARCHIVE_BUCKET: Final = "INBOX_ARCHIVE_BUCKET"
 ENV_REDACT_FIELDS: Final = "INBOX_REDACT_FIELDS"  # comma-separated JSON key names; empty: no redaction
+
+# -------------------------------------------------------------------------------------- rejected deliveries
+# What the ingest refused (bad or missing signature, stale timestamp, undecodable body), kept a few days in a table
+# of its own so it can never be mistaken for an accepted event (shared/rejections.py writes it, `inbox rejected`
+# reads it). Bounded: at most REJECTED_PER_SOURCE_PER_MINUTE items per source and minute can exist, because the
+# key is one of that many slots of the minute (shared/rejections.py explains), written with attribute_not_exists.
+REJECTED_TABLE_SUFFIX: Final = "-rejected"  # the deployed table's name: "{stack name}-rejected"
+REJECTED_PARTITION_KEY: Final = "pk"  # the rejection id: "rej_" + 26 Crockford base32 characters (ULID layout)
+REJECTED_TTL_ATTRIBUTE: Final = "expires_at"
+# Newest first without a scan: one index partition per UTC day, sorted by the time received. It projects what a
+# listing shows, never the body or the headers.
+REJECTED_BY_DAY_INDEX: Final = "rejected-by-day"
+REJECTED_BY_DAY_INDEX_PK: Final = "received_day"  # YYYY-MM-DD
+REJECTED_BY_DAY_INDEX_SK: Final = "received_at"
+REJECTED_INDEX_INCLUDED_ATTRIBUTES: Final[tuple[str, ...]] = (
+    "source",
+    "provider",
+    "reason",
+    "detail",
+    "source_ip",
+    "user_agent",
+    "body_size",
+    "expires_at",
+)
+DEFAULT_REJECTED_RETENTION_DAYS: Final = 3
+MAX_REJECTED_RETENTION_DAYS: Final = 14  # disposable diagnostics, not an archive
+DEFAULT_REJECTED_PER_SOURCE_PER_MINUTE: Final = 60
+MAX_REJECTED_PER_SOURCE_PER_MINUTE: Final = 600
+REJECTED_BODY_LIMIT_BYTES: Final = 64 * 1024  # what is kept of a refused body (size and sha256 are of the whole)
+ENV_REJECTED_TABLE: Final = "INBOX_REJECTED_TABLE"  # unset: refusals are only counted
+ENV_REJECTED_RETENTION_DAYS: Final = "INBOX_REJECTED_RETENTION_DAYS"
+ENV_REJECTED_PER_SOURCE_PER_MINUTE: Final = "INBOX_REJECTED_PER_SOURCE_PER_MINUTE"
+# The key of the fingerprints that stand in for secret-bearing headers: the deployed stack's generated secret
+# ({"current": ...}, by ARN), or locally the value itself.
+ENV_FINGERPRINT_KEY_SECRET: Final = "INBOX_FINGERPRINT_KEY_SECRET"
+ENV_FINGERPRINT_KEY: Final = "INBOX_FINGERPRINT_KEY"
+OUTPUT_REJECTED_TABLE: Final = "RejectedTableName"
+OUTPUT_FINGERPRINT_KEY_SECRET: Final = "FingerprintKeySecretArn"
+# The reason codes a refusal is recorded (and counted) under. `unknown_source` is only counted: anyone can scan
+# URLs, and recording them under no source would let a scanner fill the log.
+REJECTION_REASONS: Final[tuple[str, ...]] = (
+    "signature_invalid",
+    "signature_missing",
+    "signature_malformed",
+    "timestamp_out_of_tolerance",
+    "body_undecodable",
+    "ip_not_allowed",  # a sender outside the source's allowed_ip_ranges (403)
+    "unknown_source",
+)
+# Why a refusal was counted but not recorded: the per-source budget of the minute was spent (this instance's
+# bucket), the minute's slot was taken (another record, or another instance), the log could not be written.
+REJECTION_NOT_RECORDED_CAUSES: Final[tuple[str, ...]] = ("rate_limited", "slot_taken", "log_unavailable")
+METRIC_DELIVERIES_REJECTED: Final = "DeliveriesRejected"  # dimension `reason` (REJECTION_REASONS)
+METRIC_REJECTIONS_RECORDED: Final = "RejectionsRecorded"
+METRIC_REJECTIONS_NOT_RECORDED: Final = "RejectionsNotRecorded"  # dimension `cause`
 
 # ------------------------------------------------------------------------------------------ replay, monitoring
 # The replay workflow (Step Functions; its definition: infra/replay_definition.py) and the alarms' SNS topic.

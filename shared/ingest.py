@@ -25,6 +25,7 @@ from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.providers import PayloadInvalid, ProviderDriver, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
+from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
 from shared.sources import Sources, UnknownSource, declared_sources, sender_allowed
@@ -58,12 +59,14 @@ class IngestService:
         *,
         sources: Sources | None = None,
         clock: Callable[[], float] = time.time,
+        rejections: RejectionLog | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.secrets = secrets
         self.sources = sources if sources is not None else declared_sources()
         self.clock = clock
+        self.rejections = rejections  # None: refusals are only logged and counted per provider
 
     def receive(
         self, driver: ProviderDriver, request: WebhookRequest, source: SourceSpec | None = None
@@ -216,16 +219,21 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     started = time.perf_counter()
     log: dict[str, Any] = {}
     provider: str | None = None
+    spec: SourceSpec | None = None
+    driver: ProviderDriver | None = None
+    request: WebhookRequest | None = None
     try:
         service = service_factory()
-        source = service.sources.get(name)
+        source = spec = service.sources.get(name)
         provider = source.provider
         log.update(source=source.name, provider=provider)
         if not sender_allowed(source, source_ip_of(event)):
             # Refused before any verification: a sender outside the ranges costs no secret read, no HMAC.
             result = IngestResult(403, {"error": "sender not allowed for this source"}, "sender_refused")
         else:
-            result = service.receive(get_driver(provider), request_from_api_event(event), source)
+            driver = get_driver(provider)
+            request = request_from_api_event(event)
+            result = service.receive(driver, request, source)
     except UnknownSource as unknown:
         result = IngestResult(404, {"error": str(unknown)}, "unknown_source")
     except BodyUndecodable as error:
@@ -245,8 +253,62 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     metric = _METRIC_BY_OUTCOME.get(result.outcome)
     if metric and provider:
         count_for_provider(metric, provider)
+    if result.outcome in _REFUSAL_REASON:
+        _note_refusal(event, name, spec, result, driver, request, service_factory)
     (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
     return _json_response(result.status_code, result.body)
+
+
+# Outcomes that are refused deliveries, and the reason code each is recorded under (None: from the message).
+_REFUSAL_REASON: dict[str, str | None] = {
+    "signature_rejected": None,
+    "bad_request": "body_undecodable",
+    "sender_refused": "ip_not_allowed",
+    "unknown_source": "unknown_source",
+}
+
+
+def _note_refusal(
+    event: dict[str, Any],
+    source: str,
+    spec: SourceSpec | None,
+    result: IngestResult,
+    driver: ProviderDriver | None,
+    request: WebhookRequest | None,
+    service_factory: Callable[[], IngestService],
+) -> None:
+    """Hand a refused delivery to the rejected-delivery log (shared/rejections.py). Never raises: the answer
+    (401, 400, 404) is the same whether or not it was recorded."""
+    detail = str(result.extra.get("reason", ""))
+    reason = _REFUSAL_REASON[result.outcome] or reason_for_signature_refusal(detail)
+    try:
+        rejections = service_factory().rejections
+        if rejections is None:
+            return
+        http = event.get("requestContext", {}).get("http", {})
+        if request is None:  # the body could not be decoded: keep what API Gateway handed over
+            request = WebhookRequest(
+                body=str(event.get("body") or "").encode("utf-8", "surrogatepass"),
+                headers={name.lower(): value for name, value in (event.get("headers") or {}).items()},
+                query=dict(event.get("queryStringParameters") or {}),
+            )
+        refusal = Refusal(
+            source=spec.name if spec is not None else source,
+            provider=spec.provider if spec is not None else source,
+            reason=reason,
+            detail=detail,
+            headers=request.headers,
+            query=request.query,
+            body=request.body,
+            source_ip=str(http.get("sourceIp", "")),
+            user_agent=str(http.get("userAgent", "")),
+            redact_fields=spec.redact_fields if spec is not None else (),
+        )
+        if driver is None and spec is not None:  # refused before verification: its secrets are still the driver's
+            driver = get_driver(spec.provider)
+        rejections.note(refusal, driver)
+    except Exception as error:  # a broken configuration already fails /health; the answer stands
+        logger.warning("rejected delivery not noted", extra={"source": source, "error": type(error).__name__})
 
 
 @cache
@@ -258,4 +320,5 @@ def default_ingest_service() -> IngestService:
         InboxStore(settings.inbox_table, settings.body_bucket),
         SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids),
         sources=declared_sources(),
+        rejections=RejectionLog(RejectionLogSettings.from_environ()),
     )

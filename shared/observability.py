@@ -40,6 +40,21 @@ def count_for_provider(name: str, provider: str, value: float = 1) -> None:
         metric.add_dimension(name="provider", value=provider)
 
 
+def count_by(name: str, dimension: str, value: str, count: float = 1) -> None:
+    """One count with one dimension of a closed set (a rejection's reason, why it was not recorded), flushed at
+    once. Never a dimension an attacker chooses: each value is a metric of its own, billed as such."""
+    if is_metrics_disabled():
+        return
+    with single_metric(
+        name=name,
+        unit=MetricUnit.Count,
+        value=count,
+        namespace=METRICS_NAMESPACE,
+        default_dimensions={"service": SERVICE_NAME},
+    ) as metric:
+        metric.add_dimension(name=dimension, value=value)
+
+
 def put_gauge(name: str, value: float, unit: MetricUnit = MetricUnit.Count) -> None:
     """One service-wide measurement (no provider dimension), flushed at once: what the sweeper observes about
     the whole inbox (stuck events, the oldest pending age), one alarm per metric."""

@@ -42,44 +42,14 @@ from shared import aws
 from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS, source_of
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
+from shared.redaction import parse_redact_fields, redact
 from shared.settings import EnvironmentSettings, text
 from shared.sources import declared_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-REDACTED = "[redacted]"
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def parse_redact_fields(raw: str | None) -> frozenset[str]:
-    """`email, CPF,name` -> {"email", "cpf", "name"}: key names compared case-insensitively."""
-    return frozenset(name.strip().lower() for name in (raw or "").split(",") if name.strip())
-
-
-def redact(document: Any, fields: frozenset[str]) -> tuple[Any, int]:
-    """A copy of the JSON document with every value under one of `fields` (at any depth) replaced by
-    "[redacted]", and how many were replaced."""
-    if isinstance(document, dict):
-        result: dict[str, Any] = {}
-        count = 0
-        for key, value in document.items():
-            if key.lower() in fields:
-                result[key] = REDACTED
-                count += 1
-            else:
-                result[key], inner = redact(value, fields)
-                count += inner
-        return result, count
-    if isinstance(document, list):
-        items: list[Any] = []
-        count = 0
-        for value in document:
-            redacted, inner = redact(value, fields)
-            items.append(redacted)
-            count += inner
-        return items, count
-    return document, 0
 
 
 def archived_body(raw: bytes, fields: frozenset[str]) -> dict[str, Any]:

@@ -125,6 +125,18 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "with and without --json",
         ),
     ),
+    "inbox rejected list [--json]": (
+        Run(
+            "tests/integration/test_rejected_cli.py::test_list_is_newest_first_with_id_and_reason_and_filters",
+            "the CLI command in-process against moto (the local stack's table names); with and without --json",
+        ),
+    ),
+    "inbox rejected show ID [--json]": (
+        Run(
+            "tests/integration/test_rejected_cli.py::test_show_gives_headers_with_fingerprints_and_the_body",
+            "ID from `inbox rejected list --json`; the CLI command in-process against moto; with and without --json",
+        ),
+    ),
     "inbox replay --provider P [--status failed] [--since T] [--until T] [--id ID ...] [--dry-run]": (
         Run(
             OPERATE + "test_replay_with_every_option_plans_without_changing_anything",

@@ -20,13 +20,17 @@ from typing import Any
 from flask import Flask, Response, abort, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from inbox_cli import operations
+from inbox_cli import operations, rejected
 from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time
 from inbox_cli.target import Target
+from shared import definitions
 from shared.inbox.model import EventStatus
 from shared.providers.registry import provider_names
 
 DEFAULT_PAGE_SIZE = 50
+# Rows of the rejected-deliveries page the doctor diagnoses (one GetItem and one diagnosis each); the others link to
+# their own page, which always has it.
+DIAGNOSED_ROWS = 20
 MAX_PAGE_SIZE = 200
 REPLAYABLE_STATUSES = (EventStatus.FAILED.value, EventStatus.PENDING.value)  # what `inbox replay --status` takes
 # A dry run or a replay the page waits for: the plan of a local stack takes about a second.
@@ -50,6 +54,7 @@ def create_app(target: Target, *, port: int, stack_name: str | None = None, toke
     app = Flask(__name__)
     _guard(app, port=port, csrf_token=token or secrets.token_urlsafe(32), stack_label=stack_name or "local stack")
     _read_pages(app, target)
+    _rejected_pages(app, target)
     _replay_pages(app, target)
     return app
 
@@ -159,6 +164,57 @@ def _read_pages(app: Flask, target: Target) -> None:
         limit = _limit(request.args.get("limit"))
         rows = operations.failed_events(target, provider=provider, limit=limit)
         return render_template("failed.html", rows=rows, provider=provider, limit=limit, providers=provider_names())
+
+
+def _rejected_pages(app: Flask, target: Target) -> None:
+    """The deliveries the ingest refused (`inbox rejected list/show`): secret-bearing headers only as fingerprints,
+    as the log stores them."""
+
+    @app.get("/rejected")
+    def rejected_list() -> str:
+        source = _choice(request.args.get("source"), provider_names())
+        reason = _choice(request.args.get("reason"), definitions.REJECTION_REASONS)
+        limit = _limit(request.args.get("limit"))
+        rows = rejected.list_rejected(target, source=source, reason=reason, limit=limit)
+        diagnoses = {row["id"]: _diagnosis(target, row["id"]) for row in rows[:DIAGNOSED_ROWS]}
+        return render_template(
+            "rejected.html",
+            rows=rows,
+            diagnoses=diagnoses,
+            diagnosed_rows=DIAGNOSED_ROWS,
+            source=source,
+            reason=reason,
+            limit=limit,
+            sources=provider_names(),
+            reasons=definitions.REJECTION_REASONS,
+        )
+
+    @app.get("/rejected/<rejected_id>")
+    def rejected_detail(rejected_id: str) -> str:
+        delivery = rejected.load_rejected(target, rejected_id)
+        document = delivery.to_json()
+        body = document.pop("body")
+        return render_template(
+            "rejected_detail.html",
+            delivery=delivery,
+            diagnosis=_diagnosis(target, delivery),
+            document=document,
+            body=body,
+            pretty=_pretty_json(body) if document["body_encoding"] == "utf-8" else None,
+        )
+
+
+def _diagnosis(target: Target, record: str | rejected.RejectedDelivery) -> dict[str, str]:
+    """`inbox doctor --rejected`'s answer for a record (by id, or loaded): {"diagnosis", "detail"}. A record the
+    doctor cannot work on (its source no longer declared, a secret unreadable) says so instead of failing the page."""
+    from inbox_cli.doctor.command import diagnose_recorded  # noqa: PLC0415 - the doctor's profiles load on first use
+
+    try:
+        delivery = rejected.load_rejected(target, record) if isinstance(record, str) else record
+        return diagnose_recorded(target, delivery).document()
+    except Exception as error:  # a page shows every record, diagnosable or not
+        message = getattr(error, "message", None) or str(error) or type(error).__name__
+        return {"diagnosis": "unavailable", "detail": f"the doctor cannot diagnose this record: {message}"}
 
 
 def _replay_pages(app: Flask, target: Target) -> None:

@@ -7,19 +7,20 @@ signs with them), else the source's Secrets Manager secret named by the stack's 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import IO, Any
+from typing import IO
 
 import click
 
 from inbox_cli.doctor.candidates import SecretCandidate
 from inbox_cli.doctor.diagnose import Case, Diagnosis, DoctorError, diagnose
-from inbox_cli.doctor.recorded import Fingerprint, SourceSetup, doctor_for_rejected
+from inbox_cli.doctor.recorded import SourceSetup, doctor_for_rejected
+from inbox_cli.operations import NotFound, StackNotReady
+from inbox_cli.rejected import RejectedDelivery, fingerprint_for, load_rejected
 from inbox_cli.target import Target, resolve
 from inbox_local.config import DEV_SECRETS
 from inbox_local.server import LAMBDA_MAX_SYNC_REQUEST_BYTES
@@ -188,23 +189,12 @@ def diagnose_delivery(setup: SourceSetup, request: WebhookRequest, *, now: float
     )
 
 
-def _rejected_log() -> Any:
-    """inbox_cli.rejected (the rejected-delivery log's reader), imported by name: it is built beside the doctor."""
-    try:
-        return importlib.import_module("inbox_cli.rejected")
-    except ModuleNotFoundError as error:
-        if error.name != "inbox_cli.rejected":
-            raise
-        raise click.ClickException(
-            "`inbox doctor --rejected` reads the rejected-delivery log (inbox_cli/rejected.py), which this build "
-            "does not include: diagnose the delivery with `inbox doctor SOURCE --body FILE --header ...` instead"
-        ) from None
-
-
-def _fingerprint_of(log: Any, target: Target) -> Fingerprint | None:
-    """The log's fingerprint function for this deployment, when it offers one (`fingerprint_for(target)`)."""
-    factory = getattr(log, "fingerprint_for", None)
-    return factory(target) if callable(factory) else None
+def diagnose_recorded(target: Target, record: RejectedDelivery, *, secret: str | None = None) -> Diagnosis:
+    """The diagnosis of a recorded rejection (`inbox doctor --rejected ID` and the console's rejected pages): the
+    record's source verified as of when it was received, its fingerprinted tokens compared under the deployment's
+    fingerprint key."""
+    setup = source_setup(target, record.source, secret=secret, provider=record.provider)
+    return doctor_for_rejected(record, replace(setup, fingerprint=fingerprint_for(target)))
 
 
 @click.command("doctor")
@@ -234,11 +224,11 @@ def doctor(
         if rejected_id is not None:
             if source or body or headers or queries:
                 raise click.UsageError("--rejected takes no SOURCE, --body, --header or --query: the record has them")
-            log = _rejected_log()
-            record = log.load_rejected(target, rejected_id)
-            setup = source_setup(target, record.source, secret=secret, provider=record.provider)
-            setup = replace(setup, fingerprint=_fingerprint_of(log, target))
-            result = doctor_for_rejected(record, setup)
+            try:
+                record = load_rejected(target, rejected_id)
+            except (NotFound, StackNotReady) as error:
+                raise click.ClickException(str(error)) from None
+            result = diagnose_recorded(target, record, secret=secret)
         else:
             if not source or body is None:
                 raise click.UsageError("give SOURCE and --body FILE (or --rejected ID)")

@@ -3,6 +3,8 @@
 It verifies a delivery, then writes it once: ``dynamodb:PutItem`` (conditional, on the table only, not its
 indexes), ``s3:PutObject`` for bodies too large for an item, and reading the providers' signing secrets.
 It never reads, updates or deletes an inbox item: a duplicate is detected by the failed condition of the put.
+A refused delivery is recorded in the rejected-delivery log: ``dynamodb:PutItem`` on that table alone, and reading
+the log's fingerprint key (rejected_log.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from constructs import Construct
 from infra.config import StackSettings
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
+from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.nag import acknowledge
 from shared import definitions
@@ -30,6 +33,7 @@ class IngestFunction(Construct):
         *,
         storage: InboxStorage,
         secrets: SigningSecrets,
+        rejected: RejectedLog,
         settings: StackSettings,
         sources_environment: Mapping[str, str],
     ) -> None:
@@ -48,6 +52,15 @@ class IngestFunction(Construct):
                 definitions.ENV_SIGNING_SECRETS: secrets.arn_map,
                 definitions.ENV_SIGNATURE_TOLERANCE: str(settings.signature_tolerance_seconds),
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
+                definitions.ENV_REJECTED_TABLE: rejected.table_name,
+                definitions.ENV_FINGERPRINT_KEY_SECRET: rejected.fingerprint_key.secret_arn,
+                # The deployment's personal-data fields: redacted from refused bodies as from the archive (unset
+                # when there are none: Lambda's 4 KB of environment is shared with the secret maps).
+                **(
+                    {definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields}
+                    if settings.archive_redact_fields
+                    else {}
+                ),
                 **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
@@ -66,6 +79,7 @@ class IngestFunction(Construct):
             resource_arns=[storage.body_bucket.arn_for_objects("*")],
         )
         secrets.grant_read(self.function)
+        rejected.grant_record(self.function)
 
         # cdk-nag names a resource in a finding by its logical id: resolve it instead of hard-coding the hash.
         body_bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.body_bucket.node.default_child))

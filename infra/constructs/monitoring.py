@@ -87,6 +87,18 @@ def provider_metric(name: str, provider: str, *, period: Duration = FIVE_MINUTES
     )
 
 
+def dimension_metric(name: str, dimension: str, value: str, *, period: Duration = FIVE_MINUTES) -> cw.Metric:
+    """A count with one dimension of a closed set (shared/observability.count_by: a refusal's reason...)."""
+    return cw.Metric(
+        namespace=definitions.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": definitions.SERVICE_NAME, dimension: value},
+        statistic="Sum",
+        period=period,
+        label=value,
+    )
+
+
 def service_metric(name: str, *, statistic: str = "Maximum", period: Duration = FIVE_MINUTES) -> cw.Metric:
     """A service-wide gauge (shared/observability.put_gauge: the sweeper's measurements)."""
     return cw.Metric(
@@ -482,6 +494,30 @@ class Monitoring(Construct):
                 [fn.metric_throttles(label=f"{name} throttles", period=FIVE_MINUTES) for name, fn in functions.items()],
             ),
             graph("Pipe failures", [pipe_failures(name, pipe_name) for name, pipe_name in pipe_names.items()]),
+        )
+        # The rejected-delivery log (shared/rejections.py): every refusal by reason; what was not recorded, by why.
+        dashboard.add_widgets(
+            graph(
+                "Rejected deliveries by reason (`inbox rejected list`)",
+                [
+                    dimension_metric(definitions.METRIC_DELIVERIES_REJECTED, "reason", reason)
+                    for reason in definitions.REJECTION_REASONS
+                ],
+                width=12,
+            ),
+            graph(
+                "Rejected deliveries recorded, and not recorded by cause",
+                [
+                    dimension_metric(definitions.METRIC_REJECTIONS_RECORDED, "reason", reason)
+                    for reason in definitions.REJECTION_REASONS
+                    if reason != "unknown_source"
+                ],
+                [
+                    dimension_metric(definitions.METRIC_REJECTIONS_NOT_RECORDED, "cause", cause)
+                    for cause in definitions.REJECTION_NOT_RECORDED_CAUSES
+                ],
+                width=12,
+            ),
         )
         dashboard.add_widgets(
             graph(

@@ -302,3 +302,34 @@ def test_a_replay_started_from_the_page_changes_what_the_cli_shows(console):
     assert console.cli_json("stats")["failed"] == failed_before - 1
     # And the other failed event was left as it was
     assert status(console.stack, console.failed[1][0]) == "failed"
+
+
+def test_rejected_deliveries_are_listed_and_shown_as_the_cli_does(console):
+    from inbox_cli.main import post_webhook
+
+    # Given two deliveries the local stack refuses: a forged Stripe signature and a wrong Asaas token
+    api = f"http://127.0.0.1:{console.stack.env['INBOX_PORT']}"
+    forged = post_webhook(f"{api}/webhooks/stripe", b'{"id": "evt_forged"}', {"stripe-signature": "t=1,v1=00"})
+    token = post_webhook(f"{api}/webhooks/asaas", b'{"id": "evt_token"}', {"asaas-access-token": "tok_console"})
+    assert (forged[0], token[0]) == (401, 401)
+    # When the Rejected deliveries page is open
+    console.open("/rejected", screenshot="rejected")
+    listed = console.cli_json("rejected", "list")
+    # Then it lists what `inbox rejected list` lists, in its order, with each reason
+    rows = console.browser.find_elements("css selector", "#rejected-deliveries tr.rejected-row")
+    assert [row.get_attribute("data-rejected-id") for row in rows] == [row["id"] for row in listed]
+    assert [row.get_attribute("data-reason") for row in rows] == [row["reason"] for row in listed]
+    # And filtering by source leaves only that source's
+    console.open("/rejected?source=asaas")
+    assert set(console.cells("#rejected-deliveries tr.rejected-row td:nth-child(2)")) == {"asaas"}
+    # And the Asaas delivery's page shows the token's fingerprint as `inbox rejected show` does, never the token
+    asaas_id = next(row["id"] for row in listed if row["source"] == "asaas")
+    shown = console.cli_json("rejected", "show", asaas_id)
+    browser = console.open(f"/rejected/{asaas_id}", screenshot="rejected-delivery")
+    assert console.cells('#rejected-headers tr[data-header="asaas-access-token"] code.fingerprint') == [
+        shown["headers"]["asaas-access-token"]["fingerprint"]
+    ]
+    assert browser.find_element("id", "raw-body").text == shown["body"]
+    assert "tok_console" not in browser.page_source
+    # And the doctor's diagnosis is on the page (a token no secret of the source has: not one we know)
+    assert browser.find_element("id", "diagnosis-code").text in ("unexplained", "wrong_secret")

@@ -52,6 +52,8 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     ("AwsSolutions-L1", "Outbox/Forwarder/Function/Resource"),
     ("AwsSolutions-SQS3", "Outbox/ForwardPipe/DeadLetterQueue/Resource"),
     ("AwsSolutions-SMG4", "Outbox/ForwardSigningSecret/Resource"),
+    ("AwsSolutions-DDB3", "RejectedLog/RejectedTable/Resource"),
+    ("AwsSolutions-SMG4", "RejectedLog/FingerprintKey/Resource"),
 }
 
 

@@ -87,7 +87,8 @@ def _function_variables(synthesized: Synthesized, function: Any) -> dict[str, An
 def test_every_secret_survives_a_stack_deletion_and_its_removal_from_the_template(synthesized: Synthesized) -> None:
     # Given the stack with every optional secret (forwarding configured)
     secrets = _secrets(synthesized)
-    assert len(secrets) == len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS) + 1
+    # (+ the forwarding secret and the rejected-delivery log's fingerprint key)
+    assert len(secrets) == len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS) + 2
     # Then each is retained on delete (unless the operation that created it rolls back) and on replacement
     for logical_id, secret in secrets.items():
         assert secret["DeletionPolicy"] == "RetainExceptOnCreate", logical_id
@@ -113,6 +114,7 @@ def test_every_secret_is_tagged_with_its_stack_provider_and_kind(synthesized: Sy
     }
     assert stack.outbox.forward_secret is not None
     expected[synthesized.logical_id(stack.outbox.forward_secret)] = (None, definitions.SECRET_KIND_FORWARD_SIGNING)
+    expected[synthesized.logical_id(stack.rejected.fingerprint_key)] = (None, definitions.SECRET_KIND_FINGERPRINT_KEY)
     secrets = _secrets(synthesized)
     assert set(secrets) == set(expected)
     for logical_id, (provider, kind) in expected.items():

@@ -156,6 +156,11 @@ def test_ingest_function_environment(synthesized: Synthesized) -> None:
         definitions.ENV_SIGNING_SECRETS: variables[definitions.ENV_SIGNING_SECRETS],  # test_deploy_again.py
         definitions.ENV_SIGNATURE_TOLERANCE: str(definitions.DEFAULT_SIGNATURE_TOLERANCE_SECONDS),
         definitions.ENV_RETENTION_DAYS: str(definitions.DEFAULT_RETENTION_DAYS),
+        # the rejected-delivery log (tests/infra/test_rejected_log.py)
+        definitions.ENV_REJECTED_TABLE: synthesized.stack.rejected.table_name,
+        definitions.ENV_FINGERPRINT_KEY_SECRET: {
+            "Ref": synthesized.logical_id(synthesized.stack.rejected.fingerprint_key)
+        },
         definitions.ENV_SOURCES: definitions.sources_json(definitions.default_sources()),  # test_sources.py
     }
     bucket_ref = variables[definitions.ENV_BODY_BUCKET]["Ref"]
@@ -204,16 +209,22 @@ def test_ingest_role_cannot(synthesized: Synthesized, forbidden: str) -> None:
     assert f"{service}:*" not in actions
 
 
-def test_put_item_is_granted_on_the_table_only_not_its_indexes(synthesized: Synthesized) -> None:
+def test_put_item_is_granted_on_the_tables_only_not_their_indexes(synthesized: Synthesized) -> None:
+    # The inbox, and the rejected-delivery log (tests/infra/test_rejected_log.py): nothing else, no index.
     table_id, _table = _inbox_table(synthesized)
-    (statement,) = [s for s in _statements(synthesized) if "dynamodb:PutItem" in s["Action"]]
-    assert statement["Resource"] == [{"Fn::GetAtt": [table_id, "Arn"]}]
+    rejected_id = synthesized.logical_id(synthesized.stack.rejected.table)
+    resources = [r for s in _statements(synthesized) if "dynamodb:PutItem" in s["Action"] for r in s["Resource"]]
+    assert sorted(resources, key=str) == sorted(
+        [{"Fn::GetAtt": [table_id, "Arn"]}, {"Fn::GetAtt": [rejected_id, "Arn"]}], key=str
+    )
 
 
-def test_secret_read_is_granted_on_the_signing_secrets_only(synthesized: Synthesized) -> None:
-    secret_ids = _signing_secret_ids(synthesized)
-    (statement,) = [s for s in _statements(synthesized) if "secretsmanager:GetSecretValue" in s["Action"]]
-    assert {resource["Ref"] for resource in statement["Resource"]} == secret_ids
+def test_secret_read_is_granted_on_the_signing_secrets_and_the_fingerprint_key_only(
+    synthesized: Synthesized,
+) -> None:
+    secret_ids = _signing_secret_ids(synthesized) | {synthesized.logical_id(synthesized.stack.rejected.fingerprint_key)}
+    statements = [s for s in _statements(synthesized) if "secretsmanager:GetSecretValue" in s["Action"]]
+    assert {resource["Ref"] for statement in statements for resource in statement["Resource"]} == secret_ids
 
 
 def test_only_xray_is_granted_on_every_resource(synthesized: Synthesized) -> None:

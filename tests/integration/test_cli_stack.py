@@ -28,6 +28,7 @@ DEPLOYED = LocalNames(
     queue=f"{STACK_NAME}-Events.fifo",
     dead_letter_queue=f"{STACK_NAME}-EventsDlq.fifo",
     outbox_table=f"{STACK_NAME}-OutboxTable1E2F",
+    rejected_table=f"{STACK_NAME}-RejectedTable3A4B",
     forward_log_table=f"{STACK_NAME}-ForwardLogTable7A8B",
 )
 # The commands README's Operate table shows, with `--stack NAME` added where the CLI takes it (after `inbox`).

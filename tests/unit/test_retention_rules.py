@@ -10,15 +10,13 @@ import pytest
 from moto.events.models import EventPattern
 
 from shared import definitions
+from shared.redaction import REDACTED, parse_redact_fields, redact
 from shared.retention import (
-    REDACTED,
     archive_key,
     archived_body,
     batch_id,
     item_from_image,
-    parse_redact_fields,
     partition_of,
-    redact,
 )
 
 PII = frozenset({"email", "cpf", "name"})
