@@ -59,8 +59,9 @@ class Assumptions:
 
     @property
     def secrets(self) -> int:
-        """Secrets Manager secrets the stack holds: the sources' and, with forwarding, its signing secret."""
-        return self.sources + self.sources_with_api + (1 if self.forwarding else 0)
+        """Secrets Manager secrets the stack holds: the sources', the rejected-delivery log's fingerprint key and,
+        with forwarding, its signing secret."""
+        return self.sources + self.sources_with_api + 1 + (1 if self.forwarding else 0)
 
 
 def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec, ...]) -> Assumptions:
@@ -294,6 +295,7 @@ def monthly_cost(
                 "signing": a.sources,
                 "api_key": a.sources_with_api,
                 "forwarding": 1 if a.forwarding else 0,
+                "fingerprint_key": 1,
                 "total": a.secrets,
             },
         },
@@ -332,7 +334,7 @@ def render(report: dict[str, Any]) -> str:
         f"forwarding {'on' if scenario['forwarding'] else 'off'}",
         f"{scenario['sources']} source(s) declared: {scenario['secrets']['total']} secrets "
         f"({scenario['secrets']['signing']} signing, {scenario['secrets']['api_key']} API key, "
-        f"{scenario['secrets']['forwarding']} forwarding)",
+        f"{scenario['secrets']['forwarding']} forwarding, {scenario['secrets']['fingerprint_key']} fingerprint key)",
         f"per-event figures: {report['per_event_figures']}",
         "",
     ]

@@ -80,7 +80,13 @@ def test_context_values_reach_the_function_and_the_names() -> None:
 
     # CloudFormation names the secrets; the stack's name is on each as a tag (infra/constructs/secrets.py)
     secrets = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SecretsManager::Secret"]
-    assert len(secrets) == len(definitions.PROVIDERS) + len(definitions.REFETCH_PROVIDERS)
+    kinds = [next(t["Value"] for t in secret["Tags"] if t["Key"] == definitions.SECRET_TAG_KIND) for secret in secrets]
+    # A signing secret per default source, an API key per source with an API, the rejected log's fingerprint key
+    assert sorted(kinds) == sorted(
+        [definitions.SECRET_KIND_SIGNING] * len(definitions.PROVIDERS)
+        + [definitions.SECRET_KIND_API_KEY] * len(definitions.REFETCH_PROVIDERS)
+        + [definitions.SECRET_KIND_FINGERPRINT_KEY]
+    )
     assert all("Name" not in secret for secret in secrets)
     assert all({"Key": definitions.SECRET_TAG_STACK, "Value": "InboxStaging"} in secret["Tags"] for secret in secrets)
     ingest = resource(stack.ingest.function)

@@ -229,7 +229,8 @@ def test_a_one_source_deployment_pays_for_its_own_secrets_only(monkeypatch, tmp_
         "signing": signing,
         "api_key": api_key,
         "forwarding": forwarding,
-        "total": signing + api_key + forwarding,
+        "fingerprint_key": 1,  # the rejected-delivery log's (infra/constructs/rejected_log.py)
+        "total": signing + api_key + forwarding + 1,
     }
     price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["secrets_manager_per_secret_month"]
     assert report["lines"]["Secrets Manager (fixed)"] == pytest.approx(secrets["total"] * price)
