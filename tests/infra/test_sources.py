@@ -79,8 +79,12 @@ def one_source(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def test_a_one_source_deployment_has_one_signing_secret_and_one_api_key(one_source: Synthesized) -> None:
     # Given sources.json declaring one Stripe source (a provider with a refetch API), no forwarding
     stack = one_source.stack
-    # Then the stack holds exactly its signing secret and its API key, keyed by the source's name
-    assert len(_secret_resources(one_source.template_json)) == 2
+    # Then the stack holds exactly its signing secret and its API key, keyed by the source's name, besides the
+    # rejected-delivery log's fingerprint key (one per deployment, whatever the sources)
+    kinds = sorted(_tags(s)[definitions.SECRET_TAG_KIND] for s in _secret_resources(one_source.template_json).values())
+    assert kinds == sorted(
+        [definitions.SECRET_KIND_SIGNING, definitions.SECRET_KIND_API_KEY, definitions.SECRET_KIND_FINGERPRINT_KEY]
+    )
     assert list(stack.signing_secrets.secrets) == ["stripe-br"]
     assert list(stack.api_keys.secrets) == ["stripe-br"]
 
@@ -115,7 +119,14 @@ def test_the_example_declaration_gives_each_account_its_own_secrets() -> None:
 
 
 def test_each_secret_is_tagged_with_its_source_and_provider(one_source: Synthesized) -> None:
-    for secret in _secret_resources(one_source.template_json).values():
+    source_kinds = {definitions.SECRET_KIND_SIGNING, definitions.SECRET_KIND_API_KEY}
+    secrets = [
+        s
+        for s in _secret_resources(one_source.template_json).values()
+        if _tags(s)[definitions.SECRET_TAG_KIND] in source_kinds
+    ]
+    assert len(secrets) == 2
+    for secret in secrets:
         tags = _tags(secret)
         assert tags[definitions.SECRET_TAG_SOURCE] == "stripe-br"
         assert tags[definitions.SECRET_TAG_PROVIDER] == "stripe"
@@ -199,8 +210,10 @@ def test_each_function_reads_only_its_own_secrets(one_source: Synthesized) -> No
             for resource in statement["Resource"]
         ]
 
-    # Then the ingest reads the signing secret only, the processor the API key only, the sweeper neither
-    assert secret_resources(stack.ingest.role) == [signing]
+    # Then the ingest reads the signing secret (and the rejected log's fingerprint key) only, the processor the API
+    # key only, the sweeper neither
+    fingerprint_key = {"Ref": one_source.logical_id(stack.rejected.fingerprint_key)}
+    assert sorted(map(str, secret_resources(stack.ingest.role))) == sorted(map(str, [signing, fingerprint_key]))
     assert secret_resources(stack.processor.role) == [api_key]
     assert secret_resources(stack.sweeper.role) == []
 
