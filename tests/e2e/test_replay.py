@@ -71,6 +71,7 @@ def test_a_failed_event_is_planned_then_replayed_and_processed(replay_stack):
     assert [(e["pk"], e["outcome"]) for e in plan["events"]] == [(f"stripe#{event_id}", "planned")]
     (row,) = plan["plan"]
     assert row == {
+        "source": "stripe",
         "provider": "stripe",
         "event_type": failed["event_type"],
         "status": "failed",

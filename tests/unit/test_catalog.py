@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Modules of shared/providers/ and shared/gateway/ that are machinery, not a provider's (a name starting with an
 # underscore is a private helper and needs no listing).
 PROVIDER_MACHINERY = frozenset({"__init__", "base", "registry"})
-GATEWAY_MACHINERY = frozenset({"__init__", "base", "breaker", "http", "registry"})
+GATEWAY_MACHINERY = frozenset({"__init__", "base", "breaker", "http", "ratelimit", "registry"})
 README_ORDERING = {"refetch": "refetch", "occurred_at": "occurred_at", ORDERING_NONE: "none (not payments: ignored)"}
 SOURCE_WORDS = {
     "verified": "verified",
