@@ -54,8 +54,12 @@ def request(url: str, body: bytes | None = None, headers: dict[str, str] | None 
 
 
 def secrets_printed(stack: RunningStack) -> dict[str, str]:
-    """The signing secrets the stack printed at start-up, by variable."""
-    return dict(re.findall(r"^\s+(INBOX_SECRET_[A-Z0-9_]+)=(\S+)$", stack.output(), flags=re.MULTILINE))
+    """The signing secrets the stack printed at start-up, by variable. The banner comes once start() returns, a
+    moment after /health first answers (what the fixture waits for): wait for its end, bounded."""
+    deadline = time.monotonic() + 60
+    while "Ctrl-C stops it." not in (output := stack.output()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return dict(re.findall(r"^\s+(INBOX_SECRET_[A-Z0-9_]+)=(\S+)$", output, flags=re.MULTILINE))
 
 
 def gateway(stack: RunningStack, path: str, document: dict[str, Any] | None = None) -> Any:
