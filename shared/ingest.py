@@ -23,7 +23,14 @@ from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
-from shared.providers import PayloadInvalid, ProviderDriver, SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers import (
+    ClientCertificate,
+    PayloadInvalid,
+    ProviderDriver,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+)
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -188,6 +195,7 @@ def request_from_api_event(event: dict[str, Any]) -> WebhookRequest:
         headers=headers,
         query=dict(event.get("queryStringParameters") or {}),
         path=event.get("rawPath", ""),
+        client_certificate=ClientCertificate.from_api_event(event),
     )
 
 

@@ -8,6 +8,7 @@ registry imported from it would make every Lambda asset carry every driver (infr
 from __future__ import annotations
 
 from shared.providers.base import (
+    ClientCertificate,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
@@ -17,6 +18,7 @@ from shared.providers.base import (
 )
 
 __all__ = [
+    "ClientCertificate",
     "NormalizedEvent",
     "PayloadInvalid",
     "ProviderDriver",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.sub_account import SubAccount
 
@@ -25,6 +25,28 @@ class PayloadInvalid(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ClientCertificate:
+    """The client certificate of a mutual-TLS connection, as the front door verified it against the truststore
+    (API Gateway's `requestContext.authentication.clientCert`). Present only when the front door did verify it:
+    a header can never produce one."""
+
+    subject_dn: str
+    issuer_dn: str
+    serial_number: str
+
+    @classmethod
+    def from_api_event(cls, event: dict[str, Any]) -> ClientCertificate | None:
+        cert = ((event.get("requestContext") or {}).get("authentication") or {}).get("clientCert")
+        if not isinstance(cert, dict):
+            return None
+        fields = (cert.get("subjectDN"), cert.get("issuerDN"), cert.get("serialNumber"))
+        if not all(isinstance(value, str) and value for value in fields):
+            return None
+        subject_dn, issuer_dn, serial_number = fields
+        return cls(subject_dn=str(subject_dn), issuer_dn=str(issuer_dn), serial_number=str(serial_number))
+
+
+@dataclass(frozen=True, slots=True)
 class WebhookRequest:
     """One delivery exactly as it reached us. Header names are lower-cased; `body` is the raw bytes."""
 
@@ -32,6 +54,7 @@ class WebhookRequest:
     headers: dict[str, str]
     query: dict[str, str] = field(default_factory=dict)
     path: str = ""
+    client_certificate: ClientCertificate | None = None  # set only for a mutual-TLS delivery the front door verified
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
