@@ -10,6 +10,9 @@ from shared import definitions
 from shared.secrets import signing_secret_variable
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
+# INBOX_MTLS_PORT's default, INBOX_PORT + 5 (8792): +1 and +2 are the embedded AWS and the simulator, 8790 and 8791
+# the CLI's receiver and console.
+MTLS_PORT_OFFSET = 5
 REGION = "us-east-1"
 
 # Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<SOURCE> is not
@@ -54,10 +57,16 @@ class LocalEndpoints:
     port: int
     aws_port: int
     gateway_port: int
+    # The mutual-TLS front door (inbox_local/mtls.py), open only when a declared source has `mutual_tls`.
+    mtls_port: int = 0
 
     @property
     def api_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def mtls_url(self) -> str:
+        return f"https://{self.host}:{self.mtls_port}"
 
     @property
     def aws_url(self) -> str:
@@ -75,6 +84,7 @@ class LocalEndpoints:
             port=port,
             aws_port=int(os.environ.get("INBOX_AWS_PORT", str(port + 1))),
             gateway_port=int(os.environ.get("INBOX_GATEWAY_PORT", str(port + 2))),
+            mtls_port=int(os.environ.get("INBOX_MTLS_PORT", str(port + MTLS_PORT_OFFSET))),
         )
 
 

@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inbox_local.archive_mapping import ArchiveMapping
@@ -44,6 +45,7 @@ class LocalStack:
     resources: dict[str, str] = field(default_factory=dict)
     _moto: EmbeddedAws | None = None
     _api: ApiServer | None = None
+    _mtls_api: ApiServer | None = None  # the mutual-TLS front door, when a declared source has `mutual_tls`
     simulator: GatewaySimulator | None = None
     pipe: StreamPipe | None = None
     queue_mapping: QueueMapping | None = None
@@ -57,11 +59,12 @@ class LocalStack:
     _threads: list[threading.Thread] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
 
-    def _check_ports_free(self) -> None:
+    def _check_ports_free(self, *, mutual_tls: bool) -> None:
         for name, port in (
             ("INBOX_PORT", self.endpoints.port),
             ("INBOX_AWS_PORT", self.endpoints.aws_port),
             ("INBOX_GATEWAY_PORT", self.endpoints.gateway_port),
+            *((("INBOX_MTLS_PORT", self.endpoints.mtls_port),) if mutual_tls else ()),
         ):
             with socket.socket() as probe:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -74,9 +77,9 @@ class LocalStack:
                     ) from None
 
     def start(self) -> None:
-        self._check_ports_free()
         # Read before anything starts: a bad sources.json stops the stack with the file's own error message.
         self.sources = definitions.load_sources()
+        self._check_ports_free(mutual_tls=bool(definitions.mutual_tls_sources(self.sources)))
         os.environ[definitions.ENV_SOURCES] = definitions.sources_json(self.sources)
         os.environ.update(aws_environment(self.endpoints))
         os.environ.update(function_environment(self.names))
@@ -154,8 +157,33 @@ class LocalStack:
 
         self.faults = install_faults(self)
         api.local_route = self.faults.admin_route
+        if definitions.mutual_tls_sources(self.sources):
+            self._start_mutual_tls(ingest_handler, api)
         self._spawn("api", api.serve_forever)
         self._api = api  # only once it serves: stop() calls shutdown(), which waits for serve_forever to return
+
+    def _start_mutual_tls(self, ingest_handler: Any, api: ApiServer) -> None:
+        """The mutual-TLS front door (inbox_local/mtls.py): the same function and the same stage throttle, as API
+        Gateway's custom domain maps onto the same stage; no local admin routes."""
+        from inbox_local.mtls import (  # noqa: PLC0415 - only a declaration with a mutual_tls source needs TLS
+            ENV_MTLS_CA_FILE,
+            MutualTlsApiServer,
+            dev_certificates,
+            ensure_dev_certificates,
+            server_context,
+        )
+
+        certificates = ensure_dev_certificates(dev_certificates())
+        ca_file = os.environ.get(ENV_MTLS_CA_FILE, "").strip()
+        mtls_api = MutualTlsApiServer(
+            (self.endpoints.host, self.endpoints.mtls_port),
+            ingest_handler,
+            context=server_context(certificates, Path(ca_file) if ca_file else None),
+            access_log=self.access_log,
+            throttle=api.throttle,
+        )
+        self._spawn("mtls-api", mtls_api.serve_forever)
+        self._mtls_api = mtls_api
 
     def _spawn(self, name: str, target: Any) -> None:
         thread = threading.Thread(target=target, name=f"local-{name}", daemon=True)
@@ -164,9 +192,10 @@ class LocalStack:
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._api is not None:
-            self._api.shutdown()
-            self._api.server_close()
+        for server in (self._api, self._mtls_api):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
         if self.simulator is not None:
@@ -189,7 +218,7 @@ class LocalStack:
         simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.
   API:           {url}   (POST {url}/webhooks/{{source}}, GET {url}/health)
-  Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
+{self._mutual_tls_banner()}  Embedded AWS:  {self.endpoints.aws_url}   (moto; the CLI reads from here)
   Gateway sim:   {self.endpoints.gateway_url}   (the processor refetches here; REST shapes of {simulated})
 
 Signing secrets in use (development values unless you set them):
@@ -205,3 +234,18 @@ or by hand (Asaas signs with a static token):
             "payment": {{"id": "pay_1", "value": 10.5, "status": "RECEIVED"}}}}'
 
 Ctrl-C stops it."""
+
+    def _mutual_tls_banner(self) -> str:
+        mutual = definitions.mutual_tls_sources(self.sources)
+        if not mutual or self._mtls_api is None:
+            return ""
+        from inbox_local.mtls import dev_certificates  # noqa: PLC0415
+
+        files = dev_certificates()
+        url = self.endpoints.mtls_url
+        names = ", ".join(source.name for source in mutual)
+        return (
+            f"  Mutual TLS:    {url}   (POST {url}/webhooks/{{source}} with a client certificate; required by "
+            f"{names})\n"
+            f"                 client certificate {files.client_cert}, key {files.client_key}, CA {files.ca}\n"
+        )

@@ -91,8 +91,18 @@ def invoke_like_api_gateway(handler: Handler, event: dict[str, Any], context: An
     return handler(event, context)
 
 
-def api_gateway_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
-    """An HTTP API v2 event, shaped as API Gateway builds it (lower-case headers, base64 for non-text bodies)."""
+def api_gateway_event(
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes,
+    source_ip: str,
+    *,
+    client_cert: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An HTTP API v2 event, shaped as API Gateway builds it (lower-case headers, base64 for non-text bodies).
+    `client_cert`: what the mutual-TLS front door verified (`requestContext.authentication.clientCert`,
+    inbox_local/mtls.py); the plain front door never passes one, whatever the request's headers say."""
     parts = urlsplit(target)
     path = parts.path or "/"
     segments = path.strip("/").split("/")
@@ -127,6 +137,8 @@ def api_gateway_event(method: str, target: str, headers: dict[str, str], body: b
         "isBase64Encoded": not as_text,
         "body": text_body if as_text else base64.b64encode(body).decode("ascii"),
     }
+    if client_cert is not None:
+        event["requestContext"]["authentication"] = {"clientCert": client_cert}
     if parts.query:
         event["queryStringParameters"] = dict(parse_qsl(parts.query, keep_blank_values=True))
     if is_webhook:
@@ -161,7 +173,14 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
         for name, value in self.headers.items():
             key = name.lower()
             headers[key] = f"{headers[key]},{value}" if key in headers else value
-        event = api_gateway_event(self.command, self.path, headers, body, self.client_address[0])
+        event = api_gateway_event(
+            self.command,
+            self.path,
+            headers,
+            body,
+            self.client_address[0],
+            client_cert=self.server.client_certificate(self.connection),
+        )
         try:
             response = invoke_like_api_gateway(self.server.handler, event, LocalLambdaContext("ingest"))
         except Exception as error:  # a crash in the function: API Gateway answers 500
@@ -208,3 +227,8 @@ class ApiServer(ThreadingHTTPServer):
         self.throttle = throttle or TokenBucket(
             definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT
         )
+
+    def client_certificate(self, connection: Any) -> dict[str, Any] | None:
+        """The client certificate the connection's TLS handshake verified, as API Gateway puts it in the event.
+        The plain front door has none (API Gateway's default endpoint never does mutual TLS)."""
+        return None

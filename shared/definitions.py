@@ -680,6 +680,9 @@ REJECTION_REASONS: Final[tuple[str, ...]] = (
     "timestamp_out_of_tolerance",
     "body_undecodable",
     "ip_not_allowed",  # a sender outside the source's allowed_ip_ranges (403)
+    # a delivery to a `mutual_tls` source that did not come through the mutual-TLS front door with a verified
+    # client certificate (403, before any secret is read)
+    "client_certificate_missing",
     "unknown_source",
 )
 # Why a refusal was counted but not recorded: the per-source budget of the minute was spent (this instance's
@@ -1159,6 +1162,9 @@ class SourceSpec(NamedTuple):
     refetch_rate_per_second: float | None = None  # None: the provider's documented rate (refetch_rate(...))
     allowed_ip_ranges: tuple[str, ...] = ()  # CIDRs; empty: any sender (a delivery from elsewhere gets 403)
     redact_fields: tuple[str, ...] = ()  # JSON keys redacted from stored bodies, besides the deployment's own
+    # Deliveries must come through the mutual-TLS front door (API Gateway's custom domain with a truststore; the
+    # local stack's TLS port) with a client certificate it verified; any other is refused 403 before verification.
+    mutual_tls: bool = False
 
     @property
     def env_suffix(self) -> str:
@@ -1181,7 +1187,7 @@ class SourceSpec(NamedTuple):
         entry: dict[str, Any] = {"name": self.name, "provider": self.provider}
         for option in _SOURCE_OPTIONS:
             value = getattr(self, option)
-            if value is not None and value != ():
+            if value is not None and value != () and value is not False:
                 entry[option] = list(value) if isinstance(value, tuple) else value
         return entry
 
@@ -1191,7 +1197,13 @@ _SOURCE_OPTIONS: Final = (
     "refetch_rate_per_second",
     "allowed_ip_ranges",
     "redact_fields",
+    "mutual_tls",
 )
+
+
+def mutual_tls_sources(sources: tuple[SourceSpec, ...]) -> tuple[SourceSpec, ...]:
+    """The declared sources that only accept deliveries through the mutual-TLS front door."""
+    return tuple(source for source in sources if source.mutual_tls)
 
 
 def source_env_suffix(name: str) -> str:
@@ -1279,6 +1291,7 @@ def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[Sou
                     str(ipaddress.ip_network(r, strict=False)) for r in entry.get("allowed_ip_ranges", ())
                 ),
                 redact_fields=tuple(entry.get("redact_fields", ())),
+                mutual_tls=entry.get("mutual_tls", False),
             )
         )
     if problems:
@@ -1322,6 +1335,8 @@ def _entry_problems(entry: Mapping[str, Any]) -> list[str]:
     fields = entry.get("redact_fields", [])
     if not isinstance(fields, list) or not all(isinstance(field, str) and field for field in fields):
         problems.append("'redact_fields' must be a list of JSON key names")
+    if not isinstance(entry.get("mutual_tls", False), bool):
+        problems.append("'mutual_tls' must be true or false")
     return problems
 
 

@@ -238,6 +238,13 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         if not sender_allowed(source, source_ip_of(event)):
             # Refused before any verification: a sender outside the ranges costs no secret read, no HMAC.
             result = IngestResult(403, {"error": "sender not allowed for this source"}, "sender_refused")
+        elif source.mutual_tls and ClientCertificate.from_api_event(event) is None:
+            # A mutual-TLS source takes only what the mutual-TLS front door verified (API Gateway writes clientCert
+            # into the event after the handshake; no header can). Refused before any secret is read, so a delivery
+            # to the plain endpoint cannot stand in for the custom domain.
+            result = IngestResult(
+                403, {"error": "a verified client certificate is required for this source"}, "certificate_refused"
+            )
         else:
             driver = get_driver(provider)
             request = request_from_api_event(event)
@@ -272,6 +279,7 @@ _REFUSAL_REASON: dict[str, str | None] = {
     "signature_rejected": None,
     "bad_request": "body_undecodable",
     "sender_refused": "ip_not_allowed",
+    "certificate_refused": "client_certificate_missing",
     "unknown_source": "unknown_source",
 }
 
