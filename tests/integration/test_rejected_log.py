@@ -212,3 +212,15 @@ class TestNamedSources:
         assert status == 403
         [item] = recorded(aws_world)
         assert (item["reason"], item["source"], item["source_ip"]) == ("ip_not_allowed", "stripe-br", "198.51.100.7")
+
+    def test_a_delivery_to_a_mutual_tls_source_without_a_certificate_is_recorded_under_its_own_reason(
+        self, aws_world, monkeypatch
+    ):
+        # Given a source that takes deliveries only through the mutual-TLS front door
+        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "mutual_tls": True}])
+        # When someone posts to it on the plain endpoint (no verified client certificate in the event)
+        status, _ = post("stripe-br", b'{"id": "evt_1"}', {"stripe-signature": "t=1,v1=0"})
+        # Then 403, recorded as client_certificate_missing
+        assert status == 403
+        [item] = recorded(aws_world)
+        assert (item["reason"], item["source"]) == ("client_certificate_missing", "stripe-br")

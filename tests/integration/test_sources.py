@@ -28,7 +28,12 @@ from shared.settings import IngestSettings
 from shared.sources import Sources, declared_sources
 from tests.integration.processing_support import RecordingQueue, message_for
 
-SECRETS = {"stripe-br": "whsec_brazil_account", "stripe-us": "whsec_us_account", "asaas": "asaas-token-prod"}
+SECRETS = {
+    "stripe-br": "whsec_brazil_account",
+    "stripe-us": "whsec_us_account",
+    "asaas": "asaas-token-prod",
+    "stripe-mtls": "whsec_mutual_tls_account",
+}
 GATEWAY_IP = "3.18.12.63"  # inside the ranges stripe-us declares
 DECLARATION = [
     {"name": "stripe-br", "provider": "stripe"},
@@ -39,7 +44,17 @@ DECLARATION = [
         "signature_tolerance_seconds": 10,
     },
     {"name": "asaas", "provider": "asaas"},
+    {"name": "stripe-mtls", "provider": "stripe", "mutual_tls": True},
 ]
+# What the mutual-TLS front door writes into the event once its handshake verified the sender's certificate
+# (API Gateway's custom domain; locally inbox_local/mtls.py).
+VERIFIED_CERTIFICATE = {
+    "clientCertPem": "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
+    "subjectDN": "C=BR,O=Gateway,CN=webhooks.gateway.example",
+    "issuerDN": "C=BR,O=Gateway,CN=Gateway CA",
+    "serialNumber": "1a:2b:3c",
+    "validity": {"notBefore": "Dec  1 00:00:00 2026 GMT", "notAfter": "Dec  1 00:00:00 2027 GMT"},
+}
 
 
 @pytest.fixture
@@ -70,13 +85,15 @@ def post(
     headers: dict[str, str] | None = None,
     signed_at: int | None = None,
     event_id: str | None = "evt_1",
+    client_cert: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """POST `body` to /webhooks/{source}, signed as the gateway signs for the source `signed_for`."""
+    """POST `body` to /webhooks/{source}, signed as the gateway signs for the source `signed_for`; `client_cert`:
+    through the mutual-TLS front door, which verified that certificate."""
     provider = service.sources.get(signed_for).provider
     now = int(time.time()) if signed_at is None else signed_at
     signed = sender_for(provider).sign(body, SECRETS[signed_for], now=now, event_id=event_id)
     all_headers = {"content-type": "application/json", **signed.headers, **(headers or {})}
-    event = api_gateway_event("POST", f"/webhooks/{source}", all_headers, body, ip)
+    event = api_gateway_event("POST", f"/webhooks/{source}", all_headers, body, ip, client_cert=client_cert)
     response = handle_api_event(event, lambda: service)
     return response["statusCode"], json.loads(response["body"])
 
@@ -166,6 +183,53 @@ class TestIngestBySource:
         us = post(service, "stripe-us", stripe_body(), signed_for="stripe-us", signed_at=a_minute_ago)
         # Then stripe-br accepts it and stripe-us refuses it as too old
         assert (br[0], us) == (200, (401, {"error": "invalid signature"}))
+
+
+class TestMutualTlsSource:
+    def test_a_delivery_without_a_verified_certificate_is_refused_before_its_secret_is_read(
+        self, aws_world, sources, monkeypatch
+    ):
+        # Given a source declared mutual_tls, whose secret cannot even be read
+        service = ingest(sources)
+        monkeypatch.delenv("INBOX_SECRET_STRIPE_MTLS")
+        # When a correctly signed delivery reaches it through the plain endpoint, one header claiming a certificate
+        status, answer = post(
+            service,
+            "stripe-mtls",
+            stripe_body(),
+            signed_for="stripe-mtls",
+            headers={"x-amzn-mtls-clientcert": "forged", "x-client-cert": VERIFIED_CERTIFICATE["clientCertPem"]},
+        )
+        # Then it is refused 403 (not 503: no secret was asked for, no signature checked), and nothing is stored
+        assert (status, answer) == (403, {"error": "a verified client certificate is required for this source"})
+        assert stored(aws_world) == {}
+
+    def test_a_delivery_through_the_mutual_tls_front_door_is_verified_and_stored(self, aws_world, sources):
+        # Given the same source, When its gateway delivers through the mutual-TLS domain (a verified certificate)
+        service = ingest(sources)
+        accepted = post(
+            service, "stripe-mtls", stripe_body(), signed_for="stripe-mtls", client_cert=VERIFIED_CERTIFICATE
+        )
+        forged = post(
+            service, "stripe-mtls", stripe_body("evt_2"), signed_for="stripe-br", client_cert=VERIFIED_CERTIFICATE
+        )
+        # Then the certificate lets the delivery reach verification: its signature decides, as for any source
+        assert accepted == (200, {"received": True})
+        assert forged == (401, {"error": "invalid signature"})
+        assert list(stored(aws_world)) == ["stripe-mtls#evt_1"]
+
+    def test_a_source_without_mutual_tls_takes_deliveries_with_or_without_a_certificate(self, aws_world, sources):
+        service = ingest(sources)
+        plain = post(service, "stripe-br", stripe_body("evt_3"), signed_for="stripe-br", event_id="evt_3")
+        through_tls = post(
+            service,
+            "stripe-br",
+            stripe_body("evt_4"),
+            signed_for="stripe-br",
+            event_id="evt_4",
+            client_cert=VERIFIED_CERTIFICATE,
+        )
+        assert (plain[0], through_tls[0]) == (200, 200)
 
 
 @pytest.fixture

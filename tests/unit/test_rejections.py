@@ -88,7 +88,8 @@ class TestReasonCodes:
         codes = {
             reason_for_signature_refusal(m) for m in ("missing x", "timestamp outside tolerance", "x", "malformed")
         }
-        assert codes | {"body_undecodable", "ip_not_allowed", "unknown_source"} == set(definitions.REJECTION_REASONS)
+        declared = {"body_undecodable", "ip_not_allowed", "client_certificate_missing", "unknown_source"}
+        assert codes | declared == set(definitions.REJECTION_REASONS)
 
 
 class TestIds:

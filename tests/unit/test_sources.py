@@ -18,6 +18,7 @@ from shared.definitions import (
     default_sources,
     find_source,
     load_sources,
+    mutual_tls_sources,
     parse_sources,
     source_env_suffix,
     source_name_problem,
@@ -113,3 +114,23 @@ def test_options_default_to_the_provider_and_the_deployment() -> None:
     assert source.refetch_rate > 0
     assert SourceSpec(name="generic", provider="generic").refetch_rate == DEFAULT_REFETCH_RATE_PER_SECOND
     assert source.document() == {"name": "asaas-sandbox", "provider": "asaas"}
+
+
+def test_mutual_tls_is_a_true_or_false_option_kept_through_the_functions_variable() -> None:
+    # Given a source that takes deliveries only through the mutual-TLS front door, and one that does not say
+    sources = parse_sources(
+        [{"name": "pix", "provider": "standard", "mutual_tls": True}, {"name": "stripe", "provider": "stripe"}]
+    )
+    # Then the first requires it, the second (the default) does not, and INBOX_SOURCES carries it
+    assert [source.mutual_tls for source in sources] == [True, False]
+    assert mutual_tls_sources(sources) == sources[:1]
+    assert load_sources({ENV_SOURCES: sources_json(sources)}) == sources
+    # And a source without it is written as before (the option at its default is left out)
+    assert sources[1].document() == {"name": "stripe", "provider": "stripe"}
+
+
+@pytest.mark.parametrize("value", ["true", 1, None, []])
+def test_mutual_tls_must_be_a_json_boolean(value: object) -> None:
+    # Given "mutual_tls" spelled as something other than true or false, When parsed, Then the entry is named
+    with pytest.raises(SourcesInvalid, match=r"entry 1 \('pix'\): 'mutual_tls' must be true or false"):
+        parse_sources([{"name": "pix", "provider": "standard", "mutual_tls": value}])
