@@ -27,12 +27,24 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
   known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
   Raising it is charged, and a raised value can never be lowered again.
 
+Only when a declared source has ``mutual_tls`` (its deliveries come through a custom domain with mutual TLS,
+e.g. Efí Pix; docs/deploy.md, "Mutual TLS"), all four are required, and refused otherwise:
+
+- ``inbox_mtls_domain``: the custom domain name the gateway posts to (e.g. ``pix.webhooks.example.com``).
+- ``inbox_mtls_certificate_arn``: the ACM certificate for that name, in the stack's own region (API Gateway's
+  mutual TLS needs a regional domain; a CloudFront-region certificate does not do).
+- ``inbox_mtls_truststore_uri``: ``s3://bucket/key`` of the PEM bundle of the CAs whose client certificates are
+  trusted (e.g. Efí's chain), uploaded by the operator to a versioned bucket of the stack's region.
+- ``inbox_mtls_truststore_version``: that object's S3 version id. API Gateway reads the truststore when the domain
+  is created or updated, never afterwards: a new bundle takes effect when the deploy changes this value.
+
 There is no layer setting: the functions' third-party code (Powertools, pydantic, cryptography, tzdata) is a layer
 the stack builds from uv.lock (infra/dependency_layer.py), so the versions tested are the versions deployed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,6 +190,96 @@ class StackSettings:
             ),
             inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
         )
+
+
+MUTUAL_TLS_CONTEXT: tuple[str, ...] = (
+    "inbox_mtls_domain",
+    "inbox_mtls_certificate_arn",
+    "inbox_mtls_truststore_uri",
+    "inbox_mtls_truststore_version",
+)
+_DOMAIN_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_CERTIFICATE_ARN = re.compile(r"arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate/[A-Za-z0-9-]+")
+_TRUSTSTORE_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(\S+)")
+MAX_TRUSTSTORE_URI_LENGTH = 2048  # the API's MutualTlsAuthenticationInput: truststoreUri 1..2048
+MAX_TRUSTSTORE_VERSION_LENGTH = 64  # truststoreVersion 1..64
+
+
+@dataclass(frozen=True, slots=True)
+class MutualTlsSettings:
+    """The mutual-TLS custom domain of the sources that declare ``mutual_tls`` (module docstring)."""
+
+    domain: str
+    certificate_arn: str
+    truststore_bucket: str
+    truststore_key: str
+    truststore_version: str
+
+    @property
+    def truststore_uri(self) -> str:
+        return f"s3://{self.truststore_bucket}/{self.truststore_key}"
+
+
+def mutual_tls_settings(
+    node: Node, sources: tuple[definitions.SourceSpec, ...], *, region: str | None = None
+) -> MutualTlsSettings | None:
+    """The mutual-TLS domain's settings when a declared source needs it (None when none does); a SettingsError
+    naming every missing or malformed value otherwise. `region`: the stack's, when it is known at synth time
+    (the certificate must be in it)."""
+    needing = [source.name for source in definitions.mutual_tls_sources(sources)]
+    values = {key: _text(node, key) for key in MUTUAL_TLS_CONTEXT}
+    if not needing:
+        given = [key for key, value in values.items() if value is not None]
+        if given:
+            raise SettingsError(
+                f"context value(s) {', '.join(given)} configure the mutual-TLS domain, but no source in sources.json "
+                'declares "mutual_tls": true; declare one, or drop the values'
+            )
+        return None
+    problems = [f"context value {key!r} is required" for key, value in values.items() if value is None]
+    domain = values["inbox_mtls_domain"] or ""
+    if domain and not _is_domain_name(domain):
+        problems.append(f"context value 'inbox_mtls_domain' is not a domain name: {domain!r}")
+    arn = values["inbox_mtls_certificate_arn"] or ""
+    matched_arn = _CERTIFICATE_ARN.fullmatch(arn)
+    if arn and not matched_arn:
+        problems.append(
+            f"context value 'inbox_mtls_certificate_arn' is not an ACM certificate ARN "
+            f"(arn:aws:acm:<region>:<account>:certificate/<id>): {arn!r}"
+        )
+    elif matched_arn and region and matched_arn.group(1) != region:
+        problems.append(
+            f"context value 'inbox_mtls_certificate_arn' is a certificate of {matched_arn.group(1)}, but mutual TLS "
+            f"needs a regional custom domain: the certificate must be in the stack's region, {region}"
+        )
+    uri = values["inbox_mtls_truststore_uri"] or ""
+    matched_uri = _TRUSTSTORE_URI.fullmatch(uri)
+    if uri and (not matched_uri or len(uri) > MAX_TRUSTSTORE_URI_LENGTH):
+        problems.append(f"context value 'inbox_mtls_truststore_uri' must be s3://bucket/key of a PEM bundle: {uri!r}")
+    version = values["inbox_mtls_truststore_version"] or ""
+    if version and len(version) > MAX_TRUSTSTORE_VERSION_LENGTH:
+        problems.append(
+            f"context value 'inbox_mtls_truststore_version' must be an S3 version id (at most "
+            f"{MAX_TRUSTSTORE_VERSION_LENGTH} characters), got {version!r}"
+        )
+    if problems:
+        raise SettingsError(
+            f"the source(s) {', '.join(needing)} declare mutual_tls, so the stack needs the mutual-TLS domain "
+            f'(docs/deploy.md, "Mutual TLS"): ' + "; ".join(problems)
+        )
+    assert matched_uri is not None
+    return MutualTlsSettings(
+        domain=domain,
+        certificate_arn=arn,
+        truststore_bucket=matched_uri.group(1),
+        truststore_key=matched_uri.group(2),
+        truststore_version=version,
+    )
+
+
+def _is_domain_name(name: str) -> bool:
+    labels = name.split(".")
+    return len(name) <= 253 and len(labels) >= 2 and all(_DOMAIN_LABEL.fullmatch(label) for label in labels)
 
 
 def stack_name_from_context(node: Node) -> str:

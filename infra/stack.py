@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Token
 from constructs import Construct
 
-from infra.config import StackSettings
+from infra.config import StackSettings, mutual_tls_settings
 from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
 from infra.constructs.dispatch_queue import DispatchQueue
@@ -17,6 +17,7 @@ from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.ingest_api import IngestApi
 from infra.constructs.ingest_function import IngestFunction
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.mutual_tls_domain import MutualTlsDomain
 from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
@@ -70,6 +71,11 @@ class WebhookInboxStack(Stack):
             sources_environment=sources_environment,
         )
         self.api = IngestApi(self, "IngestApi", handler=self.ingest.function)
+        # The mutual-TLS custom domain, for the sources that declare mutual_tls (and only then).
+        mutual_tls = mutual_tls_settings(
+            self.node, sources, region=None if Token.is_unresolved(self.region) else self.region
+        )
+        self.mutual_tls = MutualTlsDomain(self, "MutualTls", settings=mutual_tls, api=self.api) if mutual_tls else None
 
         # Dispatch and processing: inbox stream -> Pipe -> SQS FIFO (one group per payment) -> processor.
         self.payments = PaymentsStorage(self, "PaymentsStorage")
@@ -187,6 +193,23 @@ class WebhookInboxStack(Stack):
             json.dumps({source.name: source.provider for source in sources}, separators=(",", ":")),
             "The deployed sources, JSON {source: provider}; gateways POST to <ApiUrl>webhooks/<source>",
         )
+        if self.mutual_tls is not None:
+            outputs[definitions.OUTPUT_MUTUAL_TLS_URL] = (
+                self.mutual_tls.url,
+                "Mutual-TLS base URL: gateways of the mutual_tls sources POST to <url>webhooks/<source>",
+            )
+            outputs[definitions.OUTPUT_MUTUAL_TLS_DNS_TARGET] = (
+                self.mutual_tls.dns_target,
+                "Point the mutual-TLS domain name here (CNAME, or a Route 53 alias with the zone below)",
+            )
+            outputs[definitions.OUTPUT_MUTUAL_TLS_DNS_ZONE] = (
+                self.mutual_tls.dns_hosted_zone_id,
+                "Hosted zone id of the mutual-TLS DNS target (for a Route 53 alias record)",
+            )
+            outputs[definitions.OUTPUT_MUTUAL_TLS_SOURCES] = (
+                json.dumps([s.name for s in definitions.mutual_tls_sources(sources)], separators=(",", ":")),
+                "The sources that accept deliveries only through the mutual-TLS domain, JSON [source, ...]",
+            )
         outputs[definitions.OUTPUT_REPLAY_STATE_MACHINE] = (
             self.replay.state_machine.state_machine_arn,
             "Replay workflow (Step Functions): `inbox replay --stack NAME` starts it",

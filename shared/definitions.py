@@ -575,6 +575,12 @@ OUTPUT_PIPE_DEAD_LETTER_QUEUE_URL: Final = "PipeDeadLetterQueueUrl"
 OUTPUT_PROCESSOR_FUNCTION: Final = "ProcessorFunctionName"
 OUTPUT_API_KEY_SECRETS: Final = "GatewayApiKeySecretArns"  # JSON {source: secret ARN}
 OUTPUT_SOURCE_PROVIDERS: Final = "SourceProviders"  # JSON {source: provider}: what the stack was deployed with
+# The mutual-TLS custom domain (only when a source declares mutual_tls; infra/constructs/mutual_tls_domain.py): its
+# base URL, the API Gateway domain name DNS must point the custom name at, and that target's hosted zone (alias).
+OUTPUT_MUTUAL_TLS_URL: Final = "MutualTlsUrl"
+OUTPUT_MUTUAL_TLS_DNS_TARGET: Final = "MutualTlsDnsTarget"
+OUTPUT_MUTUAL_TLS_DNS_ZONE: Final = "MutualTlsDnsHostedZoneId"
+OUTPUT_MUTUAL_TLS_SOURCES: Final = "MutualTlsSources"  # JSON [source, ...]: the sources that require it
 ENV_DLQ_URL: Final = "INBOX_DLQ_URL"
 ENV_RETRY_BASE_SECONDS: Final = "INBOX_RETRY_BASE_SECONDS"
 MAX_PROCESSING_ATTEMPTS: Final = 8  # attempts the processor counts on the item before failing the event
