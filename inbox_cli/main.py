@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import sys
 import time
 import urllib.error
@@ -77,10 +78,45 @@ def _target(ctx: click.Context) -> Target:
 # ------------------------------------------------------------------------------------------------------ send
 
 
-def post_webhook(url: str, request_body: bytes, headers: dict[str, str], timeout: float = 10) -> tuple[int, str]:
+def _mutual_tls_client(
+    target: Target, spec: SourceSpec, client_cert: str | None, client_key: str | None
+) -> ssl.SSLContext | None:
+    """The TLS client side for a delivery to `spec` (None: a source without mutual TLS, posted to as it is)."""
+    if not spec.mutual_tls and client_cert is None:
+        return None
+    if client_cert is not None:
+        context = ssl.create_default_context()
+        if target.local:  # the local front door's server certificate is the development CA's
+            from inbox_local.mtls import dev_certificates  # noqa: PLC0415
+
+            context.load_verify_locations(cafile=str(dev_certificates().ca))
+        context.load_cert_chain(client_cert, client_key)
+        return context
+    if not target.local:
+        raise click.UsageError(
+            f"{spec.name} requires mutual TLS: pass --client-cert and --client-key of a certificate the stack's "
+            "truststore trusts"
+        )
+    from inbox_local.mtls import client_context, dev_certificates  # noqa: PLC0415
+
+    try:
+        return client_context(dev_certificates())
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def post_webhook(
+    url: str,
+    request_body: bytes,
+    headers: dict[str, str],
+    timeout: float = 10,
+    *,
+    tls: ssl.SSLContext | None = None,
+) -> tuple[int, str]:
+    """POST a delivery; `tls`: the client side of a mutual-TLS front door (its client certificate)."""
     request = urllib.request.Request(url, data=request_body, headers=headers, method="POST")  # noqa: S310
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own endpoint
+        with urllib.request.urlopen(request, timeout=timeout, context=tls) as response:  # noqa: S310 - our endpoint
             return int(response.status), response.read().decode()
     except urllib.error.HTTPError as error:
         return int(error.code), error.read().decode()
@@ -163,6 +199,13 @@ def register_with_simulator(
 @click.option("--url", default=None, help="Post here instead of the target stack's API.")
 @click.option("--account", default=None, help="Stripe only: from this Connect account (acct_...).")
 @click.option("--thin", is_flag=True, help="Stripe only: a thin event (event destination with thin payloads).")
+@click.option(
+    "--client-cert",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A mutual_tls source: the client certificate (PEM) to present (locally: the stack's development one).",
+)
+@click.option("--client-key", type=click.Path(exists=True, dir_okay=False), default=None, help="Its private key.")
 @click.pass_context
 def send(
     ctx: click.Context,
@@ -174,6 +217,8 @@ def send(
     url: str | None,
     account: str | None,
     thin: bool,
+    client_cert: str | None,
+    client_key: str | None,
 ) -> None:
     """Post a correctly signed sample webhook to SOURCE (a source of the stack: `inbox sources list`).
 
@@ -181,7 +226,11 @@ def send(
     secret, deployed the `current` value of its secret in the stack. Locally, for a provider the processor
     refetches from, the payment is first registered with the gateway simulator in that status, so the event is
     processed like a real one. A deployed stack refetches from the real gateway, which knows no sample payment:
-    pass --resource-id of a real one there."""
+    pass --resource-id of a real one there.
+
+    A `mutual_tls` source is posted to on the mutual-TLS front door with a client certificate: locally the
+    development one `make run` generated (INBOX_MTLS_DIR), deployed the one --client-cert/--client-key name (it
+    must chain to the stack's truststore)."""
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
 
     target = _target(ctx)
@@ -231,7 +280,8 @@ def send(
     query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""
     endpoint = (url or target.webhook_url(spec.name)) + query
     headers = {"content-type": "application/json", **signed.headers}
-    code, answer = post_webhook(endpoint, signed.body, headers)
+    tls = _mutual_tls_client(target, spec, client_cert, client_key)
+    code, answer = post_webhook(endpoint, signed.body, headers, tls=tls)
     click.echo(f"POST {endpoint} -> {code} {answer}")
     if code >= 300:
         raise SystemExit(1)

@@ -43,6 +43,9 @@ class Target:
     # its fingerprints (output FingerprintKeySecretArn; None locally: the development key).
     rejected_table: str | None = None
     fingerprint_key_secret: str | None = None
+    # The mutual-TLS front door the `mutual_tls` sources take deliveries on: locally the TLS port of `make run`
+    # (inbox_local/mtls.py), deployed the custom domain (output MutualTlsUrl). None: the stack has none.
+    mtls_api_url: str | None = None
 
     def source(self, name: str) -> SourceSpec:
         """The source `name` of this stack; UnknownSource naming the ones it has."""
@@ -54,8 +57,11 @@ class Target:
             raise UnknownSource(f"no source {name!r} in {where}; its sources: {known}") from None
 
     def webhook_url(self, source: str) -> str:
-        """Where the gateway of `source` posts: ``<api>/webhooks/<source>``."""
-        return f"{self.api_url}/webhooks/{source}"
+        """Where the gateway of `source` posts: ``<api>/webhooks/<source>``, on the mutual-TLS front door for a
+        `mutual_tls` source (the default endpoint refuses its deliveries)."""
+        spec = next((s for s in self.sources if s.name == source), None)
+        base = self.mtls_api_url if spec is not None and spec.mutual_tls and self.mtls_api_url else self.api_url
+        return f"{base}/webhooks/{source}"
 
     def signing_secret(self, source: str) -> str:
         """The secret `inbox send` signs with: INBOX_SECRET_<SOURCE> when set; else locally the source's dev secret
@@ -104,6 +110,7 @@ def resolve(stack: str | None) -> Target:
             dead_letter_queues={"processor": names.dead_letter_queue},
             rejected_table=names.rejected_table,
             sources=definitions.load_sources(),
+            mtls_api_url=endpoints.mtls_url,
         )
 
     import boto3  # noqa: PLC0415
@@ -127,7 +134,12 @@ def resolve(stack: str | None) -> Target:
         event_bus_name=outputs.get(definitions.OUTPUT_EVENT_BUS),
         signing_secret_arns=signing,
         api_key_secret_arns=secret_arns(_arn_map(outputs.get(definitions.OUTPUT_API_KEY_SECRETS))),
-        sources=_deployed_sources(outputs.get(definitions.OUTPUT_SOURCE_PROVIDERS), signing),
+        sources=_deployed_sources(
+            outputs.get(definitions.OUTPUT_SOURCE_PROVIDERS),
+            signing,
+            outputs.get(definitions.OUTPUT_MUTUAL_TLS_SOURCES),
+        ),
+        mtls_api_url=(outputs.get(definitions.OUTPUT_MUTUAL_TLS_URL) or "").rstrip("/") or None,
         dead_letter_queues={
             label: outputs[output] for label, output in _DEAD_LETTER_QUEUE_OUTPUTS.items() if outputs.get(output)
         },
@@ -153,13 +165,20 @@ def _arn_map(raw: str | None) -> dict[str, str]:
     return {str(key): str(arn) for key, arn in value.items()} if isinstance(value, dict) else {}
 
 
-def _deployed_sources(raw: str | None, signing_secret_arns: dict[str, str]) -> tuple[SourceSpec, ...]:
-    """The stack's sources from its SourceProviders output. A stack deployed before sources has none: its
-    sources are its providers' default ones, which its signing-secret map lists."""
+def _deployed_sources(
+    raw: str | None, signing_secret_arns: dict[str, str], mutual_tls: str | None = None
+) -> tuple[SourceSpec, ...]:
+    """The stack's sources from its SourceProviders output (and which require mutual TLS, output MutualTlsSources).
+    A stack deployed before sources has none: its sources are its providers' default ones, which its
+    signing-secret map lists."""
     providers = _arn_map(raw)
     if not providers:
         providers = {name: name for name in signing_secret_arns if name in definitions.PROVIDERS}
-    return tuple(SourceSpec(name=name, provider=provider) for name, provider in providers.items())
+    listed = json.loads(mutual_tls) if mutual_tls else []
+    required = {str(name) for name in listed} if isinstance(listed, list) else set()
+    return tuple(
+        SourceSpec(name=name, provider=provider, mutual_tls=name in required) for name, provider in providers.items()
+    )
 
 
 def _current_signing_secret(arn: str, source: str, variable: str) -> str:
