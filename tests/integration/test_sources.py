@@ -48,7 +48,7 @@ DECLARATION = [
 ]
 # What the mutual-TLS front door writes into the event once its handshake verified the sender's certificate
 # (API Gateway's custom domain; locally inbox_local/mtls.py).
-VERIFIED_CERTIFICATE = {
+VERIFIED_CERTIFICATE: dict[str, Any] = {
     "clientCertPem": "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
     "subjectDN": "C=BR,O=Gateway,CN=webhooks.gateway.example",
     "issuerDN": "C=BR,O=Gateway,CN=Gateway CA",
@@ -192,7 +192,7 @@ class TestMutualTlsSource:
         # Given a source declared mutual_tls, whose secret cannot even be read
         service = ingest(sources)
         monkeypatch.delenv("INBOX_SECRET_STRIPE_MTLS")
-        # When a correctly signed delivery reaches it through the plain endpoint, one header claiming a certificate
+        # When a correctly signed delivery reaches it through the plain endpoint, its headers claiming a certificate
         status, answer = post(
             service,
             "stripe-mtls",
