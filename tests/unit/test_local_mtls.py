@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
+from inbox_cli.target import Target, _deployed_sources
 from inbox_local.mtls import DevCertificates, client_cert_of, ensure_dev_certificates, truststore_pem
 from inbox_local.server import ApiServer, api_gateway_event
 from shared.providers import ClientCertificate
@@ -91,3 +92,23 @@ def test_the_plain_front_door_never_puts_a_certificate_in_the_event() -> None:
     assert server.client_certificate(object()) is None
     event = api_gateway_event("POST", "/webhooks/pix", {"x-client-cert": "forged"}, b"{}", "127.0.0.1")
     assert "authentication" not in event["requestContext"]
+
+
+def test_the_cli_posts_a_mutual_tls_source_on_the_mutual_tls_front_door() -> None:
+    # Given a deployed stack's outputs: its sources, and which of them require mutual TLS
+    sources = _deployed_sources('{"stripe":"stripe","pix":"standard"}', {}, '["pix"]')
+    assert [(s.name, s.mutual_tls) for s in sources] == [("stripe", False), ("pix", True)]
+    target = Target(
+        "https://abc.execute-api.sa-east-1.amazonaws.com",
+        "inbox",
+        "payments",
+        "bodies",
+        local=False,
+        sources=sources,
+        mtls_api_url="https://pix.webhooks.example.com",
+    )
+    # Then the mutual_tls source's URL is on the custom domain, the other stays on the default endpoint
+    assert target.webhook_url("pix") == "https://pix.webhooks.example.com/webhooks/pix"
+    assert target.webhook_url("stripe") == "https://abc.execute-api.sa-east-1.amazonaws.com/webhooks/stripe"
+    # And a stack deployed before the option lists no such source
+    assert not any(s.mutual_tls for s in _deployed_sources('{"pix":"standard"}', {}, None))
