@@ -1122,7 +1122,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         id="cielo",
         driver="shared.providers.cielo:driver",
         refetch_client="shared.gateway.cielo:CieloClient",
-        routes=(Route(_REFETCH, ("*",)),),  # every ChangeType names a PaymentId: read it back
+        # Every documented ChangeType names a PaymentId: read it back (an undocumented one is stored and ignored)
+        routes=(Route(_REFETCH, event_types_from="shared.providers.cielo:ROUTED_EVENT_TYPES"),),
         # The header secret the merchant registers at Cielo (KEY/VALUE): any string.
         dev_secret="local-development-only-cielo-header-secret",
         facts=ProviderFacts(

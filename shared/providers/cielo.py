@@ -50,6 +50,9 @@ CHANGE_TYPES: dict[int, str] = {
     25: "canceled_or_partially_refunded",
 }
 
+# The processor refetches on each of them (the catalog's route names this tuple).
+ROUTED_EVENT_TYPES: tuple[str, ...] = tuple(CHANGE_TYPES.values())
+
 
 def change_type_of(value: object) -> int:
     """ChangeType as a number: an integer, or a string of at most three digits."""
