@@ -42,7 +42,7 @@ def test_cielo_payment_status_table(payment, expected, refunded):
     assert (canonical, amount_refunded) == (expected, refunded)
 
 
-@pytest.mark.parametrize("payment", [{}, {"Status": 4}, {"Status": "2"}, {"Status": 2, "Amount": "10,00"}])
+@pytest.mark.parametrize("payment", [{}, {"Status": 4}, {"Status": "2"}, {"Status": 11, "CapturedAmount": "10,00"}])
 def test_cielo_unreadable_payments_are_invalid(payment):
     with pytest.raises(GatewayResponseInvalid):
         sale_status(payment)
