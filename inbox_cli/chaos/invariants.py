@@ -1,6 +1,9 @@
 """The six invariants of a chaos run, as pure functions: each takes what the run collected and returns a verdict.
 
 1. every event acknowledged with a 2xx is processed or ignored (a failed one only after the replay recovered it);
+   an event is stored once under the key its body derives, except for a refetch-verified provider (Cielo, Zoop:
+   docs/providers.md), whose body has no identity: each delivery is its own item, so there "stored once" reads
+   "stored at least once" (`acknowledged_hints_stored`), and every stored delivery must settle;
 2. no payment transition was applied twice: a payment's `transitions` equals the number of its processed events,
    and every other write is accounted for (see `no_transition_applied_twice`);
 3. every payment equals its gateway's truth;
@@ -46,6 +49,23 @@ def acknowledged_events_settled(
         f"{len(acknowledged) - len(unsettled)}/{len(acknowledged)}"
         + (f" ({recovered} after the replay)" if recovered else ""),
         unsettled,
+    )
+
+
+def acknowledged_hints_stored(
+    acknowledged: Collection[tuple[str, str]], stored: Collection[tuple[str, str]]
+) -> Invariant:
+    """`acknowledged`: the (provider, payment) of every notification of a refetch-verified provider answered 2xx;
+    `stored`: the (provider, payment) of every inbox item. Such a notification has no key its body derives (each
+    delivery is stored under its own), so the check is per payment: at least one delivery stored for each. Their
+    settling is `acknowledged_events_settled`'s (every stored delivery of these payments counts as acknowledged),
+    and a repeat settles `ignored` (the refetch finds nothing new): `no_transition_applied_twice` still holds."""
+    missing = sorted(set(acknowledged) - set(stored))
+    return Invariant(
+        "every acknowledged notification of a refetch-verified provider is stored (each delivery on its own)",
+        not missing,
+        f"{len(set(acknowledged)) - len(missing)}/{len(set(acknowledged))} payments",
+        [{"provider": provider, "resource_id": resource_id} for provider, resource_id in missing],
     )
 
 
