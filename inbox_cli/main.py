@@ -122,6 +122,17 @@ def post_webhook(
         return int(error.code), error.read().decode()
 
 
+def delivery_key(answer: str) -> str | None:
+    """The key a refetch-verified source stored a delivery under, as the ingest's answer names it (`delivery`):
+    its notifications have no identity to derive a key from (docs/providers.md, "Refetch-verified providers")."""
+    try:
+        document = json.loads(answer)
+    except ValueError:
+        return None
+    key = document.get("delivery") if isinstance(document, dict) else None
+    return key if isinstance(key, str) else None
+
+
 def _simulator_post(gateway_url: str, path: str, document: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(  # noqa: S310 - the local simulator
         f"{gateway_url}{path}",
@@ -285,6 +296,7 @@ def send(
     click.echo(f"POST {endpoint} -> {code} {answer}")
     if code >= 300:
         raise SystemExit(1)
+    stored_id = delivery_key(answer) or stored_id  # a refetch-verified source stores each delivery on its own
     stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
     click.echo(f"sent {spec.name} ({provider}) event {stored_id} about payment {resource_id}; look at it with:")
     click.echo(f"  inbox{stack} events show {spec.name} {stored_id}")

@@ -842,6 +842,18 @@ class ProviderFacts(NamedTuple):
     docs_url: str | None  # the provider's own page on its webhooks (None: the engine is ours)
 
 
+# How a provider's deliveries prove where they come from (docs/providers.md, "Refetch-verified providers").
+# signature: the driver verifies a signature (or a token) and the body is the event: it is deduplicated by its
+# stable id and may state the payment's status. refetch: the sender signs nothing that covers the body (Cielo,
+# Zoop), so a body proves nothing: a notification is only a hint that the processor refetches the payment from the
+# gateway's API, the stored event carries no state from the body (no status, no amount, the receive time), and
+# each delivery is stored under its own key (no body-derived key to dedup on). Only a provider with a refetch
+# API whose every route refetches may be refetch-verified: `catalog_problems` refuses any other at import.
+Verification = Literal["signature", "refetch"]
+VERIFICATION_SIGNATURE: Final[Verification] = "signature"
+VERIFICATION_REFETCH: Final[Verification] = "refetch"
+
+
 class ProviderEntry(NamedTuple):
     # The URL id (/webhooks/{id}) of its default source, the env var suffix (INBOX_SECRET_{ID}), the driver's `name`.
     id: str
@@ -854,6 +866,7 @@ class ProviderEntry(NamedTuple):
     # processor instance and the sweeper's reconciliation (a source overrides it in sources.json). The gateway's
     # documented limit where it publishes one (docs/providers.md cites it), else the conservative default.
     refetch_rate_per_second: float = 0.0  # 0: DEFAULT_REFETCH_RATE_PER_SECOND
+    verification: Verification = VERIFICATION_SIGNATURE  # "refetch": a notification is only a hint (above)
 
     @property
     def ordering(self) -> str:
@@ -1112,7 +1125,70 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             docs_url=None,
         ),
     ),
+    # Refetch-verified providers (issue 13): senders that sign nothing; a notification is a hint the processor
+    # refetches (VERIFICATION_REFETCH above).
+    ProviderEntry(
+        id="cielo",
+        driver="shared.providers.cielo:driver",
+        refetch_client="shared.gateway.cielo:CieloClient",
+        # Every documented ChangeType names a PaymentId: read it back (an undocumented one is stored and ignored)
+        routes=(Route(_REFETCH, event_types_from="shared.providers.cielo:ROUTED_EVENT_TYPES"),),
+        # The header secret the merchant registers at Cielo (KEY/VALUE): any string.
+        dev_secret="local-development-only-cielo-header-secret",
+        facts=ProviderFacts(
+            display_name="Cielo",
+            signature="none: refetch-verified (header secret, IP ranges)",
+            signature_source="verified",
+            dedup_key="none: each delivery stored",
+            docs_url="https://docs.cielo.com.br/ecommerce-cielo-en/docs/notification-post",
+        ),
+        verification=VERIFICATION_REFETCH,
+    ),
+    ProviderEntry(
+        id="zoop",
+        driver="shared.providers.zoop:driver",
+        refetch_client="shared.gateway.zoop:ZoopClient",
+        routes=(Route(_REFETCH, ("transaction.*",)),),
+        dev_secret="local-development-only-zoop-header-secret",
+        facts=ProviderFacts(
+            display_name="Zoop",
+            signature="none found: refetch-verified (header secret)",
+            signature_source="inferred",  # no signature is documented where Zoop documents its webhooks
+            dedup_key="none: each delivery stored",
+            docs_url="https://docs.zoop.co/docs/sobre-os-webhooks",
+        ),
+        verification=VERIFICATION_REFETCH,
+    ),
 )
+
+
+class CatalogInvalid(ValueError):
+    """The provider catalog declares something the code cannot honour (raised when this module is imported)."""
+
+
+def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
+    """What is wrong with `catalog`: a refetch-verified provider without a refetch API, or with a route that does
+    not refetch (its notifications prove nothing, so only a read from the gateway may move a payment)."""
+    problems: list[str] = []
+    for entry in catalog:
+        if entry.verification not in (VERIFICATION_SIGNATURE, VERIFICATION_REFETCH):
+            problems.append(f"{entry.id}: verification {entry.verification!r} is not signature or refetch")
+        if entry.verification != VERIFICATION_REFETCH:
+            continue
+        if entry.refetch_client is None:
+            problems.append(f"{entry.id}: refetch-verified but has no refetch_client (no API to refetch from)")
+        if not entry.routes or any(route.handler != HANDLER_REFETCH for route in entry.routes):
+            problems.append(f"{entry.id}: refetch-verified, so every route must refetch (and there must be one)")
+    return problems
+
+
+def check_catalog(catalog: tuple[ProviderEntry, ...]) -> None:
+    problems = catalog_problems(catalog)
+    if problems:
+        raise CatalogInvalid("provider catalog: " + "; ".join(problems))
+
+
+check_catalog(PROVIDER_CATALOG)
 
 # Derived lists (never spelled by hand).
 # Provider ids the stack creates a signing secret for (one Secrets Manager secret each).
@@ -1121,6 +1197,11 @@ PROVIDERS: Final[tuple[str, ...]] = tuple(entry.id for entry in PROVIDER_CATALOG
 # their events by `occurred_at` (or have no route at all).
 REFETCH_PROVIDERS: Final[tuple[str, ...]] = tuple(
     entry.id for entry in PROVIDER_CATALOG if entry.refetch_client is not None
+)
+
+# Providers whose notifications are only hints: stored once per delivery, with no state from the body.
+REFETCH_VERIFIED_PROVIDERS: Final[frozenset[str]] = frozenset(
+    entry.id for entry in PROVIDER_CATALOG if entry.verification == VERIFICATION_REFETCH
 )
 
 

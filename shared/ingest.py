@@ -14,17 +14,18 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-from shared.definitions import SourceSpec
+from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.providers import (
     ClientCertificate,
+    NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
@@ -81,6 +82,7 @@ class IngestService:
         """Verify, parse and store one delivery to `source` (default: the driver's provider's default source).
         Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
         source = source or SourceSpec(name=driver.name, provider=driver.name)
+        hint_only = driver.name in REFETCH_VERIFIED_PROVIDERS
         now = self.clock()
         tolerance = source.signature_tolerance_seconds
         try:
@@ -93,6 +95,8 @@ class IngestService:
         except ValueError as misconfigured:  # an empty or malformed configured secret: retry once it is fixed
             raise SecretUnavailable(f"signing secret for {source.name!r} unusable: {misconfigured}") from None
         except SignatureInvalid as rejection:
+            if hint_only:  # no signature to be wrong: the header secret is missing or not the source's
+                return IngestResult(403, {"error": "forbidden"}, "signature_rejected", extra={"reason": str(rejection)})
             return IngestResult(
                 401, {"error": "invalid signature"}, "signature_rejected", extra={"reason": str(rejection)}
             )
@@ -109,6 +113,9 @@ class IngestService:
             )
 
         received_at = datetime.fromtimestamp(now, tz=UTC)
+        if hint_only:
+            event_id = delivery_event_id(received_at, request.body)
+            event = as_hint(event, event_id, received_at) if event is not None else None
         item = build_item(
             source=source.name,
             provider=driver.name,
@@ -129,9 +136,11 @@ class IngestService:
         )
         if self.store.put_new(item) is PutOutcome.DUPLICATE:
             return IngestResult(200, {"received": True, "duplicate": True}, "duplicate", event_id)
+        # A refetch-verified delivery's key is its own, so the answer names it (`inbox send` prints it).
+        answer: dict[str, Any] = {"received": True, "delivery": event_id} if hint_only else {"received": True}
         if failure:
-            return IngestResult(200, {"received": True}, "stored_unparseable", event_id, {"reason": failure})
-        return IngestResult(200, {"received": True}, "stored", event_id)
+            return IngestResult(200, answer, "stored_unparseable", event_id, {"reason": failure})
+        return IngestResult(200, answer, "stored", event_id)
 
     def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
         digest = hashlib.sha256(body).hexdigest()
@@ -140,6 +149,26 @@ class IngestService:
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
         return StoredBody(sha256=digest, size=len(body), s3_key=key)
+
+
+def delivery_event_id(received_at: datetime, body: bytes) -> str:
+    """The key of one delivery of a refetch-verified provider (docs/providers.md, "Refetch-verified providers"):
+    its receive time to the microsecond and a digest of its body, `n_20240612T194503123456Z_<16 hex>`.
+
+    Not derived from the body alone: a body with no status and no time (Cielo's `{PaymentId, ChangeType}`) is the
+    same for every change of a payment, and a derived key would swallow every later notification as a duplicate.
+    Not random: the ingest computes it once per delivery from its clock, so a retried write of the same delivery
+    (the put after a timeout) finds its own item; two identical bodies received in the same microsecond share one
+    item, which changes nothing (each is only a hint to refetch). It sorts by receive time, and the digest lets an
+    operator tell a repeated body from a new one."""
+    stamp = received_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"n_{stamp}_{hashlib.sha256(body).hexdigest()[:16]}"
+
+
+def as_hint(event: NormalizedEvent, event_id: str, received_at: datetime) -> NormalizedEvent:
+    """A refetch-verified event as stored: what it is about, and nothing it claims. The body is unsigned, so its
+    status, amount and time are not evidence: the processor's refetch decides, at the receive time."""
+    return replace(event, event_id=event_id, occurred_at=received_at, provider_status=None, amount=None, currency=None)
 
 
 REDACTED_VALUE = b'"[redacted]"'

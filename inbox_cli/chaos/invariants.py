@@ -1,6 +1,9 @@
 """The six invariants of a chaos run, as pure functions: each takes what the run collected and returns a verdict.
 
 1. every event acknowledged with a 2xx is processed or ignored (a failed one only after the replay recovered it);
+   an event is stored once under the key its body derives, except for a refetch-verified provider (Cielo, Zoop:
+   docs/providers.md), whose body has no identity: each delivery is its own item, so there "stored once" reads
+   "stored at least once" (its `hinted` payments), and every stored delivery must settle;
 2. no payment transition was applied twice: a payment's `transitions` equals the number of its processed events,
    and every other write is accounted for (see `no_transition_applied_twice`);
 3. every payment equals its gateway's truth;
@@ -31,21 +34,37 @@ class Invariant:
 
 
 def acknowledged_events_settled(
-    acknowledged: Collection[str], statuses: Mapping[str, str], failed_before_replay: Collection[str]
+    acknowledged: Collection[str],
+    statuses: Mapping[str, str],
+    failed_before_replay: Collection[str],
+    *,
+    hinted: Collection[tuple[str, str]] = (),
+    stored: Collection[tuple[str, str]] = (),
 ) -> Invariant:
-    """`acknowledged`: the inbox keys of the webhooks answered 2xx; `statuses`: every inbox item's status now."""
+    """`acknowledged`: the inbox keys of the webhooks answered 2xx; `statuses`: every inbox item's status now.
+
+    A refetch-verified provider's notification has no key its body derives (each delivery is stored under its own):
+    `hinted` is the (provider, payment) of each such notification answered 2xx, `stored` the (provider, payment) of
+    every inbox item, and each hinted payment needs at least one stored delivery ("stored once" reads "at least
+    once"); the caller puts every stored delivery of those payments in `acknowledged`, so each must settle. A repeat
+    settles `ignored` (the refetch finds nothing new), so `no_transition_applied_twice` still holds for them."""
     unsettled = [
         {"pk": pk, "status": statuses.get(pk, "missing")}
         for pk in sorted(acknowledged)
         if statuses.get(pk) not in SETTLED
     ]
+    unstored = [
+        {"provider": provider, "resource_id": resource_id, "status": "no delivery stored"}
+        for provider, resource_id in sorted(set(hinted) - set(stored))
+    ]
     recovered = len(set(acknowledged) & set(failed_before_replay))
     return Invariant(
         "every acknowledged event is processed or ignored",
-        not unsettled,
+        not unsettled and not unstored,
         f"{len(acknowledged) - len(unsettled)}/{len(acknowledged)}"
-        + (f" ({recovered} after the replay)" if recovered else ""),
-        unsettled,
+        + (f" ({recovered} after the replay)" if recovered else "")
+        + (f"; {len(unstored)} refetch-verified payments with no stored delivery" if unstored else ""),
+        [*unsettled, *unstored],
     )
 
 

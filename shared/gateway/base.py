@@ -64,3 +64,13 @@ def no_sub_accounts(provider: str, account: SubAccount | None) -> None:
     """For the clients of gateways with no sub-accounts: a payment that names one cannot be fetched here."""
     if account is not None:
         raise GatewayRejected(f"{provider} has no sub-accounts to fetch a payment from")
+
+
+def credential_pair(raw: str, provider: str, first: str, second: str) -> tuple[str, str]:
+    """A source API key made of two values, spelled `{first}:{second}` (split at the first ':'): Cielo's
+    MerchantId and MerchantKey, Zoop's marketplace id and API key. GatewayRejected (an operator must fix the
+    secret) when either part is missing; the message never repeats the value."""
+    left, colon, right = raw.strip().partition(":")
+    if not colon or not left.strip() or not right.strip():
+        raise GatewayRejected(f"the {provider} API key must be '{first}:{second}' (docs/sources.md)")
+    return left.strip(), right.strip()

@@ -456,3 +456,27 @@ def test_a_secret_repeated_in_the_body_is_redacted_from_what_is_stored(aws_world
     stored = bytes(item["body"])
     assert token not in json.dumps(item, default=str) and token.encode() not in stored
     assert stored == body.replace(json.dumps(token).encode(), b'"[redacted]"')
+
+
+def test_a_refetch_verified_header_secret_is_never_stored_or_logged_and_a_wrong_one_is_forbidden(aws_world, caplog):
+    # Given Cielo notifications (unsigned: the merchant's registered header carries the source's secret), one of
+    # them delivered twice, and one carrying a wrong secret
+    request = signed_delivery("cielo", resource_id="24bc8366-fc31-4d6c-8555-17049a836a07")
+    wrong = signed_delivery("cielo", resource_id="24bc8366-fc31-4d6c-8555-17049a836a07", secret="not-the-secret")
+    # When the gateway posts them through the Lambda handler
+    first, second = deliver("cielo", request), deliver("cielo", request)
+    refused = deliver("cielo", wrong)
+    # Then both genuine deliveries are stored (each under the key its answer names), the wrong one is 403
+    assert [code for code, _ in (first, second)] == [200, 200]
+    assert refused == (403, {"error": "forbidden"})
+    items = {item["pk"]: item for item in stored_items(aws_world)}
+    assert set(items) == {f"cielo#{first[1]['delivery']}", f"cielo#{second[1]['delivery']}"}
+    # And neither the secret nor the header is in a stored item or in the log
+    for item in items.values():
+        assert item["headers"] == {} and "provider_status" not in item
+        assert DEV_SECRETS["cielo"] not in json.dumps(item, default=str)
+    from shared.observability import logger
+
+    out = "\n".join(logger.registered_formatter.format(record) for record in caplog.records)
+    assert DEV_SECRETS["cielo"] not in out and "not-the-secret" not in out
+    assert "x-inbox-secret" not in out.lower()

@@ -156,6 +156,25 @@ def test_a_webhook_never_acknowledged_breaks_it():
     assert verdict.examples == [{"provider": "asaas", "resource_id": "pay_1", "statuses": [503, 0]}]
 
 
+def test_a_refetch_verified_notification_is_stored_at_least_once_per_payment():
+    # Given Cielo notifications acknowledged for two payments, one of them delivered (and stored) three times:
+    # its body has no identity, so each delivery is an item of its own, every one settled
+    hinted = [("cielo", "p1"), ("cielo", "p2")]
+    stored = [("cielo", "p1"), ("cielo", "p1"), ("cielo", "p1"), ("cielo", "p2")]
+    statuses = {"cielo#n_1": "processed", "cielo#n_2": "ignored", "cielo#n_3": "ignored", "cielo#n_4": "processed"}
+    # Then the invariant holds: repeats are stored, and settled, not "twice"
+    assert acknowledged_events_settled(set(statuses), statuses, set(), hinted=hinted, stored=stored).ok
+
+
+def test_an_acknowledged_refetch_verified_notification_with_nothing_stored_breaks_it():
+    statuses = {"zoop#n_1": "processed"}
+    verdict = acknowledged_events_settled(
+        set(statuses), statuses, set(), hinted=[("zoop", "t1"), ("zoop", "t2")], stored=[("zoop", "t1")]
+    )
+    assert not verdict.ok and verdict.detail == "1/1; 1 refetch-verified payments with no stored delivery"
+    assert verdict.examples == [{"provider": "zoop", "resource_id": "t2", "status": "no delivery stored"}]
+
+
 # -------------------------------------------------------------------------------------------------- 6. the outbox
 
 

@@ -48,6 +48,13 @@ def sim() -> Iterator[GatewaySimulator]:
         yield simulator
 
 
+def wrong_key(sim: GatewaySimulator, provider: str) -> str:
+    """Another key of the provider's form: a two-part key (`MERCHANT_ID:MERCHANT_KEY`, Cielo and Zoop) keeps its
+    first part, so that the gateway, not the client's own check of the form, refuses it."""
+    first, colon, _ = (sim.api_keys[provider] or "").partition(":")
+    return f"{first}:not-the-key" if colon else "not-the-key"
+
+
 def client(sim: GatewaySimulator, provider: str, *, key: str | None = None) -> GatewayClient:
     factory, _ = registry.client_class(provider)
     http = JsonHttpClient(
@@ -95,7 +102,7 @@ def test_a_wrong_api_key_is_rejected(sim, provider, resource_id):
     payment_id = sim.create_payment(provider, AMOUNT, resource_id=resource_id)
     # When the client presents another key, Then the gateway refuses it as the real API does (Paddle: 403)
     with pytest.raises(GatewayRejected) as caught:
-        client(sim, provider, key="not-the-key").fetch_payment(payment_id)
+        client(sim, provider, key=wrong_key(sim, provider)).fetch_payment(payment_id)
     assert isinstance(caught.value, GatewayHttpRejected)
     assert caught.value.status == SHAPES[provider].unauthorized_status
     assert sim.snapshot(provider, payment_id).status is S.PENDING
