@@ -695,17 +695,15 @@ OUTPUT_REPLAY_STATE_MACHINE: Final = "ReplayStateMachineArn"
 OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
 OUTPUT_ARCHIVER_FUNCTION: Final = "ArchiverFunctionName"
-# Metric names the functions emit (namespace METRICS_NAMESPACE, dimensions service [+ provider]) and the alarms
-# and the dashboard read.
-# Ingest (shared/ingest.py, per provider):
-METRIC_EVENTS_RECEIVED: Final = "EventsReceived"
+# Metric names the functions emit (namespace METRICS_NAMESPACE) and the alarms and the dashboard read; each is
+# declared, with its dimensions and when it is sent, in shared/observability.METRICS.
+# Ingest (shared/ingest.py):
 METRIC_EVENTS_UNPARSEABLE: Final = "EventsUnparseable"  # verified but unparseable: stored as failed
-METRIC_DUPLICATES: Final = "DuplicatesAbsorbed"
 METRIC_SIGNATURES_REJECTED: Final = "SignaturesRejected"
 METRIC_STORAGE_FAILURES: Final = "StorageFailures"
-# Processor (shared/process/service.py, per provider):
-METRIC_EVENTS_PROCESSED: Final = "EventsProcessed"
-METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+# Processor (shared/process/service.py): one EventsSettled sample per processed (0) or ignored (1) event, per
+# provider (Sum = ignored, SampleCount = settled, Average = the ignored share); failed ones service-wide.
+METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"

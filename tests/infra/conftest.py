@@ -85,9 +85,11 @@ class Synthesized:
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
-    # With forwarding configured, so that every optional resource is synthesized (and checked by cdk-nag).
+    # With forwarding and the dashboard, so that every optional resource is synthesized (and checked by cdk-nag).
     # The default declaration (one source per provider) whatever sources.json the checkout holds.
-    app, stack = build_app(context={"forward_url": FORWARD_URL}, outdir=str(outdir), sources=default_sources())
+    app, stack = build_app(
+        context={"forward_url": FORWARD_URL, "inbox_dashboard": "true"}, outdir=str(outdir), sources=default_sources()
+    )
     try:
         assembly = app.synth()
     except RuntimeError as error:  # cdk-nag findings (or another validation) stop the synth: show them
