@@ -20,9 +20,11 @@ from constructs import IConstruct
 
 from infra.application import build_app
 from infra.stack import WebhookInboxStack
-from shared.definitions import default_sources
+from shared.definitions import SourceSpec, default_sources
 
 FORWARD_URL = "https://receiver.example.com/webhook-inbox"
+# A one-gateway merchant: the deployment the fixed-cost target is about (issue 15 §2).
+ONE_SOURCE = (SourceSpec(name="stripe-br", provider="stripe"),)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,23 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         report = outdir / "validation-report.json"
         details = report.read_text() if report.exists() else ""
         pytest.fail(f"synth failed: {error}\n{details}")
+    template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
+    return Synthesized(
+        app=app,
+        stack=stack,
+        assembly_dir=Path(assembly.directory),
+        template=Template.from_json(template_json),
+        template_json=template_json,
+    )
+
+
+@pytest.fixture(scope="session")
+def one_source(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The full app for a one-gateway merchant with the default settings (no forwarding, no dashboard), synthesized
+    with cdk-nag like app.py does."""
+    outdir = tmp_path_factory.mktemp("cdk.out.one-source")
+    app, stack = build_app(outdir=str(outdir), sources=ONE_SOURCE)
+    assembly = app.synth()
     template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
     return Synthesized(
         app=app,
