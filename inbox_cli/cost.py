@@ -56,11 +56,7 @@ class Assumptions:
     sources: int = len(definitions.default_sources())
     sources_with_api: int = sum(source.has_api for source in definitions.default_sources())
     # The declared sources' providers, in catalog order: the per-provider alarms and metrics are theirs.
-    providers: tuple[str, ...] = tuple(
-        provider
-        for provider in definitions.PROVIDERS
-        if any(s.provider == provider for s in definitions.default_sources())
-    )
+    providers: tuple[str, ...] = definitions.declared_providers(definitions.default_sources())
 
     @property
     def secrets(self) -> int:
@@ -75,7 +71,7 @@ def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec,
         assumptions,
         sources=len(sources),
         sources_with_api=sum(source.has_api for source in sources),
-        providers=tuple(provider for provider in definitions.PROVIDERS if any(s.provider == provider for s in sources)),
+        providers=definitions.declared_providers(sources),
     )
 
 

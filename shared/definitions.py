@@ -18,7 +18,7 @@ import os
 import re
 import string
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
@@ -1240,6 +1240,12 @@ def _is_base64(text: str) -> bool:
 def default_sources() -> tuple[SourceSpec, ...]:
     """With no sources.json: one source per catalog provider, named after it."""
     return tuple(SourceSpec(name=entry.id, provider=entry.id) for entry in PROVIDER_CATALOG)
+
+
+def declared_providers(sources: Iterable[SourceSpec]) -> tuple[str, ...]:
+    """The providers of `sources`, once each, in catalog order (the per-provider alarms and metrics are theirs)."""
+    declared = {source.provider for source in sources}
+    return tuple(provider for provider in PROVIDERS if provider in declared)
 
 
 def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[SourceSpec, ...]:
