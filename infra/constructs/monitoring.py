@@ -39,7 +39,7 @@ services' own metrics are alarmed as well, each on any occurrence in five minute
   emits nothing, which ``oldest-pending`` still catches for dispatch.
 
 The only per-provider alarms are the ratio alarms, per provider by nature. The optional dashboard (context value
-``inbox_dashboard``) draws the processed and ignored counts one line per provider with SEARCH expressions, and all
+``inbox_dashboard``) draws the settled and ignored counts one line per provider with SEARCH expressions, and all
 five Pipe failure counts (dashboards' own metric reads are not billed).
 
 The topic is encrypted with a customer managed KMS key (rotated yearly): CloudWatch cannot publish to a topic
