@@ -38,8 +38,7 @@ class Assumptions:
     log_bytes_per_processed_event: int = 690  # the processor's
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     xray_sampled_share: float = 0.05
-    fixed_custom_metrics: int = 40  # metric x dimension combinations (per provider)
-    alarms: int = 10  # eight of the flow + the outbox's and the forwarding's dead-letter queues
+    dashboard: bool = False  # the CloudWatch dashboard (context value inbox_dashboard; off by default)
     # Downstream (the transactional outbox): share of events that change a payment's status, hence publish one
     # event (the rest are ignored: late, repeated, or not about payments), and whether forwarding is deployed.
     transitions_per_event: float = 0.6
@@ -56,6 +55,8 @@ class Assumptions:
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
     sources_with_api: int = sum(source.has_api for source in definitions.default_sources())
+    # The declared sources' providers, in catalog order: the per-provider alarms and metrics are theirs.
+    providers: tuple[str, ...] = definitions.declared_providers(definitions.default_sources())
 
     @property
     def secrets(self) -> int:
@@ -66,7 +67,63 @@ class Assumptions:
 
 def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec, ...]) -> Assumptions:
     """The assumptions of a deployment of `sources` (what `inbox cost` prices: the declaration it reads)."""
-    return replace(assumptions, sources=len(sources), sources_with_api=sum(source.has_api for source in sources))
+    return replace(
+        assumptions,
+        sources=len(sources),
+        sources_with_api=sum(source.has_api for source in sources),
+        providers=definitions.declared_providers(sources),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- the fixed side
+# CloudWatch bills an alarm per metric it references, each hour it exists (a metric-math alarm pays for every
+# metric of its expression); a custom metric (namespace + name + dimension set) per hour it is sent; a dashboard per
+# month (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_billing.html; prices.json).
+# The alarms of the stack (infra/constructs/monitoring.py) and the metrics each references, as the template has
+# them: tests/infra/test_monitoring.py compares this with the synthesized templates (default and one source).
+LAMBDA_ALARM_METRICS = 2  # AWS/Lambda Errors + Throttles of the function
+PIPE_ALARM_METRICS = 1  # AWS/EventBridge/Pipes ExecutionFailed (monitoring.PIPE_ALARM_METRICS)
+IGNORED_RATIO_ALARM_METRICS = 2  # EventsSettled of the provider: its Average and its SampleCount
+
+
+def alarm_metrics(providers: tuple[str, ...], *, forwarding: bool) -> dict[str, int]:
+    """Alarm name (without the stack's prefix) -> how many metrics it references, for a deployment of
+    `providers` with or without forwarding."""
+    functions = ("ingest", "processor", "sweeper", "archiver", "publisher", *(("forwarder",) if forwarding else ()))
+    pipes = ("dispatch", "publish", *(("forward",) if forwarding else ()))
+    single = (
+        "failed-events",
+        "unparseable-events",
+        "oldest-pending",
+        "dead-letter-queue",
+        "pipe-dead-letter-queue",
+        "archive-failures",
+        "outbox-dead-letter-queue",
+        *(("forward-dead-letter-queue",) if forwarding else ()),
+        "signature-rejections",
+        "api-5xx",
+    )
+    return {
+        **dict.fromkeys(single, 1),
+        **{f"ignored-ratio-{provider}": IGNORED_RATIO_ALARM_METRICS for provider in providers},
+        **{f"lambda-{name}": LAMBDA_ALARM_METRICS for name in functions},
+        **{f"pipe-{name}": PIPE_ALARM_METRICS for name in pipes},
+    }
+
+
+def fixed_monitoring(a: Assumptions) -> dict[str, Any]:
+    """What the fixed CloudWatch lines count: the alarms and their metrics, the custom metrics (those sent every
+    hour, billed all month; and those sent only on trouble, free while healthy), the dashboard."""
+    from shared.observability import Emitted, custom_metric_count  # noqa: PLC0415 (Powertools: only when priced)
+
+    alarms = alarm_metrics(a.providers, forwarding=a.forwarding)
+    return {
+        "alarms": len(alarms),
+        "alarm_metrics": sum(alarms.values()),
+        "custom_metrics_steady": custom_metric_count(a.providers, Emitted.STEADY),
+        "custom_metrics_on_trouble": custom_metric_count(a.providers, Emitted.ON_TROUBLE),
+        "dashboard": a.dashboard,
+    }
 
 
 def _wru(kilobytes: float) -> int:
@@ -196,6 +253,7 @@ def monthly_cost(
     gb_publisher = definitions.PUBLISHER_MEMORY_MB / 1024
     gb_forwarder = definitions.FORWARDER_MEMORY_MB / 1024
     storage_gb = events * u.stored_bytes * a.retention_days / 30 / 1024**3
+    monitoring = fixed_monitoring(a)
     lines = {
         "API Gateway HTTP API": deliveries / 1e6 * p["api_gateway_http_per_million_requests"],
         "Lambda ingest (requests)": deliveries / 1e6 * p["lambda_per_million_requests"],
@@ -226,10 +284,10 @@ def monthly_cost(
         "CloudWatch Logs": (deliveries * u.log_bytes_per_delivery + events * u.log_bytes_per_processed_event)
         / 1e9
         * (p["cloudwatch_logs_ingestion_per_gb"] + p["cloudwatch_logs_storage_per_gb_month"]),
-        "CloudWatch metrics, alarms, dashboard (fixed)": a.fixed_custom_metrics
-        * p["cloudwatch_custom_metric_per_month"]
-        + a.alarms * p["cloudwatch_alarm_per_month"]
-        + p["cloudwatch_dashboard_per_month"],
+        "CloudWatch alarms (fixed)": monitoring["alarm_metrics"] * p["cloudwatch_alarm_metric_per_month"],
+        "CloudWatch custom metrics (fixed)": monitoring["custom_metrics_steady"]
+        * p["cloudwatch_custom_metric_per_month"],
+        "CloudWatch dashboard (fixed)": p["cloudwatch_dashboard_per_month"] if a.dashboard else 0.0,
         "Secrets Manager (fixed)": a.secrets * p["secrets_manager_per_secret_month"],
         "X-Ray traces": deliveries * a.xray_sampled_share / 1e6 * p["xray_per_million_traces_recorded"],
         # Downstream: each transition's outbox Put rides in the processor's transaction.
@@ -267,10 +325,11 @@ def monthly_cost(
         + published * a.published_event_kb / 1024 / 1024 * p["eventbridge_archive_per_gb"],
     }
     total = sum(lines.values())
-    fixed = lines["CloudWatch metrics, alarms, dashboard (fixed)"] + lines["Secrets Manager (fixed)"]
+    fixed = sum(value for name, value in lines.items() if name in FIXED_LINES)
     return {
         "region": region,
         "prices_as_of": table["as_of"],
+        "custom_metric_price": p["cloudwatch_custom_metric_per_month"],
         "events_per_month": events,
         "lines": {name: round(value, 4) for name, value in lines.items()},
         "total_per_month": round(total, 2),
@@ -298,10 +357,20 @@ def monthly_cost(
                 "fingerprint_key": 1,
                 "total": a.secrets,
             },
+            "monitoring": monitoring,
         },
         "assumptions": asdict(a),
         "index_projection": definitions.INBOX_INDEX_PROJECTION,
     }
+
+
+# The lines that do not depend on the volume (what `fixed_per_month` adds up).
+FIXED_LINES = (
+    "CloudWatch alarms (fixed)",
+    "CloudWatch custom metrics (fixed)",
+    "CloudWatch dashboard (fixed)",
+    "Secrets Manager (fixed)",
+)
 
 
 def measured_assumptions(results_path: Path | None = None) -> Assumptions:
@@ -323,6 +392,16 @@ def measured_assumptions(results_path: Path | None = None) -> Assumptions:
     return Assumptions(**measured)
 
 
+def _render_monitoring(monitoring: dict[str, Any], metric_price: float) -> str:
+    return (
+        f"monitoring: {monitoring['alarms']} alarms on {monitoring['alarm_metrics']} alarm metrics, "
+        f"{monitoring['custom_metrics_steady']} custom metrics sent every hour "
+        f"(+{monitoring['custom_metrics_on_trouble']} sent only on trouble: ${metric_price:.2f} for each month one is "
+        "sent every hour), "
+        f"dashboard {'on' if monitoring['dashboard'] else 'off'} (inbox_dashboard)"
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     width = max(len(name) for name in report["lines"])
     scenario = report["scenario"]
@@ -335,6 +414,7 @@ def render(report: dict[str, Any]) -> str:
         f"{scenario['sources']} source(s) declared: {scenario['secrets']['total']} secrets "
         f"({scenario['secrets']['signing']} signing, {scenario['secrets']['api_key']} API key, "
         f"{scenario['secrets']['forwarding']} forwarding, {scenario['secrets']['fingerprint_key']} fingerprint key)",
+        _render_monitoring(scenario["monitoring"], report["custom_metric_price"]),
         f"per-event figures: {report['per_event_figures']}",
         "",
     ]

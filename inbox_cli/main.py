@@ -817,12 +817,15 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
     help="Average webhook body size; the measured scenario's when omitted. Another size prices with the formulas "
     "(the measurement holds for its own size only).",
 )
+@click.option(
+    "--dashboard", is_flag=True, help="Price the CloudWatch dashboard too (deployed with -c inbox_dashboard=true)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None:
+def cost(events: int, region: str, body_kb: float | None, dashboard: bool, as_json: bool) -> None:
     """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
     Per-event figures come from the last `make bench` measurement (item_sizes) when there is one. The fixed cost
-    counts the secrets of the declared sources (sources.json, or INBOX_SOURCES_FILE; without one, one source per
-    provider)."""
+    counts the secrets, alarms and per-provider metrics of the declared sources (sources.json, or INBOX_SOURCES_FILE;
+    without one, one source per provider)."""
     from dataclasses import replace  # noqa: PLC0415
 
     from inbox_cli.cost import for_sources, measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
@@ -832,7 +835,7 @@ def cost(events: int, region: str, body_kb: float | None, as_json: bool) -> None
         declared = load_sources()
     except SourcesInvalid as error:
         raise click.UsageError(str(error)) from None
-    assumptions = for_sources(measured_assumptions(), declared)
+    assumptions = replace(for_sources(measured_assumptions(), declared), dashboard=dashboard)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None

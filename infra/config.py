@@ -16,6 +16,9 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``archive_redact_fields``: comma-separated JSON key names whose values the archiver redacts (LGPD), e.g.
   ``email,cpf,name`` (default: none).
 - ``alarm_email``: an address subscribed to the alarms' SNS topic (default: none; subscribe anything later).
+- ``inbox_dashboard``: ``true`` deploys the CloudWatch dashboard of the flow (default ``false``: a dashboard is
+  billed $3 a month, more than the alarms of a one-source deployment; every failure it graphs has its alarm, and
+  `inbox cost` prices both settings). ``true``/``false`` (or ``1``/``0``, ``yes``/``no``).
 - ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
   Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
   ``https://``.
@@ -86,6 +89,21 @@ def _text(node: Node, key: str) -> str | None:
     return None if raw is None or str(raw).strip() == "" else str(raw).strip()
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def _boolean(node: Node, key: str, default: bool) -> bool:
+    raw: Any = node.try_get_context(key)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise SettingsError(f"context value {key!r} must be true or false, got {raw!r}")
+
+
 def _optional_integer(node: Node, key: str) -> int | None:
     raw: Any = node.try_get_context(key)
     if raw is None or raw == "":
@@ -101,6 +119,7 @@ class StackSettings:
     archive_expiration_days: int | None = None  # None: archived items are kept
     archive_redact_fields: str = ""
     alarm_email: str | None = None
+    dashboard: bool = False  # context value inbox_dashboard
     forward_url: str | None = None
     forwarder_reserved_concurrency: int | None = None  # None: no reserved concurrency anywhere in the template
     forward_log_retention_days: int = definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
@@ -183,6 +202,7 @@ class StackSettings:
             archive_expiration_days=_optional_integer(node, "archive_expiration_days"),
             archive_redact_fields=_text(node, "archive_redact_fields") or "",
             alarm_email=_text(node, "alarm_email"),
+            dashboard=_boolean(node, "inbox_dashboard", False),
             forward_url=_text(node, "forward_url"),
             forwarder_reserved_concurrency=_optional_integer(node, "forwarder_reserved_concurrency"),
             forward_log_retention_days=_integer(

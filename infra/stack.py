@@ -137,7 +137,7 @@ class WebhookInboxStack(Stack):
             archive_failure_queue=self.archive.failure_queue,
             replay_state_machine=self.replay.state_machine,
             # The providers of the declared sources, in catalog order (alarm names derive from them).
-            providers=[provider for provider in definitions.PROVIDERS if any(s.provider == provider for s in sources)],
+            providers=definitions.declared_providers(sources),
             downstream_dead_letter_queues=[
                 (
                     "outbox-dead-letter-queue",

@@ -18,7 +18,7 @@ import os
 import re
 import string
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
@@ -704,17 +704,15 @@ OUTPUT_REPLAY_STATE_MACHINE: Final = "ReplayStateMachineArn"
 OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
 OUTPUT_ARCHIVER_FUNCTION: Final = "ArchiverFunctionName"
-# Metric names the functions emit (namespace METRICS_NAMESPACE, dimensions service [+ provider]) and the alarms
-# and the dashboard read.
-# Ingest (shared/ingest.py, per provider):
-METRIC_EVENTS_RECEIVED: Final = "EventsReceived"
+# Metric names the functions emit (namespace METRICS_NAMESPACE) and the alarms and the dashboard read; each is
+# declared, with its dimensions and when it is sent, in shared/observability.METRICS.
+# Ingest (shared/ingest.py):
 METRIC_EVENTS_UNPARSEABLE: Final = "EventsUnparseable"  # verified but unparseable: stored as failed
-METRIC_DUPLICATES: Final = "DuplicatesAbsorbed"
 METRIC_SIGNATURES_REJECTED: Final = "SignaturesRejected"
 METRIC_STORAGE_FAILURES: Final = "StorageFailures"
-# Processor (shared/process/service.py, per provider):
-METRIC_EVENTS_PROCESSED: Final = "EventsProcessed"
-METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+# Processor (shared/process/service.py): one EventsSettled sample per processed (0) or ignored (1) event, per
+# provider (Sum = ignored, SampleCount = settled, Average = the ignored share); failed ones service-wide.
+METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
@@ -1341,6 +1339,12 @@ def _is_base64(text: str) -> bool:
 def default_sources() -> tuple[SourceSpec, ...]:
     """With no sources.json: one source per catalog provider, named after it."""
     return tuple(SourceSpec(name=entry.id, provider=entry.id) for entry in PROVIDER_CATALOG)
+
+
+def declared_providers(sources: Iterable[SourceSpec]) -> tuple[str, ...]:
+    """The providers of `sources`, once each, in catalog order (the per-provider alarms and metrics are theirs)."""
+    declared = {source.provider for source in sources}
+    return tuple(provider for provider in PROVIDERS if provider in declared)
 
 
 def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[SourceSpec, ...]:

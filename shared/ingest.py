@@ -191,10 +191,8 @@ def _secret_field_pattern(name: str) -> re.Pattern[bytes]:
 
 # ----------------------------------------------------------------------------------- HTTP API (payload v2)
 
-_METRIC_BY_OUTCOME = {
-    "stored": "EventsReceived",
+_METRIC_BY_OUTCOME = {  # stored and duplicate deliveries are the log's `outcome` (shared/observability.METRICS)
     "stored_unparseable": "EventsUnparseable",
-    "duplicate": "DuplicatesAbsorbed",
     "signature_rejected": "SignaturesRejected",
     "unavailable": "StorageFailures",
 }

@@ -41,7 +41,7 @@ from botocore.exceptions import ClientError
 from shared import aws
 from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS, source_of
 from shared.inbox.store import from_attributes
-from shared.observability import count_for_provider, logger
+from shared.observability import logger
 from shared.redaction import parse_redact_fields, redact
 from shared.settings import EnvironmentSettings, text
 from shared.sources import declared_sources
@@ -245,7 +245,6 @@ class Archiver:
                 Body=partition.close(),
                 ContentType="application/gzip",
             )
-            count_for_provider("EventsArchived", partition.provider, partition.lines)
         objects = sorted(partition.key for partition in partitions.values())
         logger.info("archived", extra={"archived": len(removals), "skipped": skipped, "objects": objects})
         return {"archived": len(removals), "skipped": skipped, "objects": objects}

@@ -1,15 +1,24 @@
-"""Monitoring: the alarms an operator is paged for, their SNS topic, and a dashboard of the whole flow.
+"""Monitoring: the alarms an operator is paged for, their SNS topic, and (when asked for) a dashboard of the flow.
+
+What each costs is what CloudWatch bills: every metric an alarm references, by the hour (a metric-math alarm pays
+for each metric in its expression), the dashboard by the month, and each custom metric (namespace + name + dimension
+set) for each hour it is sent (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_billing.html).
+So the alarms below watch AWS's own metrics where one tells the failure (free metrics: only the alarm is paid), the
+custom metrics are those of shared/observability.METRICS (service-wide unless an alarm needs a provider), and the
+cost model (inbox_cli/cost.py, `fixed_monitoring`) counts the same alarms and metrics; tests/infra/test_monitoring.py
+fails when it and the synthesized template disagree. docs/replay-and-monitoring.md says what each cut left out.
 
 Alarms (each notifies the topic when it fires and when it recovers):
-- ``failed-events``: any event failed (EventsFailed, from the processor), summed over the providers; and
-  ``unparseable-events``: a verified body the ingest could not parse and stored as failed (EventsUnparseable).
-  ``ignored`` never alarms: it is not an error.
+- ``failed-events``: any event failed (EventsFailed, from the processor, service-wide); and ``unparseable-events``:
+  a verified body the ingest could not parse and stored as failed (EventsUnparseable). Which source, and why, is on
+  the event (`inbox events list --status failed`). ``ignored`` never alarms: it is not an error.
 - ``oldest-pending``: the oldest pending event (OldestPendingAgeSeconds, measured by the sweeper) is older than
   ``OLDEST_PENDING_THRESHOLD_SECONDS`` for two sweeps in a row. Missing data counts as breaching: the sweeper not
   reporting is itself something to look at (it also re-dispatches and reconciles).
 - ``dead-letter-queue``, ``pipe-dead-letter-queue``, ``archive-failures``: a message is waiting there.
-- ``signature-rejections``: more than ``SIGNATURE_REJECTIONS_THRESHOLD`` rejected signatures in five minutes, summed
-  over the providers (a rotated secret not yet stored, or someone probing the endpoint).
+- ``signature-rejections``: more than ``SIGNATURE_REJECTIONS_THRESHOLD`` rejected signatures in five minutes
+  (SignaturesRejected, service-wide: a rotated secret not yet stored, or someone probing the endpoint; the rejected
+  log, `inbox rejected list`, names the source).
 - ``ignored-ratio-<provider>``: the share of ignored among the settled events of a provider jumps above
   ``IGNORED_RATIO_THRESHOLD`` over ``IGNORED_RATIO_PERIOD`` (with at least ``IGNORED_RATIO_MIN_EVENTS`` settled
   events, so that two events do not make a ratio): a provider that suddenly sends stale or repeated events, or a
@@ -22,14 +31,16 @@ services' own metrics are alarmed as well, each on any occurrence in five minute
   timed out, was throttled or could not store, and a gateway will have to retry the delivery.
 - ``lambda-<function>``: ``AWS/Lambda`` ``Errors`` + ``Throttles`` of each function of the stack (FunctionName):
   one alarm per function, two metrics each (errors and throttles are told apart on the dashboard).
-- ``pipe-<pipe>``: each EventBridge Pipe's own failures (``AWS/EventBridge/Pipes``, PipeName), summed:
-  ``PIPE_FAILURE_METRICS``. A failing Pipe retries while the stream keeps its records (24 h); a Pipe that Pipes
-  disabled emits nothing, which ``oldest-pending`` still catches for dispatch.
+- ``pipe-<pipe>``: each EventBridge Pipe's failed executions (``AWS/EventBridge/Pipes`` ``ExecutionFailed`` by
+  PipeName: ``PIPE_ALARM_METRICS``). One metric, not the five failure counts Pipes publishes (each would be billed
+  as one more alarm metric): every Pipe retries a bounded number of times and then dead-letters what it could not
+  deliver, and each Pipe's dead-letter queue has its alarm, so a timed-out, throttled or partially failed
+  execution that does not recover on retry still pages; this alarm is the early word. A Pipe that Pipes disabled
+  emits nothing, which ``oldest-pending`` still catches for dispatch.
 
-Sums over providers are CloudWatch Metrics Insights queries (``SELECT SUM(...) FROM SCHEMA(...)``): an alarm
-cannot use a SEARCH expression, and naming each provider's metric would exceed the 10 metrics an alarm's math may
-use (definitions.PROVIDERS has more). A metric is counted once per period, whichever provider emitted it. The
-dashboard draws one line per provider with SEARCH expressions. The ratio alarms are per provider by nature.
+The only per-provider alarms are the ratio alarms, per provider by nature. The optional dashboard (context value
+``inbox_dashboard``) draws the settled and ignored counts one line per provider with SEARCH expressions, and all
+five Pipe failure counts (dashboards' own metric reads are not billed).
 
 The topic is encrypted with a customer managed KMS key (rotated yearly): CloudWatch cannot publish to a topic
 encrypted with the AWS managed ``aws/sns`` key, whose policy cannot be changed to let it. The key and the topic
@@ -63,9 +74,12 @@ IGNORED_RATIO_THRESHOLD = 0.5
 IGNORED_RATIO_MIN_EVENTS = 20
 IGNORED_RATIO_PERIOD = Duration.minutes(15)
 PIPES_NAMESPACE = "AWS/EventBridge/Pipes"
-# The failure metrics of a Pipe (EventBridge user guide, "Monitoring Amazon EventBridge Pipes"), all counts by
-# PipeName. An execution fails as a whole, partially (some records of the batch), by timing out, by being
-# throttled, or in its target stage (the queue or function refused): each is worth a look, any is enough.
+# The failure metrics of a Pipe (EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes":
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-monitoring.html), all counts by PipeName. An
+# execution fails as a whole, partially (some records of the batch), by timing out, by being throttled, or in its
+# target stage (the queue or function refused): the dashboard draws them all; the alarm watches ExecutionFailed
+# (the dead-letter queues' alarms catch whatever retries do not cure; see the docstring).
+PIPE_ALARM_METRICS = ("ExecutionFailed",)
 PIPE_FAILURE_METRICS = (
     "ExecutionFailed",
     "ExecutionPartiallyFailed",
@@ -75,15 +89,15 @@ PIPE_FAILURE_METRICS = (
 )
 
 
-def provider_metric(name: str, provider: str, *, period: Duration = FIVE_MINUTES) -> cw.Metric:
-    """A per-provider count as the functions emit it (shared/observability.count_for_provider)."""
+def provider_metric(name: str, provider: str, *, statistic: str = "Sum", period: Duration = FIVE_MINUTES) -> cw.Metric:
+    """A per-provider metric as the functions emit it (shared/observability: declared with a provider)."""
     return cw.Metric(
         namespace=definitions.METRICS_NAMESPACE,
         metric_name=name,
         dimensions_map={"service": definitions.SERVICE_NAME, "provider": provider},
-        statistic="Sum",
+        statistic=statistic,
         period=period,
-        label=f"{name} {provider}",
+        label=f"{name} {statistic} {provider}",
     )
 
 
@@ -111,20 +125,6 @@ def service_metric(name: str, *, statistic: str = "Maximum", period: Duration = 
     )
 
 
-def summed_over_providers(name: str, label: str, *, period: Duration = FIVE_MINUTES) -> cw.MathExpression:
-    """One per-provider count summed over every provider that emits it: a CloudWatch Metrics Insights query, which
-    an alarm may use (SEARCH it may not) and which covers providers added later without naming each one."""
-    # CloudWatch Metrics Insights, built from our own constants (no user input):
-    schema = f'SCHEMA("{definitions.METRICS_NAMESPACE}", provider, service)'
-    query = f"SELECT SUM({name}) FROM {schema} WHERE service = '{definitions.SERVICE_NAME}'"  # noqa: S608
-    return cw.MathExpression(
-        expression=query,
-        using_metrics={},
-        label=label,
-        period=period,
-    )
-
-
 def every_provider(name: str, *, statistic: str = "Sum") -> cw.MathExpression:
     """For a graph: one line per provider (a SEARCH expression, for dashboards only)."""
     return cw.MathExpression(
@@ -138,9 +138,9 @@ def every_provider(name: str, *, statistic: str = "Sum") -> cw.MathExpression:
     )
 
 
-def pipe_failures(label: str, pipe_name: str) -> cw.MathExpression:
-    """Every failure a Pipe reports, summed (a missing count is 0: Pipes reports 0 only while it runs). The ids
-    start with `label` (a lower-case word) so that one graph can draw several Pipes."""
+def pipe_failures(label: str, pipe_name: str, names: Sequence[str] = PIPE_FAILURE_METRICS) -> cw.MathExpression:
+    """The failures `names` a Pipe reports, summed (a missing count is 0: Pipes reports 0 only while it runs). The
+    ids start with `label` (a lower-case word) so that one graph can draw several Pipes."""
     metrics = {
         f"{label}{name}": cw.Metric(
             namespace=PIPES_NAMESPACE,
@@ -149,7 +149,7 @@ def pipe_failures(label: str, pipe_name: str) -> cw.MathExpression:
             statistic="Sum",
             period=FIVE_MINUTES,
         )
-        for name in PIPE_FAILURE_METRICS
+        for name in names
     }
     return cw.MathExpression(
         expression=" + ".join(f"FILL({key}, 0)" for key in metrics),
@@ -173,13 +173,17 @@ def function_errors_and_throttles(name: str, function: lambda_.IFunction) -> cw.
 
 
 def ignored_ratio(provider: str) -> cw.MathExpression:
-    ignored = "FILL(ignored, 0)"
-    settled = f"({ignored} + FILL(processed, 0))"
+    """The ignored share of a provider's settled events: EventsSettled's Average (each sample is 1 if ignored, 0 if
+    processed), once SampleCount (the settled events) reaches the minimum."""
     return cw.MathExpression(
-        expression=f"IF({settled} >= {IGNORED_RATIO_MIN_EVENTS}, {ignored} / {settled}, 0)",
+        expression=f"IF(FILL(settled, 0) >= {IGNORED_RATIO_MIN_EVENTS}, FILL(share, 0), 0)",
         using_metrics={
-            "ignored": provider_metric(definitions.METRIC_EVENTS_IGNORED, provider, period=IGNORED_RATIO_PERIOD),
-            "processed": provider_metric(definitions.METRIC_EVENTS_PROCESSED, provider, period=IGNORED_RATIO_PERIOD),
+            "share": provider_metric(
+                definitions.METRIC_EVENTS_SETTLED, provider, statistic="Average", period=IGNORED_RATIO_PERIOD
+            ),
+            "settled": provider_metric(
+                definitions.METRIC_EVENTS_SETTLED, provider, statistic="SampleCount", period=IGNORED_RATIO_PERIOD
+            ),
         },
         label=f"ignored / settled, {provider}",
         period=IGNORED_RATIO_PERIOD,
@@ -279,7 +283,7 @@ class Monitoring(Construct):
 
         alarm(
             "failed-events",
-            summed_over_providers(definitions.METRIC_EVENTS_FAILED, "failed events"),
+            service_metric(definitions.METRIC_EVENTS_FAILED, statistic="Sum"),
             threshold=1,
             description=(
                 "An event failed (retries exhausted, the gateway refused the key, an amount or currency mismatch). "
@@ -288,7 +292,7 @@ class Monitoring(Construct):
         )
         alarm(
             "unparseable-events",
-            summed_over_providers(definitions.METRIC_EVENTS_UNPARSEABLE, "unparseable events"),
+            service_metric(definitions.METRIC_EVENTS_UNPARSEABLE, statistic="Sum"),
             threshold=1,
             description=(
                 "A validly signed body could not be parsed: it is stored as failed with the reason. "
@@ -322,7 +326,7 @@ class Monitoring(Construct):
             )
         alarm(
             "signature-rejections",
-            summed_over_providers(definitions.METRIC_SIGNATURES_REJECTED, "signatures rejected"),
+            service_metric(definitions.METRIC_SIGNATURES_REJECTED, statistic="Sum"),
             threshold=SIGNATURE_REJECTIONS_THRESHOLD,
             description=(
                 f"At least {SIGNATURE_REJECTIONS_THRESHOLD} deliveries refused for a bad signature in 5 minutes: a "
@@ -366,27 +370,29 @@ class Monitoring(Construct):
         for name, pipe_name in pipe_names.items():
             alarm(
                 f"pipe-{name}",
-                pipe_failures(name, pipe_name),
+                pipe_failures(name, pipe_name, PIPE_ALARM_METRICS),
                 threshold=1,
                 description=(
-                    f"The {name} EventBridge Pipe reported failed, partially failed, timed-out or throttled "
-                    "executions: it retries while the stream keeps its records (24 h), then dead-letters them. "
-                    "Its log group (ERROR level) says why."
+                    f"The {name} EventBridge Pipe reported failed executions: it retries a bounded number of times, "
+                    "then dead-letters the records (that queue alarms too). Its log group (ERROR level) says why."
                 ),
             )
 
-        self.dashboard = self._dashboard(
-            stack_name,
-            functions,
-            api_stage,
-            pipe_names,
-            queue,
-            dead_letter_queue,
-            pipe_dead_letter_queue,
-            archive_failure_queue,
-            replay_state_machine,
-            downstream_dead_letter_queues,
-        )
+        # Optional (context value inbox_dashboard): $3 a month, for graphs of what the alarms already watch.
+        self.dashboard: cw.Dashboard | None = None
+        if settings.dashboard:
+            self.dashboard = self._dashboard(
+                stack_name,
+                functions,
+                api_stage,
+                pipe_names,
+                queue,
+                dead_letter_queue,
+                pipe_dead_letter_queue,
+                archive_failure_queue,
+                replay_state_machine,
+                downstream_dead_letter_queues,
+            )
 
     def _dashboard(
         self,
@@ -401,8 +407,6 @@ class Monitoring(Construct):
         replay_state_machine: sfn.IStateMachine,
         downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]],
     ) -> cw.Dashboard:
-        def per_provider(*names: str) -> list[cw.IMetric]:
-            return [every_provider(name) for name in names]
 
         def graph(
             title: str, left: Sequence[cw.IMetric], right: Sequence[cw.IMetric] = (), width: int = 8
@@ -423,21 +427,23 @@ class Monitoring(Construct):
         )
         dashboard.add_widgets(
             graph(
-                "Received, duplicates, rejected",
-                per_provider(
-                    definitions.METRIC_EVENTS_RECEIVED,
-                    definitions.METRIC_DUPLICATES,
-                    definitions.METRIC_SIGNATURES_REJECTED,
-                ),
+                "Deliveries, rejected signatures, storage failures",
+                [api_stage.metric_count(label="deliveries", period=FIVE_MINUTES, statistic="Sum")],
+                [
+                    service_metric(definitions.METRIC_SIGNATURES_REJECTED, statistic="Sum"),
+                    service_metric(definitions.METRIC_STORAGE_FAILURES, statistic="Sum"),
+                ],
             ),
             graph(
-                "Processed, ignored, failed",
-                per_provider(
-                    definitions.METRIC_EVENTS_PROCESSED,
-                    definitions.METRIC_EVENTS_IGNORED,
-                    definitions.METRIC_EVENTS_FAILED,
-                    definitions.METRIC_EVENTS_UNPARSEABLE,
-                ),
+                "Settled, ignored (per provider), failed",
+                [
+                    every_provider(definitions.METRIC_EVENTS_SETTLED, statistic="SampleCount"),
+                    every_provider(definitions.METRIC_EVENTS_SETTLED, statistic="Sum"),
+                ],
+                [
+                    service_metric(definitions.METRIC_EVENTS_FAILED, statistic="Sum"),
+                    service_metric(definitions.METRIC_EVENTS_UNPARSEABLE, statistic="Sum"),
+                ],
             ),
             graph(
                 "Oldest pending (s), stuck and failed events",
@@ -498,25 +504,16 @@ class Monitoring(Construct):
         # The rejected-delivery log (shared/rejections.py): every refusal by reason; what was not recorded, by why.
         dashboard.add_widgets(
             graph(
-                "Rejected deliveries by reason (`inbox rejected list`)",
+                "Rejected deliveries, recorded, and not recorded by cause (reasons: `inbox rejected list`)",
                 [
-                    dimension_metric(definitions.METRIC_DELIVERIES_REJECTED, "reason", reason)
-                    for reason in definitions.REJECTION_REASONS
-                ],
-                width=12,
-            ),
-            graph(
-                "Rejected deliveries recorded, and not recorded by cause",
-                [
-                    dimension_metric(definitions.METRIC_REJECTIONS_RECORDED, "reason", reason)
-                    for reason in definitions.REJECTION_REASONS
-                    if reason != "unknown_source"
+                    service_metric(definitions.METRIC_DELIVERIES_REJECTED, statistic="Sum"),
+                    service_metric(definitions.METRIC_REJECTIONS_RECORDED, statistic="Sum"),
                 ],
                 [
                     dimension_metric(definitions.METRIC_REJECTIONS_NOT_RECORDED, "cause", cause)
                     for cause in definitions.REJECTION_NOT_RECORDED_CAUSES
                 ],
-                width=12,
+                width=24,
             ),
         )
         dashboard.add_widgets(

@@ -22,7 +22,7 @@ from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNot
 from shared.inbox.lifecycle import EventStatus
 from shared.inbox.model import iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
-from shared.observability import count_for_provider, logger
+from shared.observability import count_for_provider, count_outcome, logger
 from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.decide import Apply, Decision, Observation, Touch
@@ -335,5 +335,5 @@ class EventProcessor:
         return Outcome.FAILED
 
     def _count(self, event: InboxEvent, outcome: Outcome) -> None:
-        count_for_provider(f"Events{outcome.value.capitalize()}", event.provider)
+        count_outcome(outcome.value, event.provider)
         logger.info("event settled", extra={"pk": event.pk, "outcome": outcome.value, "type": event.event_type})

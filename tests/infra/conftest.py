@@ -20,9 +20,11 @@ from constructs import IConstruct
 
 from infra.application import build_app
 from infra.stack import WebhookInboxStack
-from shared.definitions import default_sources
+from shared.definitions import SourceSpec, default_sources
 
 FORWARD_URL = "https://receiver.example.com/webhook-inbox"
+# A one-gateway merchant: the deployment the fixed-cost target is about (issue 15 §2).
+ONE_SOURCE = (SourceSpec(name="stripe-br", provider="stripe"),)
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,34 @@ class Synthesized:
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
-    # With forwarding configured, so that every optional resource is synthesized (and checked by cdk-nag).
+    # With forwarding and the dashboard, so that every optional resource is synthesized (and checked by cdk-nag).
     # The default declaration (one source per provider) whatever sources.json the checkout holds.
-    app, stack = build_app(context={"forward_url": FORWARD_URL}, outdir=str(outdir), sources=default_sources())
+    app, stack = build_app(
+        context={"forward_url": FORWARD_URL, "inbox_dashboard": "true"}, outdir=str(outdir), sources=default_sources()
+    )
     try:
         assembly = app.synth()
     except RuntimeError as error:  # cdk-nag findings (or another validation) stop the synth: show them
         report = outdir / "validation-report.json"
         details = report.read_text() if report.exists() else ""
         pytest.fail(f"synth failed: {error}\n{details}")
+    template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
+    return Synthesized(
+        app=app,
+        stack=stack,
+        assembly_dir=Path(assembly.directory),
+        template=Template.from_json(template_json),
+        template_json=template_json,
+    )
+
+
+@pytest.fixture(scope="session")
+def one_source(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The full app for a one-gateway merchant with the default settings (no forwarding, no dashboard), synthesized
+    with cdk-nag like app.py does."""
+    outdir = tmp_path_factory.mktemp("cdk.out.one-source")
+    app, stack = build_app(outdir=str(outdir), sources=ONE_SOURCE)
+    assembly = app.synth()
     template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
     return Synthesized(
         app=app,

@@ -1,5 +1,6 @@
 """Monitoring as synthesized: every alarm watches the metric it is meant to, with its threshold, and notifies the
-encrypted, TLS-only SNS topic; the dashboard shows the flow end to end.
+encrypted, TLS-only SNS topic; the dashboard (optional) shows the flow end to end; and the cost model counts the
+alarms, the metrics they reference and the custom metrics as the templates and the code have them.
 
 The AWS metric names and dimensions asserted here are the documented ones (the URLs are in docs/aws-limits.md and
 docs/replay-and-monitoring.md): an HTTP API's ``5xx`` by ApiId and Stage, Lambda's ``Errors``/``Throttles`` by
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from inbox_cli.cost import alarm_metrics
 from infra.constructs import monitoring
-from shared import definitions
+from shared import definitions, observability
 
 from .conftest import Synthesized
 
@@ -111,7 +113,9 @@ PIPES = {
     "publish": "outbox.publish_pipe.pipe",
     "forward": "outbox.forward_pipe.pipe",
 }
-# EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes": counts by PipeName.
+# EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes": counts by PipeName. The alarm watches
+# ExecutionFailed (each Pipe's dead-letter queue alarms for whatever retries do not cure); the dashboard all five.
+PIPE_ALARM_METRICS = {"ExecutionFailed"}
 PIPE_FAILURE_METRICS = {
     "ExecutionFailed",
     "ExecutionPartiallyFailed",
@@ -136,15 +140,15 @@ def _assert_any_occurrence_in_five_minutes_alarms(properties: dict[str, Any]) ->
     assert properties["TreatMissingData"] == "notBreaching"
 
 
-def _insights_sum(metric: str) -> str:
-    schema = f'SCHEMA("{definitions.METRICS_NAMESPACE}", provider, service)'
-    return f"SELECT SUM({metric}) FROM {schema} WHERE service = '{definitions.SERVICE_NAME}'"  # noqa: S608
-
-
-def _only_query(properties: dict[str, Any]) -> dict[str, Any]:
-    (query,) = properties["Metrics"]
-    assert query["ReturnData"] is True
-    return dict(query)
+def _service_count(metric: str) -> dict[str, Any]:
+    """A service-wide count as shared/observability emits it (dimension `service` only), summed over 5 minutes."""
+    return {
+        "Namespace": definitions.METRICS_NAMESPACE,
+        "MetricName": metric,
+        "Dimensions": [{"Name": "service", "Value": definitions.SERVICE_NAME}],
+        "Statistic": "Sum",
+        "Period": 300,
+    }
 
 
 @pytest.mark.parametrize(
@@ -155,12 +159,10 @@ def _only_query(properties: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_any_failed_event_alarms(synthesized: Synthesized, name: str, metric: str) -> None:
-    # Summed over every provider by a Metrics Insights query (a SEARCH cannot back an alarm, and one metric per
-    # provider would exceed the 10 an alarm's math may use)
+    # One service-wide metric (whichever source: the event names it), one alarm metric to pay for
     properties = _alarm(synthesized, name)
-    query = _only_query(properties)
-    assert query["Expression"] == _insights_sum(metric)
-    assert query["Period"] == 300
+    assert _single_metric(properties) == _service_count(metric)
+    assert observability.METRICS[metric].dimensions == ()
     assert properties["Threshold"] == 1
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
@@ -210,9 +212,7 @@ def test_a_message_in_a_dead_letter_queue_alarms(synthesized: Synthesized, name:
 
 def test_a_spike_of_signature_rejections_alarms(synthesized: Synthesized) -> None:
     properties = _alarm(synthesized, "signature-rejections")
-    query = _only_query(properties)
-    assert query["Expression"] == _insights_sum(definitions.METRIC_SIGNATURES_REJECTED)
-    assert query["Period"] == 300
+    assert _single_metric(properties) == _service_count(definitions.METRIC_SIGNATURES_REJECTED)
     assert properties["Threshold"] == monitoring.SIGNATURE_REJECTIONS_THRESHOLD
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
@@ -220,18 +220,20 @@ def test_a_spike_of_signature_rejections_alarms(synthesized: Synthesized) -> Non
 
 @pytest.mark.parametrize("provider", definitions.PROVIDERS)
 def test_a_jump_in_a_providers_ignored_ratio_alarms(synthesized: Synthesized, provider: str) -> None:
+    # Given the provider's EventsSettled samples (1 if ignored, 0 if processed: shared/observability.count_outcome)
     properties = _alarm(synthesized, f"ignored-ratio-{provider}")
     stats = _metric_stats(properties)
-    assert {key: s["Metric"]["MetricName"] for key, s in stats.items()} == {
-        "ignored": definitions.METRIC_EVENTS_IGNORED,
-        "processed": definitions.METRIC_EVENTS_PROCESSED,
+    # Then the share is their Average, and the settled count their SampleCount, over 15 minutes
+    assert {key: (s["Metric"]["MetricName"], s["Stat"]) for key, s in stats.items()} == {
+        "share": (definitions.METRIC_EVENTS_SETTLED, "Average"),
+        "settled": (definitions.METRIC_EVENTS_SETTLED, "SampleCount"),
     }
     for stat in stats.values():
         assert _sorted_dimensions(stat) == _provider_dimensions(provider)
-        assert (stat["Stat"], stat["Period"]) == ("Sum", 900)
-    expression = _expression(properties)
-    assert "FILL(ignored, 0) / (FILL(ignored, 0) + FILL(processed, 0))" in expression
-    assert f">= {monitoring.IGNORED_RATIO_MIN_EVENTS}" in expression
+        assert stat["Period"] == 900
+    assert _expression(properties) == (
+        f"IF(FILL(settled, 0) >= {monitoring.IGNORED_RATIO_MIN_EVENTS}, FILL(share, 0), 0)"
+    )
     assert properties["Threshold"] == monitoring.IGNORED_RATIO_THRESHOLD
     assert properties["ComparisonOperator"] == "GreaterThanThreshold"
 
@@ -301,8 +303,8 @@ def test_a_pipe_failure_alarms(synthesized: Synthesized, name: str, pipe: str) -
     properties = _alarm(synthesized, f"pipe-{name}")
     # Then it sums the Pipe's own failure counts, each read from AWS/EventBridge/Pipes for that Pipe
     stats = _metric_stats(properties)
-    assert {stat["Metric"]["MetricName"] for stat in stats.values()} == PIPE_FAILURE_METRICS
-    assert len(stats) == len(PIPE_FAILURE_METRICS)
+    assert {stat["Metric"]["MetricName"] for stat in stats.values()} == PIPE_ALARM_METRICS
+    assert len(stats) == len(PIPE_ALARM_METRICS)
     for stat in stats.values():
         assert stat["Metric"]["Namespace"] == "AWS/EventBridge/Pipes"
         assert stat["Metric"]["Dimensions"] == [{"Name": "PipeName", "Value": {"Ref": pipe_id}}]
@@ -370,8 +372,8 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
     body = _dashboard_body(synthesized)
     widgets = {w["properties"].get("title"): w for w in body["widgets"] if w["type"] in {"metric", "alarm"}}
     assert {
-        "Received, duplicates, rejected",
-        "Processed, ignored, failed",
+        "Deliveries, rejected signatures, storage failures",
+        "Settled, ignored (per provider), failed",
         "Oldest pending (s), stuck and failed events",
         "Dispatch queue: depth and age of the oldest message",
         "Dead-letter queues",
@@ -386,27 +388,28 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
     def namespaces_and_names(title: str) -> set[tuple[str, str]]:
         return {(metric[0], metric[1]) for metric in widgets[title]["properties"]["metrics"]}
 
-    def searches(title: str) -> list[str]:
-        return [metric[0]["expression"] for metric in widgets[title]["properties"]["metrics"]]
-
-    def search_for(metric: str) -> str:
+    def search_for(metric: str, statistic: str) -> str:
         return (
             f'SEARCH(\'{{{definitions.METRICS_NAMESPACE},provider,service}} MetricName="{metric}" '
-            f"service=\"{definitions.SERVICE_NAME}\"', 'Sum', 300)"
+            f"service=\"{definitions.SERVICE_NAME}\"', '{statistic}', 300)"
         )
 
-    # One line per provider, whichever providers emit
-    assert searches("Received, duplicates, rejected") == [
-        search_for(definitions.METRIC_EVENTS_RECEIVED),
-        search_for(definitions.METRIC_DUPLICATES),
-        search_for(definitions.METRIC_SIGNATURES_REJECTED),
+    # Deliveries are the API's own count; the ingest's refusals and storage failures are service-wide
+    assert namespaces_and_names("Deliveries, rejected signatures, storage failures") == {
+        ("AWS/ApiGateway", "Count"),
+        (definitions.METRICS_NAMESPACE, definitions.METRIC_SIGNATURES_REJECTED),
+        (definitions.METRICS_NAMESPACE, definitions.METRIC_STORAGE_FAILURES),
+    }
+    # Settled and ignored: one line per provider, whichever providers emit (EventsSettled's SampleCount and Sum)
+    settled = widgets["Settled, ignored (per provider), failed"]["properties"]["metrics"]
+    assert [line[0]["expression"] for line in settled if isinstance(line[0], dict)] == [
+        search_for(definitions.METRIC_EVENTS_SETTLED, "SampleCount"),
+        search_for(definitions.METRIC_EVENTS_SETTLED, "Sum"),
     ]
-    assert searches("Processed, ignored, failed") == [
-        search_for(definitions.METRIC_EVENTS_PROCESSED),
-        search_for(definitions.METRIC_EVENTS_IGNORED),
-        search_for(definitions.METRIC_EVENTS_FAILED),
-        search_for(definitions.METRIC_EVENTS_UNPARSEABLE),
-    ]
+    assert {(line[0], line[1]) for line in settled if isinstance(line[0], str)} == {
+        (definitions.METRICS_NAMESPACE, definitions.METRIC_EVENTS_FAILED),
+        (definitions.METRICS_NAMESPACE, definitions.METRIC_EVENTS_UNPARSEABLE),
+    }
     assert (definitions.METRICS_NAMESPACE, definitions.METRIC_OLDEST_PENDING_AGE) in namespaces_and_names(
         "Oldest pending (s), stuck and failed events"
     )
@@ -435,3 +438,75 @@ def test_the_dashboard_shows_the_flow(synthesized: Synthesized) -> None:
         ("AWS/EventBridge/Pipes", metric) for metric in PIPE_FAILURE_METRICS
     }
     assert len(widgets["Alarms"]["properties"]["alarms"]) == len(synthesized.stack.monitoring.alarms)
+
+
+# ------------------------------------------------------------------------------------------ what it costs
+def _metrics_referenced(properties: dict[str, Any]) -> int:
+    """How many metrics an alarm references, as CloudWatch bills it: one for an alarm on one metric, one per metric
+    of its math (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_billing.html)."""
+    assert not any(
+        "Metrics Insights" in str(m) or "SELECT" in str(m.get("Expression", "")) for m in properties.get("Metrics", [])
+    ), "a Metrics Insights alarm is billed per metric its query analyzes: the model does not count those"
+    return len(_metric_stats(properties)) if "Metrics" in properties else 1
+
+
+def _template_alarms(synthesized: Synthesized) -> dict[str, int]:
+    prefix = f"{synthesized.stack.stack_name}-"
+    return {
+        resource["Properties"]["AlarmName"].removeprefix(prefix): _metrics_referenced(resource["Properties"])
+        for resource in synthesized.resources("AWS::CloudWatch::Alarm").values()
+    }
+
+
+def test_the_cost_model_counts_the_alarms_and_their_metrics_of_the_default_template(synthesized: Synthesized) -> None:
+    # Given the default declaration with forwarding (the shared synth)
+    # When the template's alarms and the metrics each references are counted
+    # Then the cost model (inbox_cli/cost.py) counts the same alarms with the same metrics
+    assert _template_alarms(synthesized) == alarm_metrics(tuple(definitions.PROVIDERS), forwarding=True)
+
+
+def test_the_cost_model_counts_the_alarms_and_their_metrics_of_a_one_source_template(one_source: Synthesized) -> None:
+    # Given one Stripe source with the default settings (no forwarding, no dashboard)
+    template = _template_alarms(one_source)
+    # Then the model agrees alarm by alarm
+    assert template == alarm_metrics(("stripe",), forwarding=False)
+    # And what the fixed-cost target (issue 15: $5 a month) counts today: 17 alarms on 23 metrics
+    assert (len(template), sum(template.values())) == (17, 23)
+
+
+def test_the_dashboard_is_deployed_only_when_asked_for(synthesized: Synthesized, one_source: Synthesized) -> None:
+    # Given the shared synth (-c inbox_dashboard=true) and the one-source synth (default settings)
+    # Then the first has the dashboard, the second none (nor any alarm less)
+    assert len(synthesized.resources("AWS::CloudWatch::Dashboard")) == 1
+    assert synthesized.stack.monitoring.dashboard is not None
+    assert one_source.resources("AWS::CloudWatch::Dashboard") == {}
+    assert one_source.stack.monitoring.dashboard is None
+
+
+def _custom_metrics_read(template: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
+    """(metric name, dimension names) of every metric of our namespace the template's alarms read."""
+    found = set()
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        properties = resource["Properties"]
+        metrics = [m["MetricStat"]["Metric"] for m in properties.get("Metrics", []) if "MetricStat" in m]
+        if "MetricName" in properties:
+            metrics.append(properties)
+        for metric in metrics:
+            if metric["Namespace"] == definitions.METRICS_NAMESPACE:
+                names = tuple(sorted(d["Name"] for d in metric["Dimensions"] if d["Name"] != "service"))
+                found.add((metric["MetricName"], names))
+    return found
+
+
+def test_every_custom_metric_an_alarm_reads_is_declared_with_those_dimensions(synthesized: Synthesized) -> None:
+    # Given the custom metrics the alarms read (name and dimensions)
+    read = _custom_metrics_read(synthesized.template_json)
+    # Then each is declared in shared/observability.METRICS with exactly those dimensions (what the functions emit)
+    assert read
+    for name, dimensions in read:
+        assert observability.METRICS[name].dimensions == dimensions, name
+    # And every metric sent every hour (billed all month) is read by an alarm: nothing steady only for a graph
+    steady = {m.name for m in observability.METRICS.values() if m.emitted is observability.Emitted.STEADY}
+    assert steady <= {name for name, _ in read}

@@ -49,6 +49,7 @@ def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
         ("alarm_email", "not-an-address"),
         ("inbox_warm_write_units", 4000),  # what a new on-demand table has already
         ("inbox_warm_write_units", "many"),
+        ("inbox_dashboard", "maybe"),  # true or false
     ],
 )
 def test_invalid_context_values_fail(key: str, value: object) -> None:

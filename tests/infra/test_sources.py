@@ -35,12 +35,11 @@ from infra.constructs.signing_secrets import SigningSecrets
 from shared import definitions
 from shared.definitions import SourceSpec
 
-from .conftest import Synthesized
+from .conftest import ONE_SOURCE, Synthesized
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-ONE_SOURCE = (SourceSpec(name="stripe-br", provider="stripe"),)
 
 
 def _secret_resources(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -57,22 +56,6 @@ def _secrets_stack(sources: tuple[SourceSpec, ...], stack_name: str = "WebhookIn
     SigningSecrets(stack, "SigningSecrets", stack_name=stack_name, sources=sources, alongside={})
     GatewayApiKeys(stack, "GatewayApiKeys", stack_name=stack_name, sources=sources, alongside={})
     return dict(Template.from_stack(stack).to_json())
-
-
-@pytest.fixture(scope="module")
-def one_source(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The full app for a one-gateway merchant (no forwarding), synthesized with cdk-nag like app.py does."""
-    outdir = tmp_path_factory.mktemp("cdk.out.one-source")
-    app, stack = build_app(outdir=str(outdir), sources=ONE_SOURCE)
-    assembly = app.synth()
-    template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
-    return Synthesized(
-        app=app,
-        stack=stack,
-        assembly_dir=Path(assembly.directory),
-        template=Template.from_json(template_json),
-        template_json=template_json,
-    )
 
 
 # ------------------------------------------------------------------------------------- which secrets exist

@@ -287,3 +287,77 @@ def test_the_refetch_rate_limit_costs_one_write_per_gateway_request(tmp_path):
     before_it = measured_usage(_results(tmp_path))
     assert with_figure is not None and with_figure.write_units_rate_limit == 1.2
     assert before_it is not None and before_it.write_units_rate_limit == Assumptions().gateway_requests_per_event
+
+
+# ---------------------------------------------------------------------------------------------- the fixed side
+def _price(key: str) -> float:
+    value: float = json.loads(PRICES.read_text())["regions"]["us-east-1"][key]
+    return value
+
+
+def test_a_one_source_deployment_with_the_default_settings_costs_at_most_five_dollars_fixed():
+    # Given one Stripe source (a refetch API: signing secret + API key), no forwarding, no dashboard (the defaults)
+    one = replace(
+        Assumptions(), sources=1, sources_with_api=1, providers=("stripe",), forwarding=False, dashboard=False
+    )
+    report = monthly_cost(1_000_000, "us-east-1", one)
+    monitoring = report["scenario"]["monitoring"]
+    # Then the fixed lines are what the template and the code hold: 17 alarms on 23 alarm metrics (tests/infra pins
+    # them), 2 custom metrics sent every hour (EventsSettled of stripe, the oldest pending age), no dashboard, and
+    # 3 secrets (signing, API key, fingerprint key)
+    assert monitoring == {
+        "alarms": 17,
+        "alarm_metrics": 23,
+        "custom_metrics_steady": 2,
+        "custom_metrics_on_trouble": 18,
+        "dashboard": False,
+    }
+    lines = report["lines"]
+    assert lines["CloudWatch alarms (fixed)"] == pytest.approx(23 * _price("cloudwatch_alarm_metric_per_month"))
+    assert lines["CloudWatch custom metrics (fixed)"] == pytest.approx(2 * _price("cloudwatch_custom_metric_per_month"))
+    assert lines["CloudWatch dashboard (fixed)"] == 0
+    assert lines["Secrets Manager (fixed)"] == pytest.approx(3 * _price("secrets_manager_per_secret_month"))
+    assert report["fixed_per_month"] == pytest.approx(4.10)
+    # And with forwarding too (its secret, Lambda, Pipe and dead-letter queue): still at most $5
+    forwarding = monthly_cost(1_000_000, "us-east-1", replace(one, forwarding=True))
+    assert forwarding["scenario"]["monitoring"]["alarm_metrics"] == 23 + 4
+    assert forwarding["fixed_per_month"] == pytest.approx(4.90)
+
+
+def test_the_dashboard_is_an_option_priced_on_its_own_line():
+    off = monthly_cost(1_000_000, "us-east-1", Assumptions(dashboard=False))
+    on = monthly_cost(1_000_000, "us-east-1", Assumptions(dashboard=True))
+    assert on["lines"]["CloudWatch dashboard (fixed)"] == _price("cloudwatch_dashboard_per_month")
+    assert on["fixed_per_month"] - off["fixed_per_month"] == pytest.approx(_price("cloudwatch_dashboard_per_month"))
+    assert on["scenario"]["monitoring"]["dashboard"] is True
+
+
+def test_the_fixed_cost_is_the_sum_of_the_fixed_lines_and_does_not_move_with_volume():
+    report = monthly_cost(3_000_000, "us-east-1", Assumptions(dashboard=True))
+    assert report["fixed_per_month"] == pytest.approx(
+        sum(value for name, value in report["lines"].items() if name.endswith("(fixed)")), abs=0.01
+    )
+
+
+def test_per_provider_alarms_and_metrics_grow_with_the_declared_providers_only():
+    # Given the same deployment with one provider, then sixteen
+    one = monthly_cost(1_000_000, "us-east-1", replace(Assumptions(), providers=("stripe",)))
+    many = monthly_cost(1_000_000, "us-east-1", replace(Assumptions(), providers=tuple(definitions.PROVIDERS)))
+    extra = len(definitions.PROVIDERS) - 1
+    # Then each more provider adds one ignored-ratio alarm (two metrics) and one custom metric, nothing else
+    one_m, many_m = one["scenario"]["monitoring"], many["scenario"]["monitoring"]
+    assert many_m["alarms"] - one_m["alarms"] == extra
+    assert many_m["alarm_metrics"] - one_m["alarm_metrics"] == 2 * extra
+    assert many_m["custom_metrics_steady"] - one_m["custom_metrics_steady"] == extra
+    assert many_m["custom_metrics_on_trouble"] == one_m["custom_metrics_on_trouble"]
+
+
+def test_the_command_states_the_fixed_breakdown_and_prices_the_dashboard_when_asked(monkeypatch, tmp_path):
+    # Given sources.json declaring one Stripe source
+    report = _cost_json(monkeypatch, tmp_path, [{"name": "stripe-br", "provider": "stripe"}])
+    assert report["scenario"]["monitoring"]["alarms"] > 0
+    # Then the text output states alarms, metrics and the dashboard setting, and --dashboard prices it
+    text = CliRunner().invoke(cli, ["cost"]).output
+    assert "monitoring: " in text and " alarm metrics, " in text and "dashboard off (inbox_dashboard)" in text
+    with_dashboard = json.loads(CliRunner().invoke(cli, ["cost", "--json", "--dashboard"]).output)
+    assert with_dashboard["lines"]["CloudWatch dashboard (fixed)"] == _price("cloudwatch_dashboard_per_month")
