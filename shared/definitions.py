@@ -502,6 +502,16 @@ DEFAULT_RETENTION_DAYS: Final = 30
 MINIMUM_RETENTION_DAYS: Final = 7
 # DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
+# DynamoDB TransactWriteItems: at most 100 actions, the items 4 MB in all, no two actions on one item
+# (TransactWriteItems API reference; docs/aws-limits.md). A delivery's events are stored in one transaction
+# (shared/ingest_batch.py), so a delivery holds at most MAX_EVENTS_PER_DELIVERY events; the local stack enforces both.
+TRANSACT_WRITE_MAX_ACTIONS: Final = 100
+TRANSACT_WRITE_MAX_BYTES: Final = 4 * 1024 * 1024
+MAX_EVENTS_PER_DELIVERY: Final = TRANSACT_WRITE_MAX_ACTIONS
+# The inline copies of one delivery's body, summed over its events, stay under this; above it the body goes to S3
+# once and every event's item points at it. With each item's other attributes bounded by the request's 10 KB of
+# headers plus ~1 KB, 100 items stay under 2 MiB + 1.1 MB: well inside the transaction's 4 MB.
+MULTI_EVENT_INLINE_BODY_BUDGET_BYTES: Final = 2 * 1024 * 1024
 
 
 def secret_prefix(stack_name: str) -> str:
@@ -681,6 +691,7 @@ REJECTION_REASONS: Final[tuple[str, ...]] = (
     "body_undecodable",
     "ip_not_allowed",  # a sender outside the source's allowed_ip_ranges (403)
     "unknown_source",
+    "too_many_events",  # an authentic delivery with more events than one transaction stores (413)
 )
 # Why a refusal was counted but not recorded: the per-source budget of the minute was spent (this instance's
 # bucket), the minute's slot was taken (another record, or another instance), the log could not be written.

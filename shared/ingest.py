@@ -19,18 +19,21 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-from shared.definitions import SourceSpec
+from shared.definitions import MAX_EVENTS_PER_DELIVERY, MULTI_EVENT_INLINE_BODY_BUDGET_BYTES, SourceSpec
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
+from shared.ingest_batch import put_all_new
 from shared.observability import count_for_provider, logger
 from shared.providers import (
     ClientCertificate,
+    NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
 )
+from shared.providers.base import accept_fields, parse_events
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -99,17 +102,66 @@ class IngestService:
 
         failure: str | None = None
         try:
-            event = driver.parse(request)
-            event_id = event.event_id
+            events = parse_events(driver, request)
         except PayloadInvalid as invalid:
-            event, failure, event_id = (
-                None,
-                str(invalid) or "unparseable body",
-                driver.fallback_event_id(request),
-            )
-
+            events, failure = (), str(invalid) or "unparseable body"
+        if len(events) > MAX_EVENTS_PER_DELIVERY:
+            reason = f"delivery holds {len(events)} events; at most {MAX_EVENTS_PER_DELIVERY} are stored per delivery"
+            return IngestResult(413, {"error": reason}, "too_many_events", extra={"reason": reason})
+        accepted = {"received": True, **accept_fields(driver)}
         received_at = datetime.fromtimestamp(now, tz=UTC)
-        item = build_item(
+        if len(events) > 1:
+            return self._receive_many(driver, request, source, events, received_at, accepted)
+
+        event = events[0] if events else None
+        event_id = event.event_id if event is not None else driver.fallback_event_id(request)
+        pk = event_key(source.name, event_id)
+        body = self._store_body(
+            source.name, pk, redact_secret_fields(request.body, driver.secret_body_fields), received_at
+        )
+        item = self._item(driver, request, source, event_id, event, body, received_at, failure)
+        if self.store.put_new(item) is PutOutcome.DUPLICATE:
+            return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", event_id)
+        if failure:
+            return IngestResult(200, accepted, "stored_unparseable", event_id, {"reason": failure})
+        return IngestResult(200, accepted, "stored", event_id)
+
+    def _receive_many(
+        self,
+        driver: ProviderDriver,
+        request: WebhookRequest,
+        source: SourceSpec,
+        events: tuple[NormalizedEvent, ...],
+        received_at: datetime,
+        accepted: dict[str, Any],
+    ) -> IngestResult:
+        """Several events in one delivery: one item each, all stored or none (shared/ingest_batch.py). The body is
+        kept once per item while the copies fit the transaction's budget, else once in S3 for all of them."""
+        first_id = events[0].event_id
+        raw = redact_secret_fields(request.body, driver.secret_body_fields)
+        body = self._store_body(source.name, event_key(source.name, first_id), raw, received_at, copies=len(events))
+        items = [
+            self._item(driver, request, source, event.event_id, event, body, received_at, None) for event in events
+        ]
+        outcomes = put_all_new(self.store, items)
+        stored = sum(outcome is PutOutcome.STORED for outcome in outcomes)
+        extra = {"events": len(events), "stored": stored}
+        if not stored:
+            return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", first_id, extra)
+        return IngestResult(200, accepted, "stored", first_id, extra)
+
+    def _item(
+        self,
+        driver: ProviderDriver,
+        request: WebhookRequest,
+        source: SourceSpec,
+        event_id: str,
+        event: NormalizedEvent | None,
+        body: StoredBody,
+        received_at: datetime,
+        failure: str | None,
+    ) -> dict[str, Any]:
+        return build_item(
             source=source.name,
             provider=driver.name,
             event_id=event_id,
@@ -117,25 +169,20 @@ class IngestService:
             request=request,
             replay_headers=driver.replay_headers,
             replay_query=driver.replay_query,
-            body=self._store_body(
-                source.name,
-                event_key(source.name, event_id),
-                redact_secret_fields(request.body, driver.secret_body_fields),
-                received_at,
-            ),
+            body=body,
             received_at=received_at,
             retention_days=self.settings.retention_days,
             failure=failure,
         )
-        if self.store.put_new(item) is PutOutcome.DUPLICATE:
-            return IngestResult(200, {"received": True, "duplicate": True}, "duplicate", event_id)
-        if failure:
-            return IngestResult(200, {"received": True}, "stored_unparseable", event_id, {"reason": failure})
-        return IngestResult(200, {"received": True}, "stored", event_id)
 
-    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
+    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1) -> StoredBody:
+        """Inline when it fits an item (and, for a delivery of several events, when its `copies` fit the
+        transaction's budget); else in S3, once, under a key of `pk` and the body's own digest."""
         digest = hashlib.sha256(body).hexdigest()
-        if len(body) <= self.settings.inline_body_limit_bytes:
+        fits = len(body) <= self.settings.inline_body_limit_bytes
+        if copies > 1:
+            fits = fits and len(body) * copies <= MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
+        if fits:
             return StoredBody(sha256=digest, size=len(body), inline=body)
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
@@ -247,7 +294,8 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     except BodyUndecodable as error:
         result = IngestResult(400, {"error": "body could not be decoded"}, "bad_request", extra={"reason": str(error)})
     except (StorageUnavailable, SecretUnavailable) as error:
-        # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put is one call).
+        # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put, or a delivery's
+        # transaction of several events, is one call).
         result = IngestResult(
             503, {"error": "temporarily unavailable, retry"}, "unavailable", extra={"reason": str(error)}
         )
@@ -273,6 +321,7 @@ _REFUSAL_REASON: dict[str, str | None] = {
     "bad_request": "body_undecodable",
     "sender_refused": "ip_not_allowed",
     "unknown_source": "unknown_source",
+    "too_many_events": "too_many_events",
 }
 
 
