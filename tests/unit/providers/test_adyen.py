@@ -233,7 +233,7 @@ class TestParse:
         assert driver.fallback_event_id(_request(body)) == body_digest_id(body)
 
     def test_the_answer_acknowledges_as_adyen_documents(self):
-        from shared.providers.base import accept_fields  # noqa: PLC0415
+        from shared.providers.base import accept_fields
 
         assert accept_fields(driver) == {"notificationResponse": "[accepted]"}
 
