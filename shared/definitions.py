@@ -490,6 +490,8 @@ PROCESSOR_MEMORY_MB: Final = 512
 # The parameter's value is a source's name (docs/sources.md); the route keeps its parameter's name so that a
 # deployed route is not replaced.
 WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
+# A provider's appended segment (ProviderEntry.path_suffixes): "/webhooks/{provider}/pix" for Efí.
+WEBHOOK_SUFFIX_ROUTE: Final = "/webhooks/{provider}/%s"
 HEALTH_ROUTE: Final = "/health"
 API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
 API_THROTTLE_BURST_LIMIT: Final = 1000
@@ -856,6 +858,9 @@ class ProviderEntry(NamedTuple):
     # processor instance and the sweeper's reconciliation (a source overrides it in sources.json). The gateway's
     # documented limit where it publishes one (docs/providers.md cites it), else the conservative default.
     refetch_rate_per_second: float = 0.0  # 0: DEFAULT_REFETCH_RATE_PER_SECOND
+    # Path segments the provider appends to the registered URL (Efí: `/pix`): `/webhooks/{source}/{suffix}`
+    # reaches the same source, for the sources of this provider only (WEBHOOK_SUFFIX_ROUTES).
+    path_suffixes: tuple[str, ...] = ()
 
     @property
     def ordering(self) -> str:
@@ -997,6 +1002,22 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             docs_url="https://github.com/eduzz/eduzz-webhook-docs",
         ),
     ),
+    # Efí (Gerencianet) Pix: mutual TLS, or skip-mTLS's `?hmac=`; several Pix per delivery (docs/providers.md).
+    ProviderEntry(
+        id="efi",
+        driver="shared.providers.efi:driver",
+        refetch_client="shared.gateway.efi:EfiClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.efi:EVENT_TYPES"),),
+        dev_secret="local-development-only-efi-hmac",
+        facts=ProviderFacts(
+            display_name="Efí Pix",
+            signature="mutual TLS (Efí's CA), else `?hmac=` + source IP",
+            signature_source="verified",  # mTLS, the CA chain and /pix: Efí's docs and repos; hmac: Efí's forum
+            dedup_key="Pix `endToEndId`; devolução id + status",
+            docs_url="https://dev.efipay.com.br/docs/api-pix/webhooks/",
+        ),
+        path_suffixes=("pix",),
+    ),
     ProviderEntry(
         id="pagbank",
         driver="shared.providers.pagbank:driver",
@@ -1123,6 +1144,10 @@ PROVIDERS: Final[tuple[str, ...]] = tuple(entry.id for entry in PROVIDER_CATALOG
 # their events by `occurred_at` (or have no route at all).
 REFETCH_PROVIDERS: Final[tuple[str, ...]] = tuple(
     entry.id for entry in PROVIDER_CATALOG if entry.refetch_client is not None
+)
+# The suffixes some providers append to the registered URL (`/webhooks/{source}/pix`): each one API route.
+WEBHOOK_PATH_SUFFIXES: Final[tuple[str, ...]] = tuple(
+    sorted({suffix for entry in PROVIDER_CATALOG for suffix in entry.path_suffixes})
 )
 
 

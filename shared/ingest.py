@@ -19,7 +19,13 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-from shared.definitions import MAX_EVENTS_PER_DELIVERY, MULTI_EVENT_INLINE_BODY_BUDGET_BYTES, SourceSpec
+from shared.definitions import (
+    MAX_EVENTS_PER_DELIVERY,
+    MULTI_EVENT_INLINE_BODY_BUDGET_BYTES,
+    WEBHOOK_PATH_SUFFIXES,
+    SourceSpec,
+    provider_entry,
+)
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.ingest_batch import put_all_new
@@ -254,7 +260,8 @@ def source_ip_of(event: dict[str, Any]) -> str | None:
 
 
 def handle_api_event(event: dict[str, Any], service_factory: Callable[[], IngestService]) -> dict[str, Any]:
-    """Route an HTTP API event: POST /webhooks/{source} and GET /health. Every error is mapped here, once."""
+    """Route an HTTP API event: POST /webhooks/{source} (and /webhooks/{source}/{suffix} for a provider that
+    appends one, ProviderEntry.path_suffixes) and GET /health. Every error is mapped here, once."""
 
     http = event.get("requestContext", {}).get("http", {})
     method, path = http.get("method", "GET").upper(), event.get("rawPath", http.get("path", "/"))
@@ -264,7 +271,13 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         service_factory()  # ready means configured: a broken configuration answers 500 here, not at the first event
         return _json_response(200, {"status": "ok"})
     segments = path.strip("/").split("/")
-    if len(segments) != 2 or segments[0] != "webhooks" or not segments[1]:
+    suffix = segments[2] if len(segments) == 3 else None  # a segment the provider appends (Efí's /pix)
+    if (
+        len(segments) not in (2, 3)
+        or segments[0] != "webhooks"
+        or not segments[1]
+        or (suffix is not None and suffix not in WEBHOOK_PATH_SUFFIXES)
+    ):
         return _json_response(404, {"error": "not found"})
     parameters = event.get("pathParameters") or {}
     name = next((parameters[key] for key in _ROUTE_PARAMETERS if parameters.get(key)), segments[1])
@@ -282,7 +295,9 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         source = spec = service.sources.get(name)
         provider = source.provider
         log.update(source=source.name, provider=provider)
-        if not sender_allowed(source, source_ip_of(event)):
+        if suffix is not None and suffix not in _path_suffixes(provider):
+            result = IngestResult(404, {"error": "not found"}, "unknown_source")
+        elif not sender_allowed(source, source_ip_of(event)):
             # Refused before any verification: a sender outside the ranges costs no secret read, no HMAC.
             result = IngestResult(403, {"error": "sender not allowed for this source"}, "sender_refused")
         else:
@@ -313,6 +328,14 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         _note_refusal(event, name, spec, result, driver, request, service_factory)
     (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
     return _json_response(result.status_code, result.body)
+
+
+def _path_suffixes(provider: str) -> tuple[str, ...]:
+    """The segments `provider` appends to its registered URL (none for a provider outside the catalog)."""
+    try:
+        return provider_entry(provider).path_suffixes
+    except KeyError:
+        return ()
 
 
 # Outcomes that are refused deliveries, and the reason code each is recorded under (None: from the message).

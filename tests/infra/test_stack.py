@@ -239,8 +239,14 @@ def test_only_xray_is_granted_on_every_resource(synthesized: Synthesized) -> Non
 def test_http_api_routes_go_to_the_ingest_function(synthesized: Synthesized) -> None:
     routes = synthesized.resources("AWS::ApiGatewayV2::Route").values()
     assert sorted(route["Properties"]["RouteKey"] for route in routes) == sorted(
-        [f"POST {definitions.WEBHOOK_ROUTE}", f"GET {definitions.HEALTH_ROUTE}"]
+        [
+            f"POST {definitions.WEBHOOK_ROUTE}",
+            f"GET {definitions.HEALTH_ROUTE}",
+            # Efí appends /pix to the registered URL: the same source, through a route of its own
+            *(f"POST {definitions.WEBHOOK_SUFFIX_ROUTE % suffix}" for suffix in definitions.WEBHOOK_PATH_SUFFIXES),
+        ]
     )
+    assert "POST /webhooks/{provider}/pix" in {route["Properties"]["RouteKey"] for route in routes}
     function_id, _function = _ingest_function(synthesized)
     synthesized.template.has_resource_properties(
         "AWS::ApiGatewayV2::Integration",
