@@ -133,3 +133,16 @@ def test_efis_path_and_proof_are_checked(local_stack):
     # and the hmac (the secret itself) is not kept with the event
     shown = local_stack.cli("events", "show", "efi", e2e_id, "--json").stdout
     assert DEV_SECRETS["efi"] not in shown
+
+
+def test_inbox_simulate_efi_ends_matching_the_gateway(local_stack):
+    # Given Efí payments walking their lifecycles (paid, refunded in parts), delivered late, twice, concurrently;
+    # every refund's callback repeats its Pix (a duplicate inside a delivery of new events)
+    result = local_stack.cli(
+        "simulate", "--json", "--provider", "efi", "--payments", "8", "--duplicates", "0.5", check=False, timeout=300
+    )
+    report = json.loads(result.stdout)
+    # Then every payment equals the simulator's truth, and nothing failed or stayed pending
+    assert report["ok"], report["mismatches"]
+    assert report["matching"] == report["payments"] == 8
+    assert report["statuses"].get("failed", 0) == 0 and report["delivery_failures"] == 0
