@@ -187,19 +187,27 @@ def test_two_identical_deliveries_at_once_store_each_event_once(aws_world):
     assert len(stored_items(aws_world)) == 3
 
 
+class Cancelling:
+    """A DynamoDB client whose every transaction is cancelled with these reasons (one per item)."""
+
+    def __init__(self, *reasons: str) -> None:
+        self.reasons = reasons
+        self.calls = 0
+
+    def transact_write_items(self, **_: Any) -> Any:
+        self.calls += 1
+        raise ClientError(
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                "CancellationReasons": [{"Code": reason} for reason in self.reasons],
+            },
+            "TransactWriteItems",
+        )
+
+
 def test_an_unknown_refusal_is_a_storage_failure_not_a_duplicate(aws_world):
     # Given a transaction refused for a reason that is neither a duplicate nor a conflict (throttling)
-    class Refusing:
-        def transact_write_items(self, **_: Any) -> Any:
-            raise ClientError(
-                {
-                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
-                    "CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}],
-                },
-                "TransactWriteItems",
-            )
-
-    store = InboxStore(aws_world.names.inbox_table, dynamodb=Refusing())  # type: ignore[arg-type]
+    store = InboxStore(aws_world.names.inbox_table, dynamodb=Cancelling("ThrottlingError", "None"))  # type: ignore[arg-type]
     items = _items_of(aws_world, adyen_delivery("A", "B"))
     # Then it is StorageUnavailable (a 5xx: the gateway retries), never counted as stored or duplicate
     with pytest.raises(StorageUnavailable, match="TransactionCanceledException"):
@@ -208,24 +216,12 @@ def test_an_unknown_refusal_is_a_storage_failure_not_a_duplicate(aws_world):
 
 def test_conflicts_are_retried_then_given_up_as_a_storage_failure(aws_world):
     # Given a transaction that always conflicts with another one
-    calls = {"n": 0}
-
-    class Conflicting:
-        def transact_write_items(self, **_: Any) -> Any:
-            calls["n"] += 1
-            raise ClientError(
-                {
-                    "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
-                    "CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}],
-                },
-                "TransactWriteItems",
-            )
-
-    store = InboxStore(aws_world.names.inbox_table, dynamodb=Conflicting())  # type: ignore[arg-type]
+    conflicting = Cancelling("TransactionConflict", "None")
+    store = InboxStore(aws_world.names.inbox_table, dynamodb=conflicting)  # type: ignore[arg-type]
     items = _items_of(aws_world, adyen_delivery("A", "B"))
     with pytest.raises(StorageUnavailable, match="kept conflicting"):
         put_all_new(store, items, sleep=lambda _: None)
-    assert calls["n"] == 4  # bounded: MAX_ROUNDS transactions, then the gateway's retry takes over
+    assert conflicting.calls == 4  # bounded: MAX_ROUNDS transactions, then the gateway's retry takes over
 
 
 def _items_of(aws_world: Any, request: WebhookRequest) -> list[dict[str, Any]]:
