@@ -70,9 +70,9 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    MultiEventDriver,
     NormalizedEvent,
     PayloadInvalid,
-    ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
@@ -268,4 +268,4 @@ class AdyenDriver:
         return body_digest_id(request.body)
 
 
-driver: ProviderDriver = AdyenDriver()
+driver: MultiEventDriver = AdyenDriver()

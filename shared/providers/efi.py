@@ -47,9 +47,9 @@ from shared.providers._money import decimal_to_minor_units
 from shared.providers._schemes import SchemeVerified, TokenScheme
 from shared.providers._signing import JsonObject, get_object, iso_to_utc, load_json_object, require_str
 from shared.providers.base import (
+    MultiEventDriver,
     NormalizedEvent,
     PayloadInvalid,
-    ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
@@ -215,4 +215,4 @@ class EfiDriver(SchemeVerified):
         return body_digest_id(request.body)
 
 
-driver: ProviderDriver = EfiDriver()
+driver: MultiEventDriver = EfiDriver()
