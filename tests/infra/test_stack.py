@@ -256,14 +256,14 @@ def test_http_api_routes_go_to_the_ingest_function(synthesized: Synthesized) -> 
             "IntegrationUri": {"Fn::GetAtt": [function_id, "Arn"]},
         },
     )
-    # API Gateway may invoke the function for exactly these two routes (and nothing else may invoke it).
+    # API Gateway may invoke the function for exactly these routes (and nothing else may invoke it).
     permissions = [
         p
         for p in synthesized.resources("AWS::Lambda::Permission").values()
         if p["Properties"]["Principal"] == "apigateway.amazonaws.com"
         or p["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
     ]
-    assert len(permissions) == 2
+    assert len(permissions) == 2 + len(definitions.WEBHOOK_PATH_SUFFIXES)  # the webhook, /health, Efí's /pix
     for permission in permissions:
         assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
         assert permission["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
