@@ -30,6 +30,7 @@ from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
 from shared.providers import PayloadInvalid
 from shared.providers._stripe_account import is_account_id
+from shared.providers.base import parse_events
 from shared.providers.registry import get_driver, provider_names
 
 if TYPE_CHECKING:
@@ -285,7 +286,7 @@ def send(
         raise click.UsageError(str(error)) from None
     signed = sender.sign(body, target.signing_secret(spec.name), now=now, event_id=event_id)
     try:  # the id the inbox stores it under: some providers derive it from the body (docs/providers*.md)
-        stored_id = driver.parse(signed).event_id
+        stored_id = parse_events(driver, signed)[-1].event_id  # a delivery of several: the one it is about
     except PayloadInvalid:
         stored_id = driver.fallback_event_id(signed)
     query = "?" + "&".join(f"{k}={v}" for k, v in signed.query.items()) if signed.query else ""

@@ -24,6 +24,7 @@ from moto.events.models import EventsBackend
 from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue, TooManyEntriesInBatchRequest
 from moto.sqs.models import SQSBackend
 
+from shared.definitions import TRANSACT_WRITE_MAX_ACTIONS, TRANSACT_WRITE_MAX_BYTES
 from shared.inbox.model import FIFO_ID_MAX_LENGTH, is_valid_fifo_id
 
 # SQS: SendMessage's MessageBody, and the sum of a SendMessageBatch's bodies, at most 1 MiB (SQS API reference).
@@ -35,8 +36,8 @@ LAMBDA_FIFO_MAX_BATCH_SIZE = 10
 # DynamoDB: an item is at most 400 KB, in binary units (1 KB = 1,024 bytes), attribute names included.
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 # DynamoDB: TransactWriteItems groups at most 100 actions whose items total at most 4 MB.
-DYNAMODB_MAX_TRANSACTION_ACTIONS = 100
-DYNAMODB_MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+DYNAMODB_MAX_TRANSACTION_ACTIONS = TRANSACT_WRITE_MAX_ACTIONS
+DYNAMODB_MAX_TRANSACTION_BYTES = TRANSACT_WRITE_MAX_BYTES
 # EventBridge: a PutEvents request's entries total less than 1 MB (256 KB until January 2026).
 EVENTBRIDGE_MAX_PUT_EVENTS_BYTES = 1_048_576
 _PUT_EVENTS_TIME_BYTES = 14  # "If specified, the Time parameter is 14 bytes."

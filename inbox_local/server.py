@@ -108,6 +108,9 @@ def api_gateway_event(
     segments = path.strip("/").split("/")
     is_webhook = len(segments) == 2 and segments[0] == "webhooks"
     route_key = f"{method} /webhooks/{{provider}}" if is_webhook else f"{method} {path}"
+    if len(segments) == 3 and segments[0] == "webhooks" and segments[2] in definitions.WEBHOOK_PATH_SUFFIXES:
+        is_webhook = True  # a provider's appended segment (Efí's /pix): a route of its own, as the stack has
+        route_key = f"{method} {definitions.WEBHOOK_SUFFIX_ROUTE % segments[2]}"
     content_type = headers.get("content-type", "")
     as_text = content_type.startswith(_TEXT_TYPES)
     if as_text:

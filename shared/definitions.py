@@ -490,6 +490,8 @@ PROCESSOR_MEMORY_MB: Final = 512
 # The parameter's value is a source's name (docs/sources.md); the route keeps its parameter's name so that a
 # deployed route is not replaced.
 WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
+# A provider's appended segment (ProviderEntry.path_suffixes): "/webhooks/{provider}/pix" for Efí.
+WEBHOOK_SUFFIX_ROUTE: Final = "/webhooks/{provider}/%s"
 HEALTH_ROUTE: Final = "/health"
 API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
 API_THROTTLE_BURST_LIMIT: Final = 1000
@@ -502,6 +504,16 @@ DEFAULT_RETENTION_DAYS: Final = 30
 MINIMUM_RETENTION_DAYS: Final = 7
 # DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
+# DynamoDB TransactWriteItems: at most 100 actions, the items 4 MB in all, no two actions on one item
+# (TransactWriteItems API reference; docs/aws-limits.md). A delivery's events are stored in one transaction
+# (shared/ingest_batch.py), so a delivery holds at most MAX_EVENTS_PER_DELIVERY events; the local stack enforces both.
+TRANSACT_WRITE_MAX_ACTIONS: Final = 100
+TRANSACT_WRITE_MAX_BYTES: Final = 4 * 1024 * 1024
+MAX_EVENTS_PER_DELIVERY: Final = TRANSACT_WRITE_MAX_ACTIONS
+# The inline copies of one delivery's body, summed over its events, stay under this; above it the body goes to S3
+# once and every event's item points at it. With each item's other attributes bounded by the request's 10 KB of
+# headers plus ~1 KB, 100 items stay under 2 MiB + 1.1 MB: well inside the transaction's 4 MB.
+MULTI_EVENT_INLINE_BODY_BUDGET_BYTES: Final = 2 * 1024 * 1024
 
 
 def secret_prefix(stack_name: str) -> str:
@@ -690,6 +702,7 @@ REJECTION_REASONS: Final[tuple[str, ...]] = (
     # client certificate (403, before any secret is read)
     "client_certificate_missing",
     "unknown_source",
+    "too_many_events",  # an authentic delivery with more events than one transaction stores (413)
 )
 # Why a refusal was counted but not recorded: the per-source budget of the minute was spent (this instance's
 # bucket), the minute's slot was taken (another record, or another instance), the log could not be written.
@@ -865,6 +878,9 @@ class ProviderEntry(NamedTuple):
     # documented limit where it publishes one (docs/providers.md cites it), else the conservative default.
     refetch_rate_per_second: float = 0.0  # 0: DEFAULT_REFETCH_RATE_PER_SECOND
     verification: Verification = VERIFICATION_SIGNATURE  # "refetch": a notification is only a hint (above)
+    # Path segments the provider appends to the registered URL (Efí: `/pix`): `/webhooks/{source}/{suffix}`
+    # reaches the same source, for the sources of this provider only (WEBHOOK_SUFFIX_ROUTES).
+    path_suffixes: tuple[str, ...] = ()
 
     @property
     def ordering(self) -> str:
@@ -1005,6 +1021,22 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="body `id`",
             docs_url="https://github.com/eduzz/eduzz-webhook-docs",
         ),
+    ),
+    # Efí (Gerencianet) Pix: mutual TLS, or skip-mTLS's `?hmac=`; several Pix per delivery (docs/providers.md).
+    ProviderEntry(
+        id="efi",
+        driver="shared.providers.efi:driver",
+        refetch_client="shared.gateway.efi:EfiClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.efi:EVENT_TYPES"),),
+        dev_secret="local-development-only-efi-hmac",
+        facts=ProviderFacts(
+            display_name="Efí Pix",
+            signature="mutual TLS (Efí's CA), else `?hmac=` + source IP",
+            signature_source="verified",  # mTLS, the CA chain and /pix: Efí's docs and repos; hmac: Efí's forum
+            dedup_key="Pix `endToEndId`; devolução id + status",
+            docs_url="https://dev.efipay.com.br/docs/api-pix/webhooks/",
+        ),
+        path_suffixes=("pix",),
     ),
     ProviderEntry(
         id="pagbank",
@@ -1195,6 +1227,10 @@ PROVIDERS: Final[tuple[str, ...]] = tuple(entry.id for entry in PROVIDER_CATALOG
 # their events by `occurred_at` (or have no route at all).
 REFETCH_PROVIDERS: Final[tuple[str, ...]] = tuple(
     entry.id for entry in PROVIDER_CATALOG if entry.refetch_client is not None
+)
+# The suffixes some providers append to the registered URL (`/webhooks/{source}/pix`): each one API route.
+WEBHOOK_PATH_SUFFIXES: Final[tuple[str, ...]] = tuple(
+    sorted({suffix for entry in PROVIDER_CATALOG for suffix in entry.path_suffixes})
 )
 
 # Providers whose notifications are only hints: stored once per delivery, with no state from the body.

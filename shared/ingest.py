@@ -19,9 +19,17 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec
+from shared.definitions import (
+    MAX_EVENTS_PER_DELIVERY,
+    MULTI_EVENT_INLINE_BODY_BUDGET_BYTES,
+    REFETCH_VERIFIED_PROVIDERS,
+    WEBHOOK_PATH_SUFFIXES,
+    SourceSpec,
+    provider_entry,
+)
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
+from shared.ingest_batch import put_all_new
 from shared.observability import count_for_provider, logger
 from shared.providers import (
     ClientCertificate,
@@ -32,6 +40,7 @@ from shared.providers import (
     SigningSecrets,
     WebhookRequest,
 )
+from shared.providers.base import accept_fields, parse_events
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -103,20 +112,71 @@ class IngestService:
 
         failure: str | None = None
         try:
-            event = driver.parse(request)
-            event_id = event.event_id
+            events = parse_events(driver, request)
         except PayloadInvalid as invalid:
-            event, failure, event_id = (
-                None,
-                str(invalid) or "unparseable body",
-                driver.fallback_event_id(request),
-            )
-
+            events, failure = (), str(invalid) or "unparseable body"
+        if len(events) > MAX_EVENTS_PER_DELIVERY:
+            reason = f"delivery holds {len(events)} events; at most {MAX_EVENTS_PER_DELIVERY} are stored per delivery"
+            return IngestResult(413, {"error": reason}, "too_many_events", extra={"reason": reason})
+        accepted = {"received": True, **accept_fields(driver)}
         received_at = datetime.fromtimestamp(now, tz=UTC)
-        if hint_only:
+        if len(events) > 1:
+            return self._receive_many(driver, request, source, events, received_at, accepted)
+
+        event = events[0] if events else None
+        event_id = event.event_id if event is not None else driver.fallback_event_id(request)
+        if hint_only:  # no identity of its own: each notification is stored under a key of its delivery
             event_id = delivery_event_id(received_at, request.body)
             event = as_hint(event, event_id, received_at) if event is not None else None
-        item = build_item(
+        pk = event_key(source.name, event_id)
+        body = self._store_body(
+            source.name, pk, redact_secret_fields(request.body, driver.secret_body_fields), received_at
+        )
+        item = self._item(driver, request, source, event_id, event, body, received_at, failure)
+        if self.store.put_new(item) is PutOutcome.DUPLICATE:
+            return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", event_id)
+        # A refetch-verified delivery's key is its own, so the answer names it (`inbox send` prints it).
+        answer: dict[str, Any] = {**accepted, "delivery": event_id} if hint_only else accepted
+        if failure:
+            return IngestResult(200, answer, "stored_unparseable", event_id, {"reason": failure})
+        return IngestResult(200, answer, "stored", event_id)
+
+    def _receive_many(
+        self,
+        driver: ProviderDriver,
+        request: WebhookRequest,
+        source: SourceSpec,
+        events: tuple[NormalizedEvent, ...],
+        received_at: datetime,
+        accepted: dict[str, Any],
+    ) -> IngestResult:
+        """Several events in one delivery: one item each, all stored or none (shared/ingest_batch.py). The body is
+        kept once per item while the copies fit the transaction's budget, else once in S3 for all of them."""
+        first_id = events[0].event_id
+        raw = redact_secret_fields(request.body, driver.secret_body_fields)
+        body = self._store_body(source.name, event_key(source.name, first_id), raw, received_at, copies=len(events))
+        items = [
+            self._item(driver, request, source, event.event_id, event, body, received_at, None) for event in events
+        ]
+        outcomes = put_all_new(self.store, items)
+        stored = sum(outcome is PutOutcome.STORED for outcome in outcomes)
+        extra = {"events": len(events), "stored": stored}
+        if not stored:
+            return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", first_id, extra)
+        return IngestResult(200, accepted, "stored", first_id, extra)
+
+    def _item(
+        self,
+        driver: ProviderDriver,
+        request: WebhookRequest,
+        source: SourceSpec,
+        event_id: str,
+        event: NormalizedEvent | None,
+        body: StoredBody,
+        received_at: datetime,
+        failure: str | None,
+    ) -> dict[str, Any]:
+        return build_item(
             source=source.name,
             provider=driver.name,
             event_id=event_id,
@@ -124,27 +184,20 @@ class IngestService:
             request=request,
             replay_headers=driver.replay_headers,
             replay_query=driver.replay_query,
-            body=self._store_body(
-                source.name,
-                event_key(source.name, event_id),
-                redact_secret_fields(request.body, driver.secret_body_fields),
-                received_at,
-            ),
+            body=body,
             received_at=received_at,
             retention_days=self.settings.retention_days,
             failure=failure,
         )
-        if self.store.put_new(item) is PutOutcome.DUPLICATE:
-            return IngestResult(200, {"received": True, "duplicate": True}, "duplicate", event_id)
-        # A refetch-verified delivery's key is its own, so the answer names it (`inbox send` prints it).
-        answer: dict[str, Any] = {"received": True, "delivery": event_id} if hint_only else {"received": True}
-        if failure:
-            return IngestResult(200, answer, "stored_unparseable", event_id, {"reason": failure})
-        return IngestResult(200, answer, "stored", event_id)
 
-    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
+    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1) -> StoredBody:
+        """Inline when it fits an item (and, for a delivery of several events, when its `copies` fit the
+        transaction's budget); else in S3, once, under a key of `pk` and the body's own digest."""
         digest = hashlib.sha256(body).hexdigest()
-        if len(body) <= self.settings.inline_body_limit_bytes:
+        fits = len(body) <= self.settings.inline_body_limit_bytes
+        if copies > 1:
+            fits = fits and len(body) * copies <= MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
+        if fits:
             return StoredBody(sha256=digest, size=len(body), inline=body)
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
@@ -234,7 +287,8 @@ def source_ip_of(event: dict[str, Any]) -> str | None:
 
 
 def handle_api_event(event: dict[str, Any], service_factory: Callable[[], IngestService]) -> dict[str, Any]:
-    """Route an HTTP API event: POST /webhooks/{source} and GET /health. Every error is mapped here, once."""
+    """Route an HTTP API event: POST /webhooks/{source} (and /webhooks/{source}/{suffix} for a provider that
+    appends one, ProviderEntry.path_suffixes) and GET /health. Every error is mapped here, once."""
 
     http = event.get("requestContext", {}).get("http", {})
     method, path = http.get("method", "GET").upper(), event.get("rawPath", http.get("path", "/"))
@@ -244,7 +298,13 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         service_factory()  # ready means configured: a broken configuration answers 500 here, not at the first event
         return _json_response(200, {"status": "ok"})
     segments = path.strip("/").split("/")
-    if len(segments) != 2 or segments[0] != "webhooks" or not segments[1]:
+    suffix = segments[2] if len(segments) == 3 else None  # a segment the provider appends (Efí's /pix)
+    if (
+        len(segments) not in (2, 3)
+        or segments[0] != "webhooks"
+        or not segments[1]
+        or (suffix is not None and suffix not in WEBHOOK_PATH_SUFFIXES)
+    ):
         return _json_response(404, {"error": "not found"})
     parameters = event.get("pathParameters") or {}
     name = next((parameters[key] for key in _ROUTE_PARAMETERS if parameters.get(key)), segments[1])
@@ -262,7 +322,9 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         source = spec = service.sources.get(name)
         provider = source.provider
         log.update(source=source.name, provider=provider)
-        if not sender_allowed(source, source_ip_of(event)):
+        if suffix is not None and suffix not in _path_suffixes(provider):
+            result = IngestResult(404, {"error": "not found"}, "unknown_source")
+        elif not sender_allowed(source, source_ip_of(event)):
             # Refused before any verification: a sender outside the ranges costs no secret read, no HMAC.
             result = IngestResult(403, {"error": "sender not allowed for this source"}, "sender_refused")
         elif source.mutual_tls and ClientCertificate.from_api_event(event) is None:
@@ -281,7 +343,8 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     except BodyUndecodable as error:
         result = IngestResult(400, {"error": "body could not be decoded"}, "bad_request", extra={"reason": str(error)})
     except (StorageUnavailable, SecretUnavailable) as error:
-        # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put is one call).
+        # The gateway retries a 5xx: nothing is lost, and nothing was half-written (the put, or a delivery's
+        # transaction of several events, is one call).
         result = IngestResult(
             503, {"error": "temporarily unavailable, retry"}, "unavailable", extra={"reason": str(error)}
         )
@@ -301,6 +364,14 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     return _json_response(result.status_code, result.body)
 
 
+def _path_suffixes(provider: str) -> tuple[str, ...]:
+    """The segments `provider` appends to its registered URL (none for a provider outside the catalog)."""
+    try:
+        return provider_entry(provider).path_suffixes
+    except KeyError:
+        return ()
+
+
 # Outcomes that are refused deliveries, and the reason code each is recorded under (None: from the message).
 _REFUSAL_REASON: dict[str, str | None] = {
     "signature_rejected": None,
@@ -308,6 +379,7 @@ _REFUSAL_REASON: dict[str, str | None] = {
     "sender_refused": "ip_not_allowed",
     "certificate_refused": "client_certificate_missing",
     "unknown_source": "unknown_source",
+    "too_many_events": "too_many_events",
 }
 
 

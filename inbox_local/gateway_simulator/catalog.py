@@ -46,3 +46,9 @@ def route(segments: tuple[str, ...], owns: Callable[[ProviderShape], bool] | Non
     if len(found) > 1 and owns is not None:
         return next((shape for shape in found if owns(shape)), found[0])
     return found[0] if found else None
+
+
+def accepts_post(segments: tuple[str, ...]) -> bool:
+    """Whether a shape answers POST on this path (Efí's OAuth token endpoint: `post_routes`); every other API
+    request is a GET."""
+    return any(segments == route for shape in SHAPES.values() for route in getattr(shape, "post_routes", ()))

@@ -86,7 +86,9 @@ class GatewaySimulator:
         for account, provider in self.accounts.items():
             if api_keys is None and account not in self.api_keys:
                 # A distinct key per account, so that each account sees only its own payments.
-                self.api_keys[account] = f"{catalog.DEFAULT_API_KEYS[provider]}_{account.replace('-', '_')}"
+                derive = getattr(catalog.SHAPES[provider], "account_key", None)  # a key with a structure (Efí)
+                default = f"{catalog.DEFAULT_API_KEYS[provider]}_{account.replace('-', '_')}"
+                self.api_keys[account] = derive(account) if derive is not None else default
         self._ids = random.Random(seed)  # noqa: S311 - reproducible ids, not secrets
         self._chaos = random.Random(seed + 1)  # noqa: S311 - fault draws apart, so faults never shift the ids
         self._lock = threading.RLock()
@@ -450,7 +452,7 @@ class GatewaySimulator:
             self._count("requests")
         if segments[:1] == ("_sim",):
             return admin_route(self, method, list(segments[1:]), body)
-        if method != "GET":
+        if method != "GET" and not (method == "POST" and catalog.accepts_post(segments)):
             return 405, {}, {"error": "method not allowed"}
         request = ApiRequest(segments, parse_qs(parts.query), headers)
         shape = catalog.route(segments, owns=lambda candidate: self._carries_key_of(candidate, request))

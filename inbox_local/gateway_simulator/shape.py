@@ -13,7 +13,7 @@ from inbox_local.config import signing_secret
 from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens, Webhook
 from inbox_local.senders import sender_for
 from shared.payments.status import PaymentStatus
-from shared.providers.base import utc_from_epoch
+from shared.providers.base import parse_events, utc_from_epoch
 from shared.providers.registry import get_driver
 
 Answer = tuple[int, dict[str, str], Any]
@@ -116,7 +116,8 @@ def sample_webhook(
         return None
     # parse() reads the request as the ingest does: sign it (any secret) so providers that read headers or the
     # query string (Mercado Pago's data.id) see a complete delivery.
-    event = driver.parse(sender.sign(body, signing_secret(provider), now=when, event_id=event_id))
+    # The last event of the delivery is the one the step announces (an Efí refund repeats its Pix first).
+    event = parse_events(driver, sender.sign(body, signing_secret(provider), now=when, event_id=event_id))[-1]
     return Webhook(event.event_type, body, when)
 
 

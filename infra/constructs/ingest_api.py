@@ -55,6 +55,16 @@ class IngestApi(Construct):
             *self.http_api.add_routes(
                 path=definitions.HEALTH_ROUTE, methods=[apigwv2.HttpMethod.GET], integration=integration
             ),
+            # The segments some providers append to the registered URL (Efí's /pix): the same source.
+            *(
+                route
+                for suffix in definitions.WEBHOOK_PATH_SUFFIXES
+                for route in self.http_api.add_routes(
+                    path=definitions.WEBHOOK_SUFFIX_ROUTE % suffix,
+                    methods=[apigwv2.HttpMethod.POST],
+                    integration=integration,
+                )
+            ),
         ]
         for route in routes:
             acknowledge(
@@ -62,8 +72,9 @@ class IngestApi(Construct):
                 "AwsSolutions-APIG4",
                 "Payment gateways cannot present IAM, JWT or Lambda-authorizer credentials: each delivery is "
                 "authenticated by the provider's HMAC signature over the raw body, verified in constant time "
-                "(with a timestamp tolerance) by the ingest before anything is stored; unsigned or badly signed "
-                "requests get 401. GET /health is public by design and reveals nothing.",
+                "(with a timestamp tolerance) by the ingest before anything is stored (Efí Pix: its mutual-TLS "
+                "client certificate, or its registered hmac); unsigned or badly signed requests get 401. "
+                "GET /health is public by design and reveals nothing.",
             )
 
         self.access_log_group = logs.LogGroup(self, "AccessLogs", retention=ACCESS_LOG_RETENTION)

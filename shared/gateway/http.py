@@ -204,22 +204,46 @@ class JsonHttpClient:
         headers: Mapping[str, str],
         query: Sequence[tuple[str, str]] = (),
         parse_float: Callable[[str], Any] | None = None,
+        pool: HttpPool | None = None,
     ) -> dict[str, Any]:
-        """GET `{base_url}{path}?{query}`; `path` must already be escaped (see `path_segment`)."""
+        """GET `{base_url}{path}?{query}`; `path` must already be escaped (see `path_segment`). `pool` overrides
+        the client's pool for this call (a gateway that wants a client certificate: shared/gateway/efi.py)."""
+        return self.request_json("GET", path, headers=headers, query=query, parse_float=parse_float, pool=pool)
+
+    def post_json(
+        self, path: str, *, headers: Mapping[str, str], body: bytes, pool: HttpPool | None = None
+    ) -> dict[str, Any]:
+        """POST `body` to `{base_url}{path}` (an OAuth token request), with the same retries and mapping as GET:
+        only for requests that are safe to repeat."""
+        return self.request_json("POST", path, headers=headers, body=body, pool=pool)
+
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: Mapping[str, str],
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        parse_float: Callable[[str], Any] | None = None,
+        pool: HttpPool | None = None,
+    ) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
         if query:
             url = f"{url}?{urlencode(list(query))}"
         request_headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **headers}
-        pool = self._pool or shared_pool()
+        pool = pool or self._pool or shared_pool()
         started = self._monotonic()
+        send: dict[str, Any] = {} if body is None else {"body": body}
 
         for attempt in range(1, self._max_attempts + 1):
             retry_after: float | None = None
             self._take_slot(attempt, path)
             try:
                 response = pool.request(
-                    "GET",
+                    method,
                     url,
+                    **send,
                     headers=request_headers,
                     timeout=self._timeout,
                     retries=False,

@@ -11,17 +11,19 @@ Signing, as Adyen documents it and its libraries (adyen-python-api-library `Adye
 - nothing is timestamped and the raw body is not what is signed: a re-serialized body verifies as well as the
   original. There is no tolerance to enforce.
 
-One event per delivery: `notificationItems` is an array. Adyen's JSON webhooks carry one item in practice (not
-found stated in Adyen's current docs: unverified), and the inbox stores one event per delivery. A verified
-delivery with several items is therefore stored as a `failed` event (body kept, reason "N notification items"),
-answered 2xx like any verified body that cannot be parsed, so that nothing is lost and an operator sees it.
+Several events per delivery: `notificationItems` is an array, and each NotificationRequestItem is an event of its
+own (`parse_many`): the ingest stores one inbox item per item, all of them or none (shared/ingest_batch.py), and a
+retry stores nothing twice. An item that cannot be read makes the whole delivery one `failed` event (body kept,
+reason naming the item), answered 2xx like any verified body that cannot be parsed.
 
 Dedup: Adyen has no event id. A redelivery repeats `pspReference` + `eventCode` + `success` (the documented way to
 recognise a duplicate), so the event id is `derive_event_id(pspReference, eventCode, success, "")`. Adyen retries
 an unaccepted webhook for up to 30 days.
 
-Accepting: Adyen used to require the body `[accepted]`; since 2024 any 2xx accepts a webhook (Adyen's "accept
-with 2XX" change). Our `{"received": true}` with 200 suffices; it must come within 10 s.
+Accepting: Adyen used to require the answer `[accepted]`; since 2024 any 2xx accepts a webhook (Adyen's "accept
+with 2XX" change; the Node library's AccountNotificationResponse: "Respond with any 2xx"). The answer is
+`{"received": true, "notificationResponse": "[accepted]"}` with 200 (Adyen's NotificationResponse field,
+`accept_fields`); it must come within 10 s.
 
 The payment is `originalReference` (a modification points at the payment it modifies) or `pspReference`.
 Time: `eventDate` (ISO-8601 with offset, seconds or milliseconds). There is no API to refetch from here: events are
@@ -68,9 +70,9 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    MultiEventDriver,
     NormalizedEvent,
     PayloadInvalid,
-    ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
@@ -195,6 +197,9 @@ class AdyenDriver:
     replay_query: tuple[str, ...] = ()
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
+    # Adyen's NotificationResponse: `notificationResponse: "[accepted]"` acknowledges a webhook (any 2xx does
+    # since 2024; the field costs nothing and satisfies an integration still configured the old way).
+    accept_fields: dict[str, str] = {"notificationResponse": "[accepted]"}
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         keys = [decode_key(secret) for secret in usable_secrets(secrets, self.name)]
@@ -219,16 +224,29 @@ class AdyenDriver:
                 raise SignatureInvalid("no signature matches")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
+        events = self.parse_many(request)
+        if len(events) != 1:
+            raise PayloadInvalid(f"delivery holds {len(events)} notification items: parse_many reads them")
+        return events[0]
+
+    def parse_many(self, request: WebhookRequest) -> tuple[NormalizedEvent, ...]:
+        """One event per NotificationRequestItem, in the delivery's order (the ingest stores them all or none)."""
         payload = load_json_object(request.body)
         items = notification_items(payload)
         if items is None:
             raise PayloadInvalid("missing field notificationItems[].NotificationRequestItem")
-        if len(items) != 1:
-            raise PayloadInvalid(
-                f"delivery holds {len(items)} notification items; one event is stored per delivery, "
-                "so it is kept as failed for an operator"
-            )
-        item = items[0]
+        if not items:
+            raise PayloadInvalid("no notification items")
+        events = []
+        for index, item in enumerate(items):
+            try:
+                events.append(self._event(item))
+            except PayloadInvalid as invalid:
+                raise PayloadInvalid(f"notification item {index}: {invalid}") from None
+        return tuple(events)
+
+    @staticmethod
+    def _event(item: JsonObject) -> NormalizedEvent:
         psp_reference = require_str(item, "pspReference", "pspReference")
         event_code = require_str(item, "eventCode", "eventCode")
         success_text = _success_text(item)
@@ -250,4 +268,4 @@ class AdyenDriver:
         return body_digest_id(request.body)
 
 
-driver: ProviderDriver = AdyenDriver()
+driver: MultiEventDriver = AdyenDriver()

@@ -113,6 +113,36 @@ class ProviderDriver(Protocol):
         ...
 
 
+class MultiEventDriver(ProviderDriver, Protocol):
+    """A driver whose one delivery may carry several events (Adyen's `notificationItems`, Efí's `{"pix": [...]}`).
+
+    Optional: the ingest calls `parse_many` when a driver has it, else `parse` (one event per delivery). Each event
+    becomes its own inbox item, all stored or none (shared/ingest_batch.py)."""
+
+    def parse_many(self, request: WebhookRequest) -> tuple[NormalizedEvent, ...]:
+        """Every event of the delivery, in its order (at least one). Raise PayloadInvalid when any cannot be
+        understood: the delivery is then stored once, as failed, like any authentic body that does not parse."""
+        ...
+
+
+def parse_events(driver: ProviderDriver, request: WebhookRequest) -> tuple[NormalizedEvent, ...]:
+    """The events of one delivery: the driver's `parse_many` if it has one, else its one `parse`."""
+    parse_many = getattr(driver, "parse_many", None)
+    if parse_many is None:
+        return (driver.parse(request),)
+    events = tuple(parse_many(request))
+    if not events:
+        raise PayloadInvalid("delivery holds no event")
+    return events
+
+
+def accept_fields(driver: ProviderDriver) -> dict[str, str]:
+    """Fields a provider wants in the answer that accepts a delivery (Adyen's `notificationResponse`), beside
+    `received`. Optional on a driver (`accept_fields` attribute); none by default."""
+    fields = getattr(driver, "accept_fields", None)
+    return dict(fields) if isinstance(fields, dict) else {}
+
+
 def derive_event_id(resource_id: str, event_type: str, status: str, occurred_at: datetime | str) -> str:
     """The dedup key for providers whose envelope id is missing or changes per retry.
 

@@ -89,7 +89,7 @@ def test_the_default_declaration_has_one_secret_per_provider(synthesized: Synthe
 
 
 def test_the_example_declaration_gives_each_account_its_own_secrets() -> None:
-    # Given sources.example.json (two Stripe accounts and a Connect platform, Asaas and its sandbox, Pagar.me)
+    # Given sources.example.json (two Stripe accounts and a Connect platform, Asaas and its sandbox, Pagar.me, Efí)
     sources = declared_sources({definitions.ENV_SOURCES_FILE: str(REPO_ROOT / "sources.example.json")})
     template = _secrets_stack(sources)
     by_source = {

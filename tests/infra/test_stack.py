@@ -239,8 +239,14 @@ def test_only_xray_is_granted_on_every_resource(synthesized: Synthesized) -> Non
 def test_http_api_routes_go_to_the_ingest_function(synthesized: Synthesized) -> None:
     routes = synthesized.resources("AWS::ApiGatewayV2::Route").values()
     assert sorted(route["Properties"]["RouteKey"] for route in routes) == sorted(
-        [f"POST {definitions.WEBHOOK_ROUTE}", f"GET {definitions.HEALTH_ROUTE}"]
+        [
+            f"POST {definitions.WEBHOOK_ROUTE}",
+            f"GET {definitions.HEALTH_ROUTE}",
+            # Efí appends /pix to the registered URL: the same source, through a route of its own
+            *(f"POST {definitions.WEBHOOK_SUFFIX_ROUTE % suffix}" for suffix in definitions.WEBHOOK_PATH_SUFFIXES),
+        ]
     )
+    assert "POST /webhooks/{provider}/pix" in {route["Properties"]["RouteKey"] for route in routes}
     function_id, _function = _ingest_function(synthesized)
     synthesized.template.has_resource_properties(
         "AWS::ApiGatewayV2::Integration",
@@ -250,14 +256,14 @@ def test_http_api_routes_go_to_the_ingest_function(synthesized: Synthesized) -> 
             "IntegrationUri": {"Fn::GetAtt": [function_id, "Arn"]},
         },
     )
-    # API Gateway may invoke the function for exactly these two routes (and nothing else may invoke it).
+    # API Gateway may invoke the function for exactly these routes (and nothing else may invoke it).
     permissions = [
         p
         for p in synthesized.resources("AWS::Lambda::Permission").values()
         if p["Properties"]["Principal"] == "apigateway.amazonaws.com"
         or p["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
     ]
-    assert len(permissions) == 2
+    assert len(permissions) == 2 + len(definitions.WEBHOOK_PATH_SUFFIXES)  # the webhook, /health, Efí's /pix
     for permission in permissions:
         assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
         assert permission["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}

@@ -257,6 +257,28 @@ def test_a_transaction_of_101_actions_is_refused(aws_world: Any, dynamodb: Any) 
     assert _error(raised)[0] == "ValidationException"
 
 
+def test_a_transaction_with_two_actions_on_one_item_is_refused(aws_world: Any, dynamodb: Any) -> None:
+    # Given two puts of the same key (what an event repeated inside one delivery would be, were it not deduplicated
+    # first: shared/ingest_batch.py)
+    table = aws_world.names.control_table
+    twice = _puts(table, 1, 1) * 2
+    # When written in one transaction, Then refused as DynamoDB refuses it, and nothing is written
+    with pytest.raises(ClientError) as raised:
+        dynamodb.transact_write_items(TransactItems=twice)
+    assert _error(raised) == (
+        "ValidationException",
+        "Transaction request cannot include multiple operations on one item",
+    )
+    assert dynamodb.scan(TableName=table)["Count"] == 0
+
+
+def test_the_per_delivery_event_cap_is_the_transactions_action_limit() -> None:
+    # The ingest refuses a delivery of more events than one TransactWriteItems takes (413), before writing
+    assert definitions.MAX_EVENTS_PER_DELIVERY == aws_limits.DYNAMODB_MAX_TRANSACTION_ACTIONS == 100
+    # and its inline body copies leave each transaction room under the 4 MB for the items' other attributes
+    assert definitions.MULTI_EVENT_INLINE_BODY_BUDGET_BYTES + 100 * 11_264 < aws_limits.DYNAMODB_MAX_TRANSACTION_BYTES
+
+
 def test_a_body_at_the_inline_threshold_still_fits_its_item(aws_world: Any) -> None:
     # Given a verified delivery whose body is exactly the largest kept inline, with a long odd event id, a long
     # resource id, replay headers and kept query parameters

@@ -88,7 +88,13 @@ class TestReasonCodes:
         codes = {
             reason_for_signature_refusal(m) for m in ("missing x", "timestamp outside tolerance", "x", "malformed")
         }
-        declared = {"body_undecodable", "ip_not_allowed", "client_certificate_missing", "unknown_source"}
+        declared = {
+            "body_undecodable",
+            "ip_not_allowed",
+            "client_certificate_missing",
+            "unknown_source",
+            "too_many_events",
+        }
         assert codes | declared == set(definitions.REJECTION_REASONS)
 
 

@@ -209,12 +209,33 @@ class TestParse:
     def test_a_boolean_success_is_tolerated(self):
         assert driver.parse(_request(_notification(_item(success=False)))).provider_status == "failed"  # type: ignore[arg-type]
 
-    def test_a_multi_item_delivery_is_kept_as_failed_with_a_clear_reason(self):
+    def test_a_multi_item_delivery_is_one_event_per_item_in_order(self):
+        # Given an authentic delivery of two items: an authorisation and a capture of another payment
         body = _notification(_signed_item(_item()), _signed_item(_item("CAPTURE", pspReference="B")))
         _verify(_request(body))  # authentic: every item verifies
+        # When it is parsed into its events
+        events = driver.parse_many(_request(body))
+        # Then one event per item, in the delivery's order, each with its own dedup key
+        assert [event.event_type for event in events] == ["AUTHORISATION", "CAPTURE"]
+        assert len({event.event_id for event in events}) == 2
+        assert events[0] == driver.parse(_request(_notification(_signed_item(_item()))))
+        # and parse (one event) refuses it rather than pick one
         with pytest.raises(PayloadInvalid, match="delivery holds 2 notification items"):
             driver.parse(_request(body))
+
+    def test_one_unreadable_item_makes_the_delivery_unparseable_naming_the_item(self):
+        # Given a delivery whose second item has no eventDate
+        second = {k: v for k, v in _item("CAPTURE", pspReference="B").items() if k != "eventDate"}
+        body = _notification(_item(), second)
+        # When parsed, Then it is refused whole (stored once as failed), the reason naming item 1
+        with pytest.raises(PayloadInvalid, match="notification item 1: missing field eventDate"):
+            driver.parse_many(_request(body))
         assert driver.fallback_event_id(_request(body)) == body_digest_id(body)
+
+    def test_the_answer_acknowledges_as_adyen_documents(self):
+        from shared.providers.base import accept_fields
+
+        assert accept_fields(driver) == {"notificationResponse": "[accepted]"}
 
     @pytest.mark.parametrize(
         ("changes", "reason"),
