@@ -1015,6 +1015,31 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
     ),
     ProviderEntry(
+        id="woovi",
+        driver="shared.providers.woovi:driver",
+        refetch_client="shared.gateway.woovi:WooviClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.woovi:CHARGE_EVENTS"),),
+        # Woovi signs with its own RSA key (pinned in the driver): a source's signing secret holds public keys to
+        # trust besides the pinned ones. Locally, the public half of the development key (base64 of its PEM, the
+        # form Woovi publishes) whose private half only the local sender holds (inbox_local/senders/woovi.py).
+        dev_secret=(
+            "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlCQ2dLQ0FRRUFtbTE0"
+            "c0xGYjdMUm5JbHJqRHhoOQpzMllUVm9RTnFGVVVCSFRtazlSOHNRdG1VbEk4STUrMSt6RTBjMFlrUXBlN2dOTHQrSTJMUnc5YUJt"
+            "YlduclhmCmVRcDY2Y2pVL1VOWWlQSy9ZUmM3RTZXdDZhTndEK0JnTmhKSk9paFZEU1ZxbHN2YXQyeC93YXdEU0FRdTlCdCsKeStG"
+            "eEFHVnBYOU5jd3drbm5IU25RbDE2WWk2YVNhYkhpbnFicGhiU092ZWpTZDlGaVErMUliNXAzeUFpMGxtZQpTOTUvMmxYVDV3N1o0"
+            "aytIZEsxTndsaGRnSUhNY2IyaVM3U2RzLzBKbC9LaWh2VUE2aUFhdmtmbE14NWRZOUI3ClR0Zkk2Tis5T1Q3MkNwZ2tVcWh4elVu"
+            "Vm9CZDNsVHhsT2F1K2hVSTJhT0J3SkNoRE9wQXRvdGxYL0VNS3IxcXYKWHdJREFRQUIKLS0tLS1FTkQgUFVCTElDIEtFWS0tLS0t"
+            "Cg=="
+        ),
+        facts=ProviderFacts(
+            display_name="Woovi / OpenPix",
+            signature="`x-webhook-signature` RSA-SHA256 (Woovi's published keys)",
+            signature_source="verified",
+            dedup_key="derived (no envelope id)",
+            docs_url="https://developers.woovi.com/docs/webhook/seguranca/webhook-signature-validation",
+        ),
+    ),
+    ProviderEntry(
         id="github",
         driver="shared.providers.github:driver",
         refetch_client=None,
