@@ -89,7 +89,9 @@ CHARGE_EVENTS: tuple[str, ...] = (
     "OPENPIX:CHARGE_COMPLETED_NOT_SAME_CUSTOMER_PAYER",
     "OPENPIX:CHARGE_EXPIRED",
     "OPENPIX:TRANSACTION_RECEIVED",
+    "OPENPIX:CHARGE",  # UNNAMED_CHARGE_EVENT
 )
+UNNAMED_CHARGE_EVENT = "OPENPIX:CHARGE"  # a body about a charge that names no event (see parse)
 
 
 class PinnedKey:
@@ -181,9 +183,12 @@ class WooviDriver:
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body)
-        event_type = require_str(body, "event", "event")
         charge = get_object(body, "charge", "charge", required=False)
         pix = get_object(body, "pix", "pix", required=False)
+        # Woovi's own signature example (2021) has no `event`: such a body is read as an update of its charge.
+        event_type = get_str(body, "event", "event") or (UNNAMED_CHARGE_EVENT if charge is not None else "")
+        if not event_type:
+            raise PayloadInvalid("missing field event")
         if charge is not None:
             resource_id: str | None = require_str(charge, "correlationID", "charge.correlationID")
             status = get_str(charge, "status", "charge.status") or ""
