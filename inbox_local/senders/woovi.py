@@ -9,8 +9,9 @@ holds a key only if an operator stores one; tests/unit/providers/test_woovi.py a
 deployed carries this key.
 
 `sign(body, secret)`: `secret` is what the source's signing secret holds, i.e. public keys to trust, not a signing
-key, so the delivery is signed with the development key; a `secret` that is itself a PEM private key (tests: a key
-the source does not trust) signs instead.
+key, so the delivery is signed with the development key; a `secret` that holds a PEM private key signs with that key
+instead (`key_pair_secret()`: a fresh pair as one value, its private key followed by its public key, which the driver
+trusts when that value is the source's secret: the tests' "another secret").
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ DEV_PRIVATE_KEY = (
 )
 DEV_KEY_FINGERPRINT = "563d402aec5eece7c4a13b45149e21422a8605a922049aa274c507bbb881c3c5"
 _PRIVATE_PEM_MARK = "-----BEGIN PRIVATE KEY-----"
+_PRIVATE_PEM_END = "-----END PRIVATE KEY-----"
 
 
 @lru_cache(maxsize=4)
@@ -90,11 +92,37 @@ _SAMPLES: dict[str, tuple[str, str]] = {
 SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
 
 
+def key_pair_secret(bits: int = 2048) -> str:
+    """A fresh RSA key pair as one value: the private key's PEM (what `sign` signs with) and the public key's PEM
+    (what the driver trusts when the value is a source's secret)."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - lazy
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode("ascii")
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode("ascii")
+    )
+    return private + public
+
+
+def _signing_key(secret: str) -> str:
+    start = secret.find(_PRIVATE_PEM_MARK)
+    if start < 0:
+        return DEV_PRIVATE_KEY
+    end = secret.find(_PRIVATE_PEM_END, start)
+    return secret[start : end + len(_PRIVATE_PEM_END)] + "\n" if end > 0 else DEV_PRIVATE_KEY
+
+
 class WooviSender:
     sample_statuses: tuple[str, ...] = SAMPLE_STATUSES
 
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
-        key = secret if secret.lstrip().startswith(_PRIVATE_PEM_MARK) else DEV_PRIVATE_KEY
+        key = _signing_key(secret)
         return WebhookRequest(
             body=body,
             headers={

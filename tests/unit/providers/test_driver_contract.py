@@ -54,29 +54,19 @@ def other_secret(secret: str) -> str:
     return secret[:middle] + ("a" if secret[middle] != "a" else "b") + secret[middle + 1 :]
 
 
-# The providers whose deliveries are signed with the gateway's private key and verified with its public keys (the
-# source's signing secret holds public keys to trust, not a shared secret): a "secret" that signs and the value that
-# verifies it are then two halves of a key pair.
+# The providers whose deliveries are signed with the gateway's private key and verified with its public keys: the
+# source's signing secret holds public keys to trust, so "another secret" is a key pair whose public half the driver
+# trusts and whose private half the sender signs with (inbox_local/senders/woovi.py `key_pair_secret`).
 VERIFIED_WITH_PUBLIC_KEYS = frozenset({"woovi"})
 
 
-def other_credentials(provider: str) -> tuple[str, str]:
-    """(what signs, what the source's secret holds to verify it) for a credential that is not the configured one:
-    a secret of the same shape, or, for a public-key provider, a fresh RSA key pair (private PEM, public PEM)."""
-    if provider not in VERIFIED_WITH_PUBLIC_KEYS:
-        other = other_secret(signing_secret(provider))
-        return other, other
-    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - only this case needs it
-    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
+def another_secret(provider: str) -> str:
+    """A secret that is not the configured one: of the same shape, or for a public-key provider a fresh key pair."""
+    if provider in VERIFIED_WITH_PUBLIC_KEYS:
+        from inbox_local.senders.woovi import key_pair_secret
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
-    return private, public
+        return key_pair_secret()
+    return other_secret(signing_secret(provider))
 
 
 def authenticates_only_the_sender(provider: str) -> bool:
@@ -134,14 +124,14 @@ def test_every_provider_has_a_sender_with_a_paid_sample(provider):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_wrong_secret_is_refused_and_the_previous_one_verifies_during_a_rotation(provider):
-    # Given a delivery signed with a secret (for a public-key provider: a private key) that is not the configured one
-    configured, (signs, verifies) = signing_secret(provider), other_credentials(provider)
-    forged = sample(provider, "paid", secret=signs)
+    # Given a delivery signed with a secret (for a public-key provider: a key pair) that is not the configured one
+    configured, other = signing_secret(provider), another_secret(provider)
+    forged = sample(provider, "paid", secret=other)
     # Then it is refused
     with pytest.raises(SignatureInvalid):
         verify(provider, forged)
-    # ...unless that secret (that key's public half) is the previous one of a rotation in progress
-    verify(provider, forged, SigningSecrets(configured, previous=verifies))
+    # ...unless that secret is the previous one of a rotation in progress
+    verify(provider, forged, SigningSecrets(configured, previous=other))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
