@@ -33,7 +33,8 @@ def settled(local_stack, resource_id: str, deadline_seconds: float = 60) -> dict
         rows = json.loads(local_stack.cli("events", "list", "--json", "--provider", "woovi").stdout)
         mine = [row for row in rows if row["resource_id"] == resource_id]
         if mine and all(row["status"] in ("processed", "ignored", "failed") for row in mine):
-            return mine[0]
+            first: dict[str, Any] = mine[0]
+            return first
         assert time.monotonic() < deadline, mine
         time.sleep(0.5)
 
