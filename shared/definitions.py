@@ -845,6 +845,9 @@ class ProviderEntry(NamedTuple):
     # processor instance and the sweeper's reconciliation (a source overrides it in sources.json). The gateway's
     # documented limit where it publishes one (docs/providers.md cites it), else the conservative default.
     refetch_rate_per_second: float = 0.0  # 0: DEFAULT_REFETCH_RATE_PER_SECOND
+    # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
+    # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
+    legacy_signature: str | None = None
 
     @property
     def ordering(self) -> str:
@@ -1038,6 +1041,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="derived (no envelope id)",
             docs_url="https://developers.woovi.com/docs/webhook/seguranca/webhook-signature-validation",
         ),
+        legacy_signature="`X-OpenPix-Signature`: base64 HMAC-SHA1 of the body with the webhook's own secret key",
     ),
     ProviderEntry(
         id="github",
@@ -1184,6 +1188,8 @@ class SourceSpec(NamedTuple):
     refetch_rate_per_second: float | None = None  # None: the provider's documented rate (refetch_rate(...))
     allowed_ip_ranges: tuple[str, ...] = ()  # CIDRs; empty: any sender (a delivery from elsewhere gets 403)
     redact_fields: tuple[str, ...] = ()  # JSON keys redacted from stored bodies, besides the deployment's own
+    # True: the provider's deprecated scheme (its catalog entry's `legacy_signature`) is accepted too. None: not.
+    legacy_signature: bool | None = None
 
     @property
     def env_suffix(self) -> str:
@@ -1216,6 +1222,7 @@ _SOURCE_OPTIONS: Final = (
     "refetch_rate_per_second",
     "allowed_ip_ranges",
     "redact_fields",
+    "legacy_signature",
 )
 
 
@@ -1304,6 +1311,7 @@ def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[Sou
                     str(ipaddress.ip_network(r, strict=False)) for r in entry.get("allowed_ip_ranges", ())
                 ),
                 redact_fields=tuple(entry.get("redact_fields", ())),
+                legacy_signature=True if entry.get("legacy_signature") is True else None,
             )
         )
     if problems:
@@ -1347,7 +1355,25 @@ def _entry_problems(entry: Mapping[str, Any]) -> list[str]:
     fields = entry.get("redact_fields", [])
     if not isinstance(fields, list) or not all(isinstance(field, str) and field for field in fields):
         problems.append("'redact_fields' must be a list of JSON key names")
+    problems.extend(_legacy_signature_problems(entry))
     return problems
+
+
+def _legacy_signature_problems(entry: Mapping[str, Any]) -> list[str]:
+    legacy = entry.get("legacy_signature")
+    if legacy is None or legacy is False:
+        return []
+    if legacy is not True:
+        return ["'legacy_signature' must be true or false"]
+    provider = entry.get("provider")
+    declared = next((e.legacy_signature for e in PROVIDER_CATALOG if e.id == provider), None)
+    if declared is None:
+        with_one = ", ".join(e.id for e in PROVIDER_CATALOG if e.legacy_signature) or "none"
+        return [
+            f"'legacy_signature': provider {provider!r} has no legacy signature to enable "
+            f"(providers with one: {with_one})"
+        ]
+    return []
 
 
 def sources_file_path(environ: Mapping[str, str] | None = None) -> Path:

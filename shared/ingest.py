@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
@@ -31,6 +31,7 @@ from shared.providers import (
     SigningSecrets,
     WebhookRequest,
 )
+from shared.providers.base import LegacySignatureDriver
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -81,6 +82,8 @@ class IngestService:
         """Verify, parse and store one delivery to `source` (default: the driver's provider's default source).
         Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
         source = source or SourceSpec(name=driver.name, provider=driver.name)
+        if source.legacy_signature:  # parse_sources allows it only for a provider whose driver has one
+            driver = cast(LegacySignatureDriver, driver).with_legacy_signature()
         now = self.clock()
         tolerance = source.signature_tolerance_seconds
         try:

@@ -22,8 +22,11 @@ Which keys are trusted:
   it is the key Woovi signs with (refusing it would refuse every delivery). The risk is that of a forged hint, not
   of forged money: every Woovi event is refetched from Woovi's API with the source's AppID before anything is
   applied (docs/providers.md, "Woovi").
-- the deprecated `X-OpenPix-Signature` (HMAC-SHA1 with the webhook's own secret) is not accepted: it is ignored,
-  and a delivery without `x-webhook-signature` is refused.
+- the deprecated `X-OpenPix-Signature` (base64 HMAC-SHA1 of the body with the webhook's own secret key) is
+  accepted only by a source that declares `legacy_signature: true` (`with_legacy_signature()`), and only for a
+  delivery without `x-webhook-signature`: when that header is present it alone decides (no downgrade). Its key is a
+  value of the source's secret that holds no public key (a public key is public: it can never be an HMAC key).
+  Without the option the header is ignored and a delivery without `x-webhook-signature` is refused.
 
 Dedup: Woovi's bodies carry no event id. The key is derived from the business fact: the charge's `correlationID`,
 the event and the charge's status, with the Pix `endToEndId` (unique per Pix transaction) when the delivery reports
@@ -45,6 +48,7 @@ from functools import lru_cache
 
 from shared.payments.status import PaymentStatus
 from shared.providers._public_keys import PublicKey, parse_rsa_public_keys, verify_any
+from shared.providers._schemes import HmacScheme
 from shared.providers._signing import (
     JsonObject,
     get_int,
@@ -166,16 +170,44 @@ def canonical_status(status: str | None) -> str | None:
     return found.value if found is not None else None
 
 
+# The deprecated scheme, for a source that enables it (docs/providers.md, "Woovi").
+LEGACY_AUTHENTICATION = HmacScheme(
+    headers=(LEGACY_HMAC_HEADER,), algorithm="sha1", encoding="base64", described_as="x-openpix-signature header"
+)
+
+
+def hmac_keys(secrets: SigningSecrets) -> SigningSecrets:
+    """The values of the source's secret that can key the legacy HMAC: those holding no public key."""
+    keys = [value for value in secrets.candidates() if not _configured_keys(value)]
+    if not keys:
+        raise ValueError("legacy_signature is enabled but the source's secret holds no HMAC key, only public keys")
+    return SigningSecrets(keys[0], keys[1] if len(keys) > 1 else None)
+
+
 class WooviDriver:
     name: str = "woovi"
-    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)  # a signature, not a secret
     replay_query: tuple[str, ...] = ()
     secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False
 
+    def __init__(self, *, legacy_signature: bool = False) -> None:
+        self.legacy_signature = legacy_signature
+        # Signatures, not secrets: kept so that a stored event can be re-verified.
+        self.replay_headers: tuple[str, ...] = (
+            (SIGNATURE_HEADER, *LEGACY_AUTHENTICATION.replay_headers) if legacy_signature else (SIGNATURE_HEADER,)
+        )
+
+    def with_legacy_signature(self) -> ProviderDriver:
+        return _LEGACY_DRIVER
+
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         header = request.header(SIGNATURE_HEADER)
         if not header:
+            if self.legacy_signature and request.header(LEGACY_HMAC_HEADER):
+                LEGACY_AUTHENTICATION.verify(
+                    request, hmac_keys(secrets), provider=self.name, now=now, tolerance_seconds=tolerance_seconds
+                )
+                return
             raise SignatureInvalid("missing x-webhook-signature header")
         signature = decode_signature(header)
         if not verify_any(trusted_keys(secrets), signature, request.body):
@@ -245,3 +277,4 @@ def _time_of(body: JsonObject) -> datetime:
 
 
 driver: ProviderDriver = WooviDriver()
+_LEGACY_DRIVER = WooviDriver(legacy_signature=True)

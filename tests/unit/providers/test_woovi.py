@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 
 import pytest
@@ -12,7 +13,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from inbox_local.senders.woovi import DEV_KEY_FINGERPRINT, DEV_PRIVATE_KEY, compute_signature, sender
-from shared.definitions import SourceSpec, dev_signing_secret, provider_entry
+from shared.definitions import SourcesInvalid, SourceSpec, dev_signing_secret, parse_sources, provider_entry
+from shared.inbox.store import PutOutcome
+from shared.ingest import IngestService
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._public_keys import KeysUnavailable
 from shared.providers.woovi import (
@@ -23,6 +26,7 @@ from shared.providers.woovi import (
     pinned_public_keys,
     trusted_keys,
 )
+from shared.settings import IngestSettings
 
 # Woovi's own example (woovibr/woovi-developers docs/webhook/seguranca/webhook-signature-validation.mdx, the
 # JavaScript tab, read at commit 100e3cd): a body and its x-webhook-signature by Woovi's production key.
@@ -211,3 +215,83 @@ def test_a_pix_without_a_charge_and_an_event_naming_no_charge_are_stored_about_n
     event = driver.parse(delivery(body, "x"))
     assert (event.resource_id, event.event_id) == (None, driver.fallback_event_id(delivery(body, "x")))
     assert event.occurred_at.isoformat() == "2025-08-14T21:31:49+00:00"
+
+
+# ---------------------------------------------------------------------------- the deprecated HMAC, per source
+
+
+HMAC_KEY = "hmac-secret-key-of-the-webhook"
+
+
+def hmac_delivery(body: bytes, key: str = HMAC_KEY) -> WebhookRequest:
+    mac = base64.b64encode(hmac.new(key.encode(), body, hashlib.sha1).digest()).decode()
+    return delivery(body, None, **{LEGACY_HMAC_HEADER: mac})
+
+
+def test_the_deprecated_hmac_verifies_only_for_a_source_that_enables_it():
+    # Given a delivery carrying only X-OpenPix-Signature (base64 HMAC-SHA1 of the body, Woovi's documented code)
+    request = hmac_delivery(PUBLISHED_BODY)
+    secrets = SigningSecrets(HMAC_KEY)
+    # Then the default driver refuses it, and the driver of a source with legacy_signature accepts it
+    with pytest.raises(SignatureInvalid, match="missing"):
+        verify(request, secrets)
+    legacy = driver.with_legacy_signature()  # type: ignore[attr-defined]
+    legacy.verify(request, secrets, now=NOW, tolerance_seconds=300)
+    assert LEGACY_HMAC_HEADER in legacy.replay_headers
+    # ...with its key, not another one
+    with pytest.raises(SignatureInvalid):
+        legacy.verify(hmac_delivery(PUBLISHED_BODY, "another key"), secrets, now=NOW, tolerance_seconds=300)
+
+
+def test_the_rsa_header_alone_decides_when_present_and_a_public_key_is_never_an_hmac_key():
+    legacy = driver.with_legacy_signature()  # type: ignore[attr-defined]
+    # Given a valid HMAC next to a wrong RSA signature: Then it is refused (no downgrade to the weaker scheme)
+    request = hmac_delivery(PUBLISHED_BODY)
+    downgraded = delivery(PUBLISHED_BODY, PUBLISHED_SIGNATURE[:-8] + "AAAAAAA=", **request.headers)
+    with pytest.raises(SignatureInvalid):
+        legacy.verify(downgraded, SigningSecrets(HMAC_KEY), now=NOW, tolerance_seconds=300)
+    # Given a secret holding only a public key (anyone can read it): Then it keys no HMAC (a configuration error)
+    public_only = SigningSecrets(provider_entry("woovi").dev_secret)
+    forged = hmac_delivery(PUBLISHED_BODY, provider_entry("woovi").dev_secret)
+    with pytest.raises(ValueError, match="no HMAC key"):
+        legacy.verify(forged, public_only, now=NOW, tolerance_seconds=300)
+    # ...and next to an HMAC key, the public key is still not one
+    with pytest.raises(SignatureInvalid):
+        legacy.verify(forged, SigningSecrets(HMAC_KEY, previous=public_only.current), now=NOW, tolerance_seconds=300)
+
+
+def test_legacy_signature_is_a_source_option_only_for_a_provider_that_has_one():
+    # Given sources.json entries
+    (woovi,) = parse_sources([{"name": "woovi-br", "provider": "woovi", "legacy_signature": True}])
+    assert woovi.legacy_signature is True
+    assert woovi.document()["legacy_signature"] is True
+    assert parse_sources([{"name": "woovi", "provider": "woovi", "legacy_signature": False}])[0].document() == {
+        "name": "woovi",
+        "provider": "woovi",
+    }
+    # Then a provider without a legacy scheme, or a value that is not a boolean, is refused with its reason
+    with pytest.raises(SourcesInvalid, match="has no legacy signature"):
+        parse_sources([{"name": "stripe", "provider": "stripe", "legacy_signature": True}])
+    with pytest.raises(SourcesInvalid, match="true or false"):
+        parse_sources([{"name": "woovi", "provider": "woovi", "legacy_signature": "yes"}])
+
+
+def test_the_ingest_applies_the_sources_option():
+    # Given the ingest, and a delivery carrying only the deprecated HMAC
+    class Secrets:
+        def signing_secrets(self, source: str) -> SigningSecrets:
+            return SigningSecrets(HMAC_KEY)
+
+    class Store:
+        def put_new(self, item):
+            return PutOutcome.STORED
+
+    settings = IngestSettings(inbox_table="inbox", body_bucket="bodies", secret_prefix="")
+    service = IngestService(settings, Store(), Secrets(), clock=lambda: NOW)  # type: ignore[arg-type]
+    request = hmac_delivery(PUBLISHED_BODY)
+    # When it reaches a source without the option, Then 401; with it, stored
+    plain, enabled = parse_sources(
+        [{"name": "woovi", "provider": "woovi"}, {"name": "woovi-old", "provider": "woovi", "legacy_signature": True}]
+    )
+    assert service.receive(driver, request, plain).status_code == 401
+    assert service.receive(driver, request, enabled).status_code == 200
