@@ -71,7 +71,7 @@ from shared.providers.base import (
 )
 
 SIGNATURE_HEADER = "x-webhook-signature"
-LEGACY_HMAC_HEADER = "x-openpix-signature"  # deprecated by Woovi; never accepted here
+LEGACY_HMAC_HEADER = "x-openpix-signature"  # deprecated by Woovi: only for a source with legacy_signature
 CURRENCY = "BRL"
 # Signatures of keys up to 4096 bits are 512 bytes (684 base64 characters): anything longer is not one.
 MAX_SIGNATURE_CHARS = 1024
