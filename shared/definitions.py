@@ -881,6 +881,9 @@ class ProviderEntry(NamedTuple):
     # Path segments the provider appends to the registered URL (Efí: `/pix`): `/webhooks/{source}/{suffix}`
     # reaches the same source, for the sources of this provider only (WEBHOOK_SUFFIX_ROUTES).
     path_suffixes: tuple[str, ...] = ()
+    # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
+    # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
+    legacy_signature: str | None = None
 
     @property
     def ordering(self) -> str:
@@ -1065,6 +1068,32 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="derived",
             docs_url="https://dev.iugu.com/docs/gatilhos",
         ),
+    ),
+    ProviderEntry(
+        id="woovi",
+        driver="shared.providers.woovi:driver",
+        refetch_client="shared.gateway.woovi:WooviClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.woovi:CHARGE_EVENTS"),),
+        # Woovi signs with its own RSA key (pinned in the driver): a source's signing secret holds public keys to
+        # trust besides the pinned ones. Locally, the public half of the development key (base64 of its PEM, the
+        # form Woovi publishes) whose private half only the local sender holds (inbox_local/senders/woovi.py).
+        dev_secret=(
+            "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlCQ2dLQ0FRRUFtbTE0"
+            "c0xGYjdMUm5JbHJqRHhoOQpzMllUVm9RTnFGVVVCSFRtazlSOHNRdG1VbEk4STUrMSt6RTBjMFlrUXBlN2dOTHQrSTJMUnc5YUJt"
+            "YlduclhmCmVRcDY2Y2pVL1VOWWlQSy9ZUmM3RTZXdDZhTndEK0JnTmhKSk9paFZEU1ZxbHN2YXQyeC93YXdEU0FRdTlCdCsKeStG"
+            "eEFHVnBYOU5jd3drbm5IU25RbDE2WWk2YVNhYkhpbnFicGhiU092ZWpTZDlGaVErMUliNXAzeUFpMGxtZQpTOTUvMmxYVDV3N1o0"
+            "aytIZEsxTndsaGRnSUhNY2IyaVM3U2RzLzBKbC9LaWh2VUE2aUFhdmtmbE14NWRZOUI3ClR0Zkk2Tis5T1Q3MkNwZ2tVcWh4elVu"
+            "Vm9CZDNsVHhsT2F1K2hVSTJhT0J3SkNoRE9wQXRvdGxYL0VNS3IxcXYKWHdJREFRQUIKLS0tLS1FTkQgUFVCTElDIEtFWS0tLS0t"
+            "Cg=="
+        ),
+        facts=ProviderFacts(
+            display_name="Woovi / OpenPix",
+            signature="`x-webhook-signature` RSA-SHA256 (Woovi's published keys)",
+            signature_source="verified",
+            dedup_key="derived (no envelope id)",
+            docs_url="https://developers.woovi.com/docs/webhook/seguranca/webhook-signature-validation",
+        ),
+        legacy_signature="`X-OpenPix-Signature`: base64 HMAC-SHA1 of the body with the webhook's own secret key",
     ),
     ProviderEntry(
         id="github",
@@ -1286,6 +1315,8 @@ class SourceSpec(NamedTuple):
     # Deliveries must come through the mutual-TLS front door (API Gateway's custom domain with a truststore; the
     # local stack's TLS port) with a client certificate it verified; any other is refused 403 before verification.
     mutual_tls: bool = False
+    # True: the provider's deprecated scheme (its catalog entry's `legacy_signature`) is accepted too. None: not.
+    legacy_signature: bool | None = None
 
     @property
     def env_suffix(self) -> str:
@@ -1319,6 +1350,7 @@ _SOURCE_OPTIONS: Final = (
     "allowed_ip_ranges",
     "redact_fields",
     "mutual_tls",
+    "legacy_signature",
 )
 
 
@@ -1419,6 +1451,7 @@ def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[Sou
                 ),
                 redact_fields=tuple(entry.get("redact_fields", ())),
                 mutual_tls=entry.get("mutual_tls", False),
+                legacy_signature=True if entry.get("legacy_signature") is True else None,
             )
         )
     if problems:
@@ -1464,7 +1497,25 @@ def _entry_problems(entry: Mapping[str, Any]) -> list[str]:
         problems.append("'redact_fields' must be a list of JSON key names")
     if not isinstance(entry.get("mutual_tls", False), bool):
         problems.append("'mutual_tls' must be true or false")
+    problems.extend(_legacy_signature_problems(entry))
     return problems
+
+
+def _legacy_signature_problems(entry: Mapping[str, Any]) -> list[str]:
+    legacy = entry.get("legacy_signature")
+    if legacy is None or legacy is False:
+        return []
+    if legacy is not True:
+        return ["'legacy_signature' must be true or false"]
+    provider = entry.get("provider")
+    declared = next((e.legacy_signature for e in PROVIDER_CATALOG if e.id == provider), None)
+    if declared is None:
+        with_one = ", ".join(e.id for e in PROVIDER_CATALOG if e.legacy_signature) or "none"
+        return [
+            f"'legacy_signature': provider {provider!r} has no legacy signature to enable "
+            f"(providers with one: {with_one})"
+        ]
+    return []
 
 
 def sources_file_path(environ: Mapping[str, str] | None = None) -> Path:

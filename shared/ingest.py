@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from shared.definitions import (
     MAX_EVENTS_PER_DELIVERY,
@@ -40,7 +40,7 @@ from shared.providers import (
     SigningSecrets,
     WebhookRequest,
 )
-from shared.providers.base import accept_fields, parse_events
+from shared.providers.base import LegacySignatureDriver, accept_fields, parse_events
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -92,6 +92,8 @@ class IngestService:
         Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
         source = source or SourceSpec(name=driver.name, provider=driver.name)
         hint_only = driver.name in REFETCH_VERIFIED_PROVIDERS
+        if source.legacy_signature:  # parse_sources allows it only for a provider whose driver has one
+            driver = cast(LegacySignatureDriver, driver).with_legacy_signature()
         now = self.clock()
         tolerance = source.signature_tolerance_seconds
         try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shared.definitions import PROVIDER_CATALOG
-from shared.providers import generic, kiwify, mercadopago, paddle, pagarme, pagbank, standard, stripe
+from shared.providers import generic, kiwify, mercadopago, paddle, pagarme, pagbank, standard, stripe, woovi
 from shared.providers._schemes import FirstCarried, HmacScheme, Scheme, SchemeVerified, TokenScheme
 from shared.providers.base import ProviderDriver, WebhookRequest
 
@@ -301,6 +301,14 @@ _KIWIFY_BANKING = SchemeProfile(
     timestamp=TimestampAt((kiwify.BANKING_TIMESTAMP_HEADER,), milliseconds=True),
     structured=True,
 )
+_WOOVI = SchemeProfile(
+    family="RSA-SHA256 over the raw body in `x-webhook-signature` (Woovi's published keys, no secret)",
+    kind="asymmetric",
+    expected="x-webhook-signature: <base64 RSA PKCS#1 v1.5 SHA-256 signature>",
+    proof_headers=(woovi.SIGNATURE_HEADER,),
+    signs_raw_body=True,
+)
+_CODE_PROFILES["woovi"] = (_WOOVI,)
 # Providers whose driver verifies in code but delegates one path to a scheme-engine row.
 _MIXED_PROFILES: dict[str, tuple[SchemeProfile, ...]] = {
     "pagarme": (_PAGARME_V5, *profile_of_scheme(pagarme.HUB_AUTHENTICATION)),

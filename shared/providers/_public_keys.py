@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -162,6 +163,46 @@ def parse_ed25519_keys(text: str) -> tuple[PublicKey, ...]:
         if len(raw) != 32:
             raise KeysUnavailable("an Ed25519 public key is not 32 bytes")
         keys.append(PublicKey(ED25519, raw))
+    return tuple(keys)
+
+
+_PEM_PUBLIC_KEY = re.compile(r"-----BEGIN PUBLIC KEY-----[A-Za-z0-9+/=\s\\n]*?-----END PUBLIC KEY-----")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+MAX_KEYS_TEXT_CHARS = 16 * 1024  # a handful of PEM keys; anything longer is not a key list
+
+
+def parse_rsa_public_keys(text: str, *, min_bits: int = 2048) -> tuple[PublicKey, ...]:
+    """The RSA public keys (RS256 material) written in `text`: PEM blocks (`-----BEGIN PUBLIC KEY-----`, also with
+    literal `\\n` escapes as JSON shows them) and base64 of such a PEM (the form Woovi publishes next to the PEM).
+    Anything else in the text is ignored: a value that holds no key (a generated placeholder) yields none. A key
+    shorter than `min_bits` is KeysUnavailable (a configuration error, never silently trusted)."""
+    if not text or len(text) > MAX_KEYS_TEXT_CHARS:
+        return ()
+    pems = [match.group(0).replace("\\n", "\n") for match in _PEM_PUBLIC_KEY.finditer(text)]
+    rest = _PEM_PUBLIC_KEY.sub(" ", text)
+    for run in _BASE64_RUN.findall(rest):
+        try:
+            decoded = base64.b64decode(run, validate=True).decode("ascii")
+        except (binascii.Error, ValueError):
+            continue
+        pems.extend(match.group(0) for match in _PEM_PUBLIC_KEY.finditer(decoded))
+    if not pems:
+        return ()
+    _invalid, _hashes, _ed25519, _padding, rsa = _crypto()
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key  # noqa: PLC0415 - lazy, as _crypto
+
+    keys: list[PublicKey] = []
+    for pem in pems:
+        try:
+            key = load_pem_public_key(pem.encode("ascii"))
+        except (ValueError, TypeError):
+            raise KeysUnavailable("a configured PEM public key cannot be read") from None
+        if not isinstance(key, rsa.RSAPublicKey):
+            raise KeysUnavailable("a configured public key is not an RSA key")
+        if key.key_size < min_bits:
+            raise KeysUnavailable(f"a configured RSA public key has {key.key_size} bits, fewer than {min_bits}")
+        numbers = key.public_numbers()
+        keys.append(PublicKey(RS256, (numbers.n, numbers.e)))
     return tuple(keys)
 
 

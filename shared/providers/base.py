@@ -143,6 +143,13 @@ def accept_fields(driver: ProviderDriver) -> dict[str, str]:
     return dict(fields) if isinstance(fields, dict) else {}
 
 
+class LegacySignatureDriver(ProviderDriver, Protocol):
+    """A driver whose provider also has a deprecated scheme (its catalog entry's `legacy_signature`)."""
+
+    def with_legacy_signature(self) -> ProviderDriver:
+        """The same driver, also accepting the deprecated scheme: for a source that enables it."""
+
+
 def derive_event_id(resource_id: str, event_type: str, status: str, occurred_at: datetime | str) -> str:
     """The dedup key for providers whose envelope id is missing or changes per retry.
 

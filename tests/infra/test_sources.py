@@ -296,3 +296,21 @@ def test_app_py_refuses_a_bad_sources_file_with_the_per_entry_message(tmp_path: 
     assert result.returncode != 0
     assert f"error: {path}: entry 1 ('stripe_br'): source name 'stripe_br' is invalid" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_deployed_stack_never_carries_the_woovi_development_key(synthesized: Synthesized) -> None:
+    # Given the default declaration's template (a woovi source among the others)
+    text = json.dumps(synthesized.template_json)
+    dev_key = definitions.provider_entry("woovi").dev_secret
+    # Then the development key the local stack trusts is nowhere in it: not in a secret's value (the woovi source's
+    # signing secret is generated, like every other one), not in a function's environment
+    assert dev_key not in text and dev_key[:64] not in text
+    assert "BEGIN PUBLIC KEY" not in text and "BEGIN PRIVATE KEY" not in text
+    woovi = [
+        secret
+        for secret in _secret_resources(synthesized.template_json).values()
+        if _tags(secret).get(definitions.SECRET_TAG_SOURCE) == "woovi"
+        and _tags(secret)[definitions.SECRET_TAG_KIND] == definitions.SECRET_KIND_SIGNING
+    ]
+    assert len(woovi) == 1
+    assert "GenerateSecretString" in woovi[0]["Properties"] and "SecretString" not in woovi[0]["Properties"]

@@ -23,6 +23,7 @@ from inbox_cli.doctor import Case, Diagnosis, diagnose
 from inbox_cli.doctor.candidates import SecretCandidate, body_variants
 from inbox_cli.doctor.profiles import DIAGNOSES, SchemeProfile, matrix_markdown, profiles_for, scheme_of
 from inbox_local.senders import sender_for
+from inbox_local.senders.woovi import key_pair_secret
 from shared.definitions import PROVIDER_CATALOG
 from shared.providers.base import ProviderDriver, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
@@ -41,12 +42,17 @@ PRETTY = json.dumps(DOCUMENT, indent=2, ensure_ascii=False).encode()
 COMPACT = json.dumps(DOCUMENT, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+_WOOVI_OTHER_KEY_PAIR = key_pair_secret()
+
+
 def other_secret(provider: str) -> str:
     """A second valid secret in the provider's format (another source's, a previous one)."""
     if provider == "standard":
         return "whsec_" + base64.b64encode(b"another-source-key-of-32-bytes!!").decode()
     if provider == "adyen":
         return (b"another-source-adyen-hmac-key-32").hex()
+    if provider == "woovi":  # a public key to trust, with the private key the sender signs with
+        return _WOOVI_OTHER_KEY_PAIR
     return f"another-source-{SECRETS[provider]}"
 
 
