@@ -20,7 +20,14 @@ from functools import cache
 from typing import Any, Protocol
 
 from shared.definitions import SourceSpec
-from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
+from shared.inbox.model import (
+    INLINE_BODY_BREAK_EVEN_BYTES,
+    StoredBody,
+    body_object_key,
+    build_item,
+    compress_body,
+    event_key,
+)
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.observability import count_for_provider, logger
 from shared.providers import (
@@ -134,9 +141,16 @@ class IngestService:
         return IngestResult(200, {"received": True}, "stored", event_id)
 
     def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime) -> StoredBody:
+        """Inline (zlib-compressed when that is smaller) while the kept bytes are within the break-even of an S3
+        object (shared/inbox/model.py: INLINE_BODY_BREAK_EVEN_BYTES) and an item's room; else in the body bucket,
+        raw. Only bodies that could be inline are compressed: the work stays bounded whatever the body's size."""
         digest = hashlib.sha256(body).hexdigest()
         if len(body) <= self.settings.inline_body_limit_bytes:
-            return StoredBody(sha256=digest, size=len(body), inline=body)
+            compressed = compress_body(body)
+            smaller = len(compressed) < len(body)
+            kept = compressed if smaller else body
+            if len(kept) <= min(self.settings.inline_body_limit_bytes, INLINE_BODY_BREAK_EVEN_BYTES):
+                return StoredBody(sha256=digest, size=len(body), inline=kept, compressed=smaller)
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
         return StoredBody(sha256=digest, size=len(body), s3_key=key)
