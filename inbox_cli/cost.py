@@ -142,9 +142,7 @@ def inline_body_break_even_bytes(region: str = "us-east-1", a: Assumptions | Non
         (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"]) / 1024**2 * a.retention_days / 30
     )
     inline_per_kb = writes_per_kb * wru + storage_per_kb
-    s3_per_event = (
-        a.deliveries_per_event * p["s3_put_per_1000_requests"] + p["s3_get_per_1000_requests"]
-    ) / 1000
+    s3_per_event = (a.deliveries_per_event * p["s3_put_per_1000_requests"] + p["s3_get_per_1000_requests"]) / 1000
     return int(s3_per_event / inline_per_kb * 1024)
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import string
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from collections.abc import Mapping
 from typing import Any
 
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
@@ -27,20 +27,20 @@ from shared.inbox.lifecycle import (
 from shared.providers.base import NormalizedEvent, WebhookRequest
 
 __all__ = [
+    "BODY_ZLIB_ATTRIBUTE",
     "FIFO_ID_CHARACTERS",
     "FIFO_ID_MAX_LENGTH",
+    "INLINE_BODY_BREAK_EVEN_BYTES",
     "OPEN_STATUSES",
     "DispatchReason",
     "EventStatus",
-    "BODY_ZLIB_ATTRIBUTE",
-    "INLINE_BODY_BREAK_EVEN_BYTES",
     "StoredBody",
     "body_object_key",
-    "compress_body",
-    "inline_body",
     "build_item",
+    "compress_body",
     "event_key",
     "fifo_group_id",
+    "inline_body",
     "is_valid_fifo_id",
     "iso_utc",
     "open_status_value",

@@ -158,7 +158,7 @@ class TestWhereTheBodyIsKept:
 
     @staticmethod
     def _standard(event_id: str, blob: str) -> WebhookRequest:
-        payload = {"type": "payment.updated", "timestamp": "2026-11-29T10:00:00Z", "data": {"id": "pay_1", "blob": blob}}
+        payload = {"type": "payment.updated", "timestamp": "2026-11-29T10:00:00Z", "data": {"id": "p", "blob": blob}}
         return signed_delivery("standard", event_id=event_id, body=json.dumps(payload).encode())
 
     def test_a_json_body_is_kept_compressed_and_reads_back_byte_for_byte(self, aws_world):

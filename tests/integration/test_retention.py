@@ -35,7 +35,14 @@ def _fresh_archiver():
 
 
 def keep(
-    world, provider: str, event_id: str, body: bytes, *, days_old: int = 0, in_s3: bool = False, compressed: bool = False
+    world,
+    provider: str,
+    event_id: str,
+    body: bytes,
+    *,
+    days_old: int = 0,
+    in_s3: bool = False,
+    compressed: bool = False,
 ) -> str:
     """Store a pending event received `days_old` days before BASE_TIME (it expires RETENTION_DAYS after); its body
     inline as items were written before compression (raw `body`), or `compressed` as the ingest writes it now."""
