@@ -26,6 +26,7 @@ for a given scenario and seed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -322,18 +323,67 @@ def _counted(recorder: Recorder, name: str, handler: Callable[..., Any]) -> Call
     return invoke
 
 
+# Stripe's documented PaymentIntent example (docs.stripe.com/api/payment_intents/object), the fields the simulator's
+# objects leave out: a padded body is made of what Stripe sends (JSON of that shape compresses as Stripe's does).
+STRIPE_DOCUMENTED_INTENT_FIELDS: dict[str, Any] = {
+    "amount_details": {"tip": {}},
+    "application": None,
+    "application_fee_amount": None,
+    "automatic_payment_methods": {"enabled": True},
+    "canceled_at": None,
+    "cancellation_reason": None,
+    "client_secret": "pi_3MtwBwLkdIwHu7ix28a3tqPa_secret_YrKJUKribcBjcG8HVhfZluoGH",
+    "confirmation_method": "automatic",
+    "customer": None,
+    "description": None,
+    "last_payment_error": None,
+    "next_action": None,
+    "on_behalf_of": None,
+    "payment_method": None,
+    "payment_method_options": {
+        "card": {"installments": None, "mandate_options": None, "network": None, "request_three_d_secure": "automatic"},
+        "link": {"persistent_token": None},
+    },
+    "processing": None,
+    "receipt_email": None,
+    "review": None,
+    "setup_future_usage": None,
+    "shipping": None,
+    "source": None,
+    "statement_descriptor": None,
+    "statement_descriptor_suffix": None,
+    "transfer_data": None,
+    "transfer_group": None,
+}
+
+
 def pad_stripe_body(body: bytes, size: int) -> bytes:
-    """A Stripe event body re-serialized as Stripe prints it (two-space indentation), padded to `size` bytes
-    inside `data.object.metadata` (free-form, read by no driver); a body already that large is kept as it is."""
+    """A Stripe event body re-serialized as Stripe prints it (two-space indentation), grown towards `size` bytes
+    with the documented PaymentIntent example's fields the object lacks (in order, while they fit), then up to
+    `size` exactly inside `data.object.metadata` (free-form, read by no driver) with hexadecimal digests: random
+    text compresses worse than JSON, so the padding never flatters the stored, compressed size. A body already
+    that large is kept as it is."""
     document = json.loads(body)
-    document.setdefault("data", {}).setdefault("object", {}).setdefault("metadata", {})
-    printed = json.dumps(document, indent=2).encode()
-    if len(printed) >= size:
-        return printed
-    document["data"]["object"]["metadata"]["padding"] = ""
-    room = size - len(json.dumps(document, indent=2).encode())
-    document["data"]["object"]["metadata"]["padding"] = "x" * max(0, room)
-    return json.dumps(document, indent=2).encode()
+    obj = document.setdefault("data", {}).setdefault("object", {})
+    obj.setdefault("metadata", {})
+
+    def printed() -> bytes:
+        return json.dumps(document, indent=2).encode()
+
+    if len(printed()) >= size:
+        return printed()
+    obj["metadata"]["padding"] = ""
+    for name, value in STRIPE_DOCUMENTED_INTENT_FIELDS.items():
+        if name in obj:
+            continue
+        obj[name] = value
+        if len(printed()) > size:
+            del obj[name]
+            break
+    room = size - len(printed())
+    filler = "".join(hashlib.sha256(f"{document.get('id')}#{n}".encode()).hexdigest() for n in range(room // 64 + 1))
+    obj["metadata"]["padding"] = filler[: max(0, room)]
+    return printed()
 
 
 def _run_child(scenario: Scenario) -> dict[str, Any]:

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, MAX_ITEMS_PER_EXECUTION
 from shared import definitions
+from shared.inbox.model import INLINE_BODY_BREAK_EVEN_BYTES
 
 PRICES = Path(__file__).with_name("prices.json")
 BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "latest.json"
@@ -29,10 +31,15 @@ class Assumptions:
     body_kb: float = (
         1.82  # average raw webhook body: Stripe's documented event example, 1,863 bytes (bench/item_sizes.py)
     )
+    # Inline bodies are stored zlib-compressed (shared/inbox/model.py): Stripe's documented event example, 1,863
+    # bytes, compresses to 671 (0.36); the benchmark's bodies, grown with the documented fields, to 0.37.
+    compressed_body_ratio: float = 0.37
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 120.0  # refetch round trip dominates
-    events_per_processor_batch: float = 3.0  # FIFO groups keep batches small (measured: 2.97, item_sizes)
+    # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
+    # machine's load times the batches (the write units are deterministic, the batching is not).
+    events_per_processor_batch: float = 3.0
     # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes.
     log_bytes_per_delivery: int = 720  # the ingest's, paid again by every duplicate delivery
     log_bytes_per_processed_event: int = 690  # the processor's
@@ -42,6 +49,9 @@ class Assumptions:
     # Downstream (the transactional outbox): share of events that change a payment's status, hence publish one
     # event (the rest are ignored: late, repeated, or not about payments), and whether forwarding is deployed.
     transitions_per_event: float = 0.6
+    # Ignored events that still write their payment (a Touch: the event-time watermark of a provider with no API),
+    # hence settle in a transaction; 0 for gateways whose events are refetched (Stripe: the measured scenario).
+    touched_share: float = 0.0
     forwarding: bool = True
     publisher_ms_per_event: float = 15.0  # one PutEvents call per batch of up to ten
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
@@ -50,7 +60,9 @@ class Assumptions:
     # Requests each event sends to the gateway's API, each taking a slot of its source's rate limit with one
     # conditional write to the control table (shared/gateway/ratelimit.py). Stripe reads the intent, and its charge
     # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
-    gateway_requests_per_event: float = 1.5
+    # Measured (item_sizes, Stripe): 1.16 to 1.25 control-table write units per event across runs (a wrong
+    # idle/busy guess costs a second write, and which one is guessed depends on timing).
+    gateway_requests_per_event: float = 1.2
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -137,6 +149,61 @@ STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
 # rules (tests/unit/test_forwarding_log.py sizes one), so one write unit per attempt.
 FORWARD_LOG_ITEM_KB = 0.4
 PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
+# An inbox item's attributes besides its body: keys, lifecycle, times, the headers kept to re-verify it, the
+# payment's fields (measured: 729 bytes after the ingest's put, ~780 once settled).
+ITEM_ATTRIBUTES_KB = 0.75
+
+# ------------------------------------------------------------------------------------------- replay workflow
+# Step Functions Standard bills one state transition per state entered. The replay workflow
+# (infra/replay_definition.py) enters, per event replayed from the open-events index, three states of its Map
+# iteration (the dry-run Choice, the UpdateItem Task, the outcome Pass); per page of the index, the Query, the
+# Map, the tally and its choices, and the Wait after a page that wrote; per execution, the input checks, each of
+# the OPEN_EVENTS_SHARDS shards' first page (read even when empty) and the end. Counted in moto's interpreter, which
+# records the states AWS enters (tests/integration/test_replay_workflow.py holds this count to a run).
+REPLAY_TRANSITIONS_PER_EVENT = 3
+REPLAY_TRANSITIONS_PER_PAGE = 6
+REPLAY_TRANSITIONS_PER_EXECUTION = 58  # an execution that finds nothing: 8 empty pages and its frame
+REPLAY_SHARE_OF_EVENTS = 0.01  # events replayed in a month (failed ones, after a fix)
+
+
+def replay_transitions(events: int, *, page_size: int = DEFAULT_PAGE_SIZE) -> int:
+    """The state transitions one replay of `events` events (pages of `page_size`) costs."""
+    executions = max(1, math.ceil(events / MAX_ITEMS_PER_EXECUTION))
+    return (
+        REPLAY_TRANSITIONS_PER_EVENT * events
+        + REPLAY_TRANSITIONS_PER_PAGE * math.ceil(events / page_size)
+        + REPLAY_TRANSITIONS_PER_EXECUTION * executions
+    )
+
+
+def replay_transitions_per_event(events_per_replay: int = DEFAULT_MAX_EVENTS) -> float:
+    """Per replayed event, for replays of `events_per_replay` (default: the CLI's default `--max-events`)."""
+    return replay_transitions(events_per_replay) / events_per_replay
+
+
+# ----------------------------------------------------------------------------------- inline body or S3 object
+def inline_body_break_even_bytes(region: str = "us-east-1", a: Assumptions | None = None) -> int:
+    """The stored (compressed) body size above which an S3 object costs less than keeping it in the item.
+
+    Each KB an inline body adds to the item is paid by every write of the item: the ingest's put, each duplicate
+    delivery's refused put, the settle (twice in a transaction); and by its storage with PITR over the retention.
+    An S3 body costs a PUT per delivery (the object is written before the dedup put, so duplicates put it again)
+    and a GET when the archiver reads it at expiry; the item then keeps its key (S3 storage is a tenth of a cent)."""
+    a = a or Assumptions()
+    p = json.loads(PRICES.read_text())["regions"][region]
+    wru = p["dynamodb_per_million_write_request_units"] / 1e6
+    writes_per_kb = (
+        1  # the ingest's put
+        + (a.deliveries_per_event - 1)  # duplicates
+        + 2 * a.transitions_per_event  # the settle in a transaction
+        + (1 - a.transitions_per_event)  # the settle alone
+    )
+    storage_per_kb = (
+        (p["dynamodb_storage_per_gb_month"] + p["dynamodb_pitr_per_gb_month"]) / 1024**2 * a.retention_days / 30
+    )
+    inline_per_kb = writes_per_kb * wru + storage_per_kb
+    s3_per_event = (a.deliveries_per_event * p["s3_put_per_1000_requests"] + p["s3_get_per_1000_requests"]) / 1000
+    return int(s3_per_event / inline_per_kb * 1024)
 
 
 @dataclass(frozen=True)
@@ -165,18 +232,25 @@ class Usage:
 def assumed_usage(a: Assumptions) -> Usage:
     """The fallback: formulas from how the code writes, for any body size (tests keep them in agreement with the
     last measurement)."""
-    item_kb = a.body_kb + 0.75  # the body plus the attributes and the headers stored to re-verify it (~750 bytes)
+    stored_body_kb = a.body_kb * a.compressed_body_ratio  # what the item keeps (inline, compressed)
+    if stored_body_kb * 1024 > INLINE_BODY_BREAK_EVEN_BYTES:
+        stored_body_kb = 0.1  # in the body bucket: the item keeps its key
+    item_kb = stored_body_kb + ITEM_ATTRIBUTES_KB
     indexes = len(definitions.INBOX_GLOBAL_INDEXES)
     projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: small fields
     per_batch = 1 / a.events_per_processor_batch
+    # The processor's settle: with a payment to write (a transition, or a touch of an ignored event), one
+    # transaction (2x, the inbox item billed on its whole size, body included; the payment put); without one, a
+    # plain conditional update of the item (shared/payments/store.py `settle`).
+    transactional = a.transitions_per_event + a.touched_share
     return Usage(
         source=f"assumed (formulas from how the code writes, {a.body_kb} KB bodies; no measurement used)",
         write_units_ingest=_wru(item_kb) + indexes * _wru(projected_kb),
         write_units_per_duplicate=_wru(item_kb),
-        # the inbox item rewritten in a transaction (2x, billed on the whole item, body included), the payment put
-        # or updated when the event changes it, and each index entry updated (the open-events one removed)
-        write_units_processing=2 * _wru(item_kb)
-        + a.transitions_per_event * 2 * _wru(PAYMENT_ITEM_KB)
+        # each index entry updated (the open-events one removed, the events-by-resource one's status)
+        write_units_processing=transactional * 2 * _wru(item_kb)
+        + (1 - transactional) * _wru(item_kb)
+        + transactional * 2 * _wru(PAYMENT_ITEM_KB)
         + indexes * _wru(projected_kb),
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
@@ -275,11 +349,11 @@ def monthly_cost(
         "EventBridge Pipes": events * u.pipe_events / 1e6 * p["pipes_per_million_requests"],
         "SQS FIFO (send, receive, delete)": events * u.sqs_requests / 1e6 * p["sqs_fifo_per_million_requests"],
         "Step Functions (replay, ~1% of events)": events
-        * 0.01
-        * 6
+        * REPLAY_SHARE_OF_EVENTS
+        * replay_transitions_per_event()
         / 1000
         * p["step_functions_per_1000_state_transitions"],
-        "S3 (archive puts, bodies > 256 KB)": events / 1000 / 1000 * p["s3_put_per_1000_requests"]
+        "S3 (archive puts, bodies past the inline break-even)": events / 1000 / 1000 * p["s3_put_per_1000_requests"]
         + events * a.body_kb / 1024 / 1024 * 0.3 * p["s3_standard_per_gb_month"],
         "CloudWatch Logs": (deliveries * u.log_bytes_per_delivery + events * u.log_bytes_per_processed_event)
         / 1e9

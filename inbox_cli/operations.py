@@ -25,7 +25,7 @@ from inbox_cli.replay import (
 from inbox_cli.stats import collect_stats, scan_attributes
 from inbox_cli.target import Target
 from shared import aws, definitions
-from shared.inbox.model import EventStatus, event_key, resource_key
+from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, EventStatus, event_key, resource_key
 from shared.inbox.store import InboxStore, from_attributes
 from shared.payments.store import ProcessingStore
 from shared.sweeper import SweepStore
@@ -129,6 +129,7 @@ def show_event(target: Target, source: str, event_id: str) -> dict[str, Any]:
     if item is None:
         raise NotFound(f"no event {source}#{event_id}")
     item["body"] = store.read_body(item)
+    item.pop(BODY_ZLIB_ATTRIBUTE, None)  # the stored (compressed) form of the same body
     return item
 
 

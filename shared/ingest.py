@@ -27,7 +27,14 @@ from shared.definitions import (
     SourceSpec,
     provider_entry,
 )
-from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
+from shared.inbox.model import (
+    INLINE_BODY_BREAK_EVEN_BYTES,
+    StoredBody,
+    body_object_key,
+    build_item,
+    compress_body,
+    event_key,
+)
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.ingest_batch import put_all_new
 from shared.observability import count_for_provider, logger
@@ -193,14 +200,21 @@ class IngestService:
         )
 
     def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1) -> StoredBody:
-        """Inline when it fits an item (and, for a delivery of several events, when its `copies` fit the
-        transaction's budget); else in S3, once, under a key of `pk` and the body's own digest."""
+        """Inline (zlib-compressed when that is smaller) while the kept bytes are within the break-even of an S3
+        object (shared/inbox/model.py: INLINE_BODY_BREAK_EVEN_BYTES) and an item's room, and, for a delivery of
+        several events, while its `copies` fit the transaction's budget; else in the body bucket, raw, once, under
+        a key of `pk` and the body's own digest. Only bodies that could be inline are compressed: the work stays
+        bounded whatever the body's size."""
         digest = hashlib.sha256(body).hexdigest()
-        fits = len(body) <= self.settings.inline_body_limit_bytes
-        if copies > 1:
-            fits = fits and len(body) * copies <= MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
-        if fits:
-            return StoredBody(sha256=digest, size=len(body), inline=body)
+        if len(body) <= self.settings.inline_body_limit_bytes:
+            compressed = compress_body(body)
+            smaller = len(compressed) < len(body)
+            kept = compressed if smaller else body
+            fits = len(kept) <= min(self.settings.inline_body_limit_bytes, INLINE_BODY_BREAK_EVEN_BYTES)
+            if copies > 1:
+                fits = fits and len(kept) * copies <= MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
+            if fits:
+                return StoredBody(sha256=digest, size=len(body), inline=kept, compressed=smaller)
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
         return StoredBody(sha256=digest, size=len(body), s3_key=key)

@@ -8,7 +8,8 @@ Layout: one gzip-compressed JSON-lines object per batch and partition,
 `archive/provider=<provider>/date=<YYYY-MM-DD of received_at>/<first sequence>-<last sequence>.jsonl.gz`. The name
 comes from the batch's own stream sequence numbers, so a retried batch overwrites the same objects instead of
 adding copies (a batch the mapping bisects is written as two new objects: the archive is at-least-once, and every
-line carries its `pk`). Each line is the item as it was, with the body inline:
+line carries its `pk`). Each line is the item as it was, with the body inline and uncompressed (an item keeps it
+zlib-compressed, `body_zlib`, or, written before compression, raw):
 - `body` as text with `body_encoding: "utf-8"`, or base64 with `body_encoding: "base64"` when not UTF-8;
 - bodies that lived in the body bucket (`body_s3_key`) are read from it and inlined the same way;
 - `ttl_removed_at` (the stream record's time), `stream_sequence_number`.
@@ -40,6 +41,7 @@ from botocore.exceptions import ClientError
 
 from shared import aws
 from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS, source_of
+from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, inline_body
 from shared.inbox.store import from_attributes
 from shared.observability import logger
 from shared.redaction import parse_redact_fields, redact
@@ -192,12 +194,12 @@ class Archiver:
         return self.redact_fields | self.source_redact_fields.get(source_of(item), frozenset())
 
     def _body(self, item: dict[str, Any]) -> dict[str, Any]:
-        raw = item.pop("body", None)
+        raw = inline_body(item)  # compressed (`body_zlib`) or, written before compression, raw (`body`)
+        item.pop("body", None)
+        item.pop(BODY_ZLIB_ATTRIBUTE, None)
         fields = self.fields_for(item)
-        if isinstance(raw, bytes | bytearray):
-            return archived_body(bytes(raw), fields)
-        if isinstance(raw, str):
-            return archived_body(raw.encode("utf-8"), fields)
+        if raw is not None:
+            return archived_body(raw, fields)
         s3_key = item.get("body_s3_key")
         if not s3_key:
             return {"body": None}

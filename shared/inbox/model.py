@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import string
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -25,16 +27,20 @@ from shared.inbox.lifecycle import (
 from shared.providers.base import NormalizedEvent, WebhookRequest
 
 __all__ = [
+    "BODY_ZLIB_ATTRIBUTE",
     "FIFO_ID_CHARACTERS",
     "FIFO_ID_MAX_LENGTH",
+    "INLINE_BODY_BREAK_EVEN_BYTES",
     "OPEN_STATUSES",
     "DispatchReason",
     "EventStatus",
     "StoredBody",
     "body_object_key",
     "build_item",
+    "compress_body",
     "event_key",
     "fifo_group_id",
+    "inline_body",
     "is_valid_fifo_id",
     "iso_utc",
     "open_status_value",
@@ -89,12 +95,54 @@ def iso_utc(moment: datetime) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoredBody:
-    """Where the raw body lives: inline bytes, or an S3 key for bodies too large for an item."""
+    """Where the raw body lives: inline bytes (zlib-compressed when `compressed`), or an S3 key for bodies whose
+    inline copy would cost more than an S3 object (or not fit an item)."""
 
     sha256: str
     size: int
     inline: bytes | None = None
     s3_key: str | None = None
+    compressed: bool = False
+
+
+# Inline bodies are stored zlib-compressed (RFC 1950, `zlib.compress`) under this attribute when that is smaller:
+# a DynamoDB write is billed per KB of the whole item, and JSON compresses to about a third (Stripe's documented
+# event example: 1,863 bytes -> 671). Items written before compression keep their raw `body`; `inline_body` reads
+# both. The signature was verified on the raw bytes before anything is stored; `body_sha256` is the raw bytes'.
+BODY_ZLIB_ATTRIBUTE = "body_zlib"
+# A compressed body up to this many bytes is kept in the item; a larger one goes to the body bucket. The break-even
+# of an S3 PUT (per delivery, duplicates included: the object is written before the dedup put) against the write
+# units and storage each KB of inline body costs: `inbox_cli.cost.inline_body_break_even_bytes` computes it from
+# prices.json, and tests/unit/test_cost_model.py keeps this figure at or below it.
+INLINE_BODY_BREAK_EVEN_BYTES = 3 * 1024
+# A stored body never decompresses past this (a corrupt or foreign attribute cannot make a reader allocate more):
+# above API Gateway's 10 MB payload limit, so every body the front door accepted fits.
+_MAX_DECOMPRESSED_BYTES = 10 * 1024 * 1024
+
+
+def compress_body(body: bytes) -> bytes:
+    return zlib.compress(body, 6)
+
+
+def inline_body(item: Mapping[str, Any]) -> bytes | None:
+    """The raw body kept in the item (compressed or, in items written before compression, as it was), or None when
+    it lives in the body bucket (`body_s3_key`). The one reader of an item's inline body: every consumer (the CLI,
+    the console, the archiver) goes through it, or through `InboxStore.read_body`, which also reads the bucket."""
+    compressed = item.get(BODY_ZLIB_ATTRIBUTE)
+    if compressed is not None:
+        limit = item.get("body_size")
+        limit = limit if isinstance(limit, int) and 0 <= limit <= _MAX_DECOMPRESSED_BYTES else _MAX_DECOMPRESSED_BYTES
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(bytes(compressed), limit + 1)
+        if len(raw) > limit or not inflater.eof:
+            raise ValueError(f"the stored body of {item.get('pk')} decompresses past its {limit} bytes")
+        return raw
+    body = item.get("body")
+    if isinstance(body, bytes | bytearray):
+        return bytes(body)
+    if isinstance(body, str):  # an image from a reader that kept binary as text: not ours, but readable
+        return body.encode("utf-8")
+    return None
 
 
 def body_object_key(source: str, pk: str, body: bytes, received: datetime) -> str:
@@ -139,7 +187,7 @@ def build_item(
         "group_id": fifo_group_id(pk),  # an event with no resource is a FIFO group of its own
     }
     if body.inline is not None:
-        item["body"] = body.inline
+        item[BODY_ZLIB_ATTRIBUTE if body.compressed else "body"] = body.inline
     else:
         item["body_s3_key"] = body.s3_key
     # Only the query parameters the driver names are kept: some providers put the secret itself in the URL.

@@ -16,6 +16,7 @@ from shared import aws
 from shared.definitions import OPEN_EVENTS_INDEX, OPEN_EVENTS_SHARDS
 from shared.inbox import lifecycle
 from shared.inbox.lifecycle import EventStatus
+from shared.inbox.model import inline_body
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -115,6 +116,13 @@ class InboxStore:
         response = self._update(pk, request, EventAlreadySettled, ReturnValues="UPDATED_NEW")
         return int(response["Attributes"]["attempts"]["N"])
 
+    def settle(self, pk: str, outcome: EventStatus, *, note: str, now: str) -> None:
+        """pending -> processed | ignored with nothing else to write (no payment change): one conditional
+        UpdateItem, not a transaction. The condition (still pending) is what makes a redelivery harmless; with no
+        other item to keep in step there is nothing a transaction would add but its doubled write units."""
+        update = lifecycle.settle_update(outcome, note=note, now=now)
+        self._update(pk, self.update_request(pk, update), EventAlreadySettled)
+
     def fail(self, pk: str, error: str, *, now: str, counts_attempt: bool) -> None:
         """pending -> failed, with the reason (no outbox record: shared/payments/store.py writes that one)."""
         update = lifecycle.fail_update(pk, error=error, now=now, counts_attempt=counts_attempt)
@@ -155,8 +163,10 @@ class InboxStore:
         return from_attributes(response["Item"]) if "Item" in response else None
 
     def read_body(self, item: dict[str, Any]) -> bytes:
-        if "body" in item:
-            body: bytes = item["body"]
+        """The raw body as received: from the item (shared/inbox/model.py `inline_body`: compressed or not) or the
+        body bucket."""
+        body = inline_body(item)
+        if body is not None:
             return body
         response = self.s3.get_object(Bucket=str(self.bucket_name), Key=item["body_s3_key"])
         return response["Body"].read()

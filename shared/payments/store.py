@@ -91,31 +91,37 @@ class ProcessingStore:
         payment: Payment | None = None,
         expected_version: int | None = None,
     ) -> None:
-        """One transaction: the payment's new state (if any), conditioned on the version we decided from, and
-        the inbox item pending -> processed | ignored. Either both happen or neither does.
+        """With a payment to write, one transaction: the payment's new state, conditioned on the version we decided
+        from, and the inbox item pending -> processed | ignored. Either both happen or neither does.
 
         A transition (a payment written with the outcome `processed`: an Apply decision; a Touch is `ignored`)
         also writes its `payment.status_changed` outbox record in the same transaction, conditioned on not
-        existing yet: published exactly once, and only if the transition commits."""
+        existing yet: published exactly once, and only if the transition commits.
+
+        Without a payment to write (an event nobody handles, or one that changes nothing) there is nothing to keep
+        in step with the item: a plain conditional update (shared/inbox/store.py `settle`), half a transaction's
+        write units."""
+        if payment is None:
+            self.inbox.settle(event_pk, outcome, note=note, now=now)
+            return
         items: list[Any] = []
-        if payment is not None:
-            condition = "attribute_not_exists(pk)" if expected_version is None else "version = :expected"
-            put: dict[str, Any] = {
-                "TableName": self.payments_table,
-                "Item": to_attributes(payment.to_item()),
-                "ConditionExpression": condition,
-            }
-            if expected_version is not None:
-                put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
-            items.append({"Put": put})
-            if outcome is EventStatus.PROCESSED and self.outbox_table:
-                record = outbox.status_changed(
-                    payment,
-                    occurred_at=payment.last_event_at or now,
-                    source_event_id=payment.last_event_id,
-                    created_at=now,
-                )
-                items.append({"Put": self._outbox_put(record)})
+        condition = "attribute_not_exists(pk)" if expected_version is None else "version = :expected"
+        put: dict[str, Any] = {
+            "TableName": self.payments_table,
+            "Item": to_attributes(payment.to_item()),
+            "ConditionExpression": condition,
+        }
+        if expected_version is not None:
+            put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
+        items.append({"Put": put})
+        if outcome is EventStatus.PROCESSED and self.outbox_table:
+            record = outbox.status_changed(
+                payment,
+                occurred_at=payment.last_event_at or now,
+                source_event_id=payment.last_event_id,
+                created_at=now,
+            )
+            items.append({"Put": self._outbox_put(record)})
         settle = lifecycle.settle_update(outcome, note=note, now=now)
         items.append({"Update": self.inbox.update_request(event_pk, settle)})  # last: its refusal is reasons[-1]
         try:
@@ -127,7 +133,7 @@ class ProcessingStore:
             reasons = cancellation_reasons(error)
             if reasons and reasons[-1] == "ConditionalCheckFailed":
                 raise EventAlreadySettled(event_pk) from error
-            if payment is not None and reasons and reasons[0] == "ConditionalCheckFailed":
+            if reasons and reasons[0] == "ConditionalCheckFailed":
                 raise VersionConflict(payment.key) from error
             raise StorageUnavailable(f"transaction cancelled: {reasons}") from error
         except BotoCoreError as error:

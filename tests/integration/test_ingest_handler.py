@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -22,7 +24,8 @@ from inbox_local.server import (
     invoke_like_api_gateway,
     invoke_payload_bytes,
 )
-from shared.inbox.store import InboxStore
+from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, INLINE_BODY_BREAK_EVEN_BYTES, inline_body
+from shared.inbox.store import InboxStore, to_attributes
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
 from shared.providers import WebhookRequest
 from shared.providers.registry import get_driver
@@ -75,7 +78,7 @@ class TestStoringEvents:
         assert item["status"] == "pending"
         assert item["resource_id"] == "pi_42"
         assert item["group_id"] == item["resource_key"] == "stripe#pi_42"
-        assert item["body"] == request.body
+        assert inline_body(item) == request.body  # kept compressed, read back as the raw bytes
         assert item["headers"] == {"stripe-signature": request.headers["stripe-signature"]}
         assert item["dispatch_reason"] == "received"
         assert item["open_status"].startswith("pending#")
@@ -126,7 +129,7 @@ class TestStoringEvents:
         response = lambda_handler(event, LocalLambdaContext("ingest"))
         # Then the signature verifies on the raw bytes and the raw bytes are stored
         assert response["statusCode"] == 200
-        assert stored_items(aws_world)[0]["body"] == request.body
+        assert inline_body(stored_items(aws_world)[0]) == request.body
 
     def test_a_body_too_large_for_an_item_goes_to_s3_and_is_referenced(self, aws_world):
         # Given a 5 MB signed body (over an item's 400 KB, under Lambda's 6 MB invoke payload)
@@ -147,6 +150,67 @@ class TestStoringEvents:
         assert store.read_body(item) == request.body
         assert item["body_size"] == len(request.body)
         assert driver.name == "standard"
+
+
+class TestWhereTheBodyIsKept:
+    """Inline bodies are kept zlib-compressed when that is smaller; a body whose kept bytes pass the break-even
+    of an S3 object goes to the body bucket; items written before compression still read back."""
+
+    @staticmethod
+    def _standard(event_id: str, blob: str) -> WebhookRequest:
+        payload = {"type": "payment.updated", "timestamp": "2026-11-29T10:00:00Z", "data": {"id": "p", "blob": blob}}
+        return signed_delivery("standard", event_id=event_id, body=json.dumps(payload).encode())
+
+    def test_a_json_body_is_kept_compressed_and_reads_back_byte_for_byte(self, aws_world):
+        # Given a signed JSON delivery of a few KB (JSON compresses well)
+        request = self._standard("msg_json", "paid " * 400)
+        # When it is delivered
+        assert deliver("standard", request)[0] == 200
+        # Then the item keeps the compressed bytes, not the raw ones, and every reader gets the raw bytes back
+        store = InboxStore(aws_world.names.inbox_table, aws_world.names.body_bucket)
+        [item] = list(store.scan())
+        assert "body" not in item and "body_s3_key" not in item
+        assert len(item[BODY_ZLIB_ATTRIBUTE]) < len(request.body) // 4
+        assert store.read_body(item) == request.body
+        assert (item["body_size"], item["body_sha256"]) == (len(request.body), hashlib.sha256(request.body).hexdigest())
+
+    def test_a_body_that_does_not_compress_is_kept_as_it_is(self, aws_world):
+        # Given a tiny body (zlib's header and checksum make it longer)
+        request = signed_delivery("standard", event_id="msg_tiny", body=b'{"type":"a","data":{"id":"p"}}')
+        # When it is delivered, then the item keeps the raw bytes under `body`
+        assert deliver("standard", request)[0] == 200
+        [item] = stored_items(aws_world)
+        assert item["body"] == request.body and BODY_ZLIB_ATTRIBUTE not in item
+
+    def test_a_body_past_the_break_even_goes_to_s3_even_though_an_item_could_hold_it(self, aws_world):
+        # Given a body that compresses to more than the break-even (random text), far under an item's 400 KB
+        request = self._standard("msg_random", incompressible_text(8 * 1024))
+        assert len(zlib.compress(request.body, 6)) > INLINE_BODY_BREAK_EVEN_BYTES
+        # When it is delivered, then it is in the body bucket, raw, and the item references it
+        assert deliver("standard", request)[0] == 200
+        store = InboxStore(aws_world.names.inbox_table, aws_world.names.body_bucket)
+        [item] = list(store.scan())
+        assert "body" not in item and BODY_ZLIB_ATTRIBUTE not in item
+        assert store.read_body(item) == request.body
+
+    def test_an_item_written_before_compression_still_reads_back(self, aws_world):
+        # Given an item as the ingest stored it before compression: the raw body under `body`
+        store = InboxStore(aws_world.names.inbox_table, aws_world.names.body_bucket)
+        request = self._standard("msg_old", "paid " * 400)
+        assert deliver("standard", request)[0] == 200
+        [item] = list(store.scan())
+        old = {name: value for name, value in item.items() if name != BODY_ZLIB_ATTRIBUTE} | {"body": request.body}
+        client: DynamoDBClient = aws_world.session.client("dynamodb")
+        client.put_item(TableName=aws_world.names.inbox_table, Item=to_attributes(old))
+        # When it is read, then the raw body comes back as it was stored
+        [stored] = list(store.scan())
+        assert BODY_ZLIB_ATTRIBUTE not in stored and store.read_body(stored) == request.body
+
+
+def incompressible_text(size: int) -> str:
+    """`size` characters of deterministic text that compresses about by half (hexadecimal digests)."""
+    digests = (hashlib.sha256(str(counter).encode()).hexdigest() for counter in range(size // 64 + 1))
+    return "".join(digests)[:size]
 
 
 def _api_event(provider: str, body: bytes, headers: dict[str, str], method: str = "POST") -> dict[str, Any]:
@@ -453,7 +517,7 @@ def test_a_secret_repeated_in_the_body_is_redacted_from_what_is_stored(aws_world
     assert status == 200
     [item] = stored_items(aws_world)
     assert item["status"] == "pending" and item["resource_id"] == "HP123"
-    stored = bytes(item["body"])
+    stored = inline_body(item) or b""
     assert token not in json.dumps(item, default=str) and token.encode() not in stored
     assert stored == body.replace(json.dumps(token).encode(), b'"[redacted]"')
 

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from moto import mock_aws
 
 from inbox_cli import target as target_module
+from inbox_cli.cost import replay_transitions
 from inbox_cli.main import cli
 from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
 from inbox_local.config import LocalNames
@@ -515,3 +516,23 @@ def test_inbox_replay_source_replays_that_source_only(
     # And a source the stack does not declare is refused
     refused = CliRunner().invoke(cli, ["replay", "--source", "stripe-mx"])
     assert refused.exit_code == 2 and "no source 'stripe-mx'" in refused.output
+
+
+def _states_entered(world: ReplayWorld) -> int:
+    """State transitions Step Functions bills (one per state entered), over every execution of the state machine."""
+    arns = [e["executionArn"] for e in world.sfn.list_executions(stateMachineArn=world.state_machine_arn)["executions"]]
+    pages = (world.sfn.get_paginator("get_execution_history").paginate(executionArn=arn) for arn in arns)
+    events = (event for each in pages for page in each for event in page["events"])
+    return sum(1 for event in events if event["type"].endswith("StateEntered"))
+
+
+def test_the_cost_models_state_transitions_per_replayed_event_are_the_definitions(world: ReplayWorld) -> None:
+    # Given 230 failed events of one source: more than one execution's budget, in pages of the default size
+    for _ in range(230):
+        world.put("stripe", "failed")
+    # When one replay sets them back to pending
+    report = world.replay(provider="stripe", max_events=MAX_EVENTS_LIMIT)
+    assert report.counts["replayed"] == 230
+    # Then the states its executions entered (what Step Functions bills) are the cost model's count, within 10 %
+    entered = _states_entered(world)
+    assert abs(replay_transitions(230) - entered) <= 0.1 * entered, (replay_transitions(230), entered)

@@ -17,7 +17,7 @@ from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.expiry import expire_items
 from inbox_local.lambda_context import LocalLambdaContext
 from shared import retention
-from shared.inbox.model import StoredBody, body_object_key, build_item, event_key
+from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, StoredBody, body_object_key, build_item, compress_body, event_key
 from shared.inbox.store import InboxStore
 from shared.providers import NormalizedEvent, WebhookRequest
 from tests.integration.processing_support import BASE_TIME
@@ -34,8 +34,18 @@ def _fresh_archiver():
     retention.default_archiver.cache_clear()
 
 
-def keep(world, provider: str, event_id: str, body: bytes, *, days_old: int = 0, in_s3: bool = False) -> str:
-    """Store a pending event received `days_old` days before BASE_TIME (it expires RETENTION_DAYS after)."""
+def keep(
+    world,
+    provider: str,
+    event_id: str,
+    body: bytes,
+    *,
+    days_old: int = 0,
+    in_s3: bool = False,
+    compressed: bool = False,
+) -> str:
+    """Store a pending event received `days_old` days before BASE_TIME (it expires RETENTION_DAYS after); its body
+    inline as items were written before compression (raw `body`), or `compressed` as the ingest writes it now."""
     received = BASE_TIME - timedelta(days=days_old)
     pk = event_key(provider, event_id)
     store = InboxStore(world.names.inbox_table, world.names.body_bucket)
@@ -44,6 +54,8 @@ def keep(world, provider: str, event_id: str, body: bytes, *, days_old: int = 0,
         key = body_object_key(provider, pk, body, received)
         store.put_body(key, body)
         stored_body = StoredBody(sha256=digest, size=len(body), s3_key=key)
+    elif compressed:
+        stored_body = StoredBody(sha256=digest, size=len(body), inline=compress_body(body), compressed=True)
     else:
         stored_body = StoredBody(sha256=digest, size=len(body), inline=body)
     event = NormalizedEvent(event_id, "payment.updated", "pay_1", received, "paid", 1000, "BRL")
@@ -204,3 +216,20 @@ def test_the_archive_filter_lets_through_removals_only(aws_world):
     # Then nothing reaches the archiver
     assert mapping(aws_world).poll_once() == 0
     assert archive(aws_world) == {}
+
+
+def test_compressed_bodies_and_bodies_written_before_compression_are_both_archived_as_received(aws_world):
+    # Given an event stored as the ingest stores it now (body zlib-compressed) and one stored before compression
+    body = json.dumps({"id": "evt_new", "object": "event", "data": {"object": {"status": "succeeded"}}}).encode()
+    new = keep(aws_world, "stripe", "evt_new", body, days_old=1, compressed=True)
+    old = keep(aws_world, "stripe", "evt_old", b'{"id": "evt_old"}', days_old=1)
+    stored = InboxStore(aws_world.names.inbox_table).get(new)
+    assert stored is not None and BODY_ZLIB_ATTRIBUTE in stored and "body" not in stored
+    # When both expire and the archiver takes the TTL deletions
+    expire(aws_world)
+    assert mapping(aws_world).poll_once() == 2
+    # Then each line carries the raw body as received, and never the compressed attribute
+    lines = lines_by_pk(aws_world)
+    assert (lines[new]["body"].encode(), lines[new]["body_encoding"]) == (body, "utf-8")
+    assert lines[old]["body"] == '{"id": "evt_old"}'
+    assert all(BODY_ZLIB_ATTRIBUTE not in line for line in lines.values())

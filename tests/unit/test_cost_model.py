@@ -10,9 +10,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from inbox_cli.cost import PRICES, Assumptions, assumed_usage, measured_assumptions, measured_usage, monthly_cost
+from inbox_cli.cost import (
+    PRICES,
+    REPLAY_SHARE_OF_EVENTS,
+    Assumptions,
+    assumed_usage,
+    inline_body_break_even_bytes,
+    measured_assumptions,
+    measured_usage,
+    monthly_cost,
+    replay_transitions_per_event,
+)
 from inbox_cli.main import cli
 from shared import definitions
+from shared.inbox.model import INLINE_BODY_BREAK_EVEN_BYTES
 
 
 def test_variable_cost_scales_with_volume_and_fixed_cost_does_not():
@@ -361,3 +372,24 @@ def test_the_command_states_the_fixed_breakdown_and_prices_the_dashboard_when_as
     assert "monitoring: " in text and " alarm metrics, " in text and "dashboard off (inbox_dashboard)" in text
     with_dashboard = json.loads(CliRunner().invoke(cli, ["cost", "--json", "--dashboard"]).output)
     assert with_dashboard["lines"]["CloudWatch dashboard (fixed)"] == _price("cloudwatch_dashboard_per_month")
+
+
+# ------------------------------------------------------------------------------ inline bodies, replay workflow
+def test_the_inline_threshold_is_at_most_the_s3_break_even_and_within_a_kilobyte_of_it():
+    # Given the prices and the scenario: what a KB of inline body costs in write units and storage, and what an S3
+    # body costs in a PUT per delivery and a GET at expiry
+    break_even = inline_body_break_even_bytes()
+    # Then the ingest keeps inline only what is cheaper inline, and sends to S3 little that is not cheaper there
+    assert break_even - 1024 < INLINE_BODY_BREAK_EVEN_BYTES <= break_even
+
+
+def test_the_replay_line_prices_the_definitions_transitions():
+    # Given the replay workflow's transitions (per event, per page, per execution: the definition's states)
+    report = monthly_cost(1_000_000, "us-east-1")
+    prices = json.loads(PRICES.read_text())["regions"]["us-east-1"]
+    # Then the line is the replayed events times those transitions at the price of one
+    expected = (1_000_000 * REPLAY_SHARE_OF_EVENTS * replay_transitions_per_event() / 1000) * prices[
+        "step_functions_per_1000_state_transitions"
+    ]
+    assert report["lines"]["Step Functions (replay, ~1% of events)"] == pytest.approx(expected, abs=1e-4)
+    assert 3 < replay_transitions_per_event() < 4  # three states per event, the page and execution frames shared
