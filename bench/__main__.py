@@ -164,7 +164,7 @@ def print_refetch_burst(burst: dict[str, Any]) -> None:
     print(
         f"  gateway saw per second: max {burst['gateway_per_second_max']}, p99 {burst['gateway_per_second_p99']} "
         f"({burst['gateway_requests']} requests, {burst['gateway_requests_per_event']} per event); "
-        f"429s: {burst['gateway_429s']}"
+        f"429s: {burst['gateway_429s']}; refetches per event {burst.get('refetches_per_event', '-')}"
     )
     print(
         f"  drained in {burst['drain_seconds']} s from the first POST (posting took {burst['post_seconds']} s); "
