@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,15 +78,28 @@ def create_payments(stack: Stack, count: int, rng: random.Random) -> list[tuple[
     return created
 
 
+Delivery = Callable[[], tuple[bytes, dict[str, str]]]
+
+
 def webhooks(
     payments: list[tuple[str, str, int]], events: int, run_id: str, *, together: bool = True
-) -> list[tuple[bytes, dict[str, str]]]:
-    """`events` signed Stripe deliveries, as many for each payment, each with an event id of its own: a payment's
-    events one after the other (`together`), or each payment's `len(payments)` deliveries apart."""
+) -> list[Delivery]:
+    """`events` Stripe deliveries, as many for each payment, each with an event id of its own: a payment's events one
+    after the other (`together`), or each payment's `len(payments)` deliveries apart. Each is signed when it is
+    sent, as a gateway does: signed all at once, the last ones of a slow run fell outside the signature's 300 s
+    timestamp tolerance and were refused (401), which measured the machine's load, not the refetch."""
     from inbox_cli.simulate import wire  # noqa: PLC0415
     from inbox_local.config import signing_secret  # noqa: PLC0415
 
     secret, now = signing_secret(PROVIDER), int(time.time())
+
+    def delivery(body: bytes) -> Delivery:
+        def sign() -> tuple[bytes, dict[str, str]]:
+            request = wire.signed(PROVIDER, body, secret, event_time=int(time.time()), ordered_by_event_time=False)
+            return request.body, {"content-type": "application/json", **request.headers}
+
+        return sign
+
     deliveries = []
     for index in range(events):
         payment = index * len(payments) // events if together else index % len(payments)
@@ -98,15 +112,14 @@ def webhooks(
             amount=amount,
             occurred_at=now,
         )
-        request = wire.signed(PROVIDER, body, secret, event_time=now, ordered_by_event_time=False)
-        deliveries.append((request.body, {"content-type": "application/json", **request.headers}))
+        deliveries.append(delivery(body))
     return deliveries
 
 
-def post_all(stack: Stack, deliveries: list[tuple[bytes, dict[str, str]]], senders: int) -> Counter[int]:
-    jobs: queue.Queue[tuple[bytes, dict[str, str]] | None] = queue.Queue()
-    for delivery in deliveries:
-        jobs.put(delivery)
+def post_all(stack: Stack, deliveries: list[Delivery], senders: int) -> Counter[int]:
+    jobs: queue.Queue[Delivery | None] = queue.Queue()
+    for job in deliveries:
+        jobs.put(job)
     for _ in range(senders):
         jobs.put(None)
     answers: Counter[int] = Counter()
@@ -115,7 +128,7 @@ def post_all(stack: Stack, deliveries: list[tuple[bytes, dict[str, str]]], sende
     def send() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", stack.api_port, timeout=60)
         while (job := jobs.get()) is not None:
-            body, headers = job
+            body, headers = job()
             for _ in range(5):  # as a gateway would, on a 5xx or a dropped connection
                 try:
                     connection.request("POST", f"/webhooks/{PROVIDER}", body, headers)
