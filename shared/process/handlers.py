@@ -44,7 +44,10 @@ class RefetchPaymentHandler(StateMachineApply):
 
     def prepare_sharing(self, event: InboxEvent, refetches: Refetches | None) -> Observation:
         """`prepare`, reading the payment through `refetches` when given: an earlier event of the same payment in
-        the same batch may already have read it (shared/process/coalesce.py). The amounts are checked per event."""
+        the same batch may already have read it (shared/process/coalesce.py). The amounts are checked per event.
+        A subclass with a `prepare` of its own (a user's handler) keeps it: its events are not coalesced."""
+        if refetches is not None and type(self).prepare is not RefetchPaymentHandler.prepare:
+            return self.prepare(event)
         if not event.resource_id:
             raise UnprocessableEvent("event names no payment")
         client = self._clients(event.source)

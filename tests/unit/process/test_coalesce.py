@@ -116,3 +116,22 @@ def test_without_reuse_every_event_is_read_and_counted():
 def test_the_refetch_handler_shares_and_the_event_time_one_has_nothing_to_share():
     assert isinstance(RefetchPaymentHandler(lambda source: None), SharesRefetches)
     assert not isinstance(EventTimeOrderedHandler(), SharesRefetches)
+
+
+def test_a_subclass_with_its_own_prepare_keeps_it():
+    # Given a user's handler deriving from ours with a prepare of its own (that still calls ours)
+    calls: list[str] = []
+
+    class Audited(RefetchPaymentHandler):
+        def prepare(self, event):
+            calls.append(event.event_id)
+            return super().prepare(event)
+
+    client, refetches = CountingClient(), Refetches()
+    handler = Audited(lambda source: client)
+    # When the processor prepares two events of one payment through a group's refetches
+    for event_id in ("evt_a", "evt_b"):
+        handler.prepare_sharing(event(event_id), refetches)
+    # Then its prepare ran for each (so nothing was shared behind its back)
+    assert calls == ["evt_a", "evt_b"]
+    assert len(client.calls) == 2
