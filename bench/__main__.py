@@ -1,7 +1,8 @@
 """`make bench`: every figure is a ratio against a baseline measured in the same run.
 
 `python -m bench` runs every section; `python -m bench end_to_end` (or `cold_start`, `ingest_cost`, `item_sizes`,
-`ingest_burst`, `refetch_burst`) runs some, keeping the other sections of bench/results/latest.json as they were.
+`ingest_burst`, `refetch_burst`, `processor_batch`) runs some, keeping the other sections of bench/results/latest.json
+as they were.
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes, refetch_burst
+from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes, processor_batch, refetch_burst
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 TARGETS = {"ingest: import + init": 1.3, "processor: import + init": 1.6}
 INGEST_OVERHEAD_TARGET = 1.5
-SECTIONS = ("cold_start", "ingest_cost", "end_to_end", "item_sizes", "ingest_burst", "refetch_burst")
+SECTIONS = (
+    "cold_start",
+    "ingest_cost",
+    "end_to_end",
+    "item_sizes",
+    "ingest_burst",
+    "refetch_burst",
+    "processor_batch",
+)
 
 
 def print_cold_start(cold: dict[str, Any]) -> None:
@@ -164,7 +173,7 @@ def print_refetch_burst(burst: dict[str, Any]) -> None:
     print(
         f"  gateway saw per second: max {burst['gateway_per_second_max']}, p99 {burst['gateway_per_second_p99']} "
         f"({burst['gateway_requests']} requests, {burst['gateway_requests_per_event']} per event); "
-        f"429s: {burst['gateway_429s']}"
+        f"429s: {burst['gateway_429s']}; refetches per event {burst.get('refetches_per_event', '-')}"
     )
     print(
         f"  drained in {burst['drain_seconds']} s from the first POST (posting took {burst['post_seconds']} s); "
@@ -175,6 +184,24 @@ def print_refetch_burst(burst: dict[str, Any]) -> None:
         f"{burst['mismatched_payments']}; attempts per event {burst['attempts_per_event']}; "
         f"limiter {burst['limiter']}; ok: {burst['ok']}"
     )
+
+
+def print_processor_batch(figures: dict[str, Any]) -> None:
+    scenario = figures["scenario"]
+    print(
+        f"\nProcessor per event (bench/processor_batch.py): gateway {scenario['gateway_latency_ms_assumed']} ms and "
+        f"DynamoDB {scenario['dynamodb_latency_ms_assumed']} ms per request (assumed), "
+        f"{scenario['max_concurrent_groups']} groups at once after"
+    )
+    print(f"  {'batch':28} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'refetches/event before, after':>31}")
+    for shape in ("typical", "burst"):
+        row = figures[shape]
+        label = f"{shape}: {row['events_per_batch']} events, {row['payments_per_batch']} payments"
+        refetches = f"{row['before']['refetches_per_event']}, {row['after']['refetches_per_event']}"
+        print(
+            f"  {label:28} {row['before']['ms_per_event']:>10} {row['after']['ms_per_event']:>9} "
+            f"{row['after_vs_before']:>6}x {refetches:>31}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     if "refetch_burst" in chosen:
         print("measuring a refetch burst against a rate-limited gateway (a local stack of its own)...", flush=True)
         document["refetch_burst"] = refetch_burst.measure()
+    if "processor_batch" in chosen:
+        print("measuring the processor per event (the gateway simulator, latencies assumed)...", flush=True)
+        document["processor_batch"] = processor_batch.measure()
     if "cold_start" in document:
         print_cold_start(document["cold_start"])
     if "ingest_cost" in document:
@@ -224,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         print_ingest_burst(document["ingest_burst"])
     if "refetch_burst" in document:
         print_refetch_burst(document["refetch_burst"])
+    if "processor_batch" in document:
+        print_processor_batch(document["processor_batch"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(document, indent=2) + "\n")
     where = RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS

@@ -6,11 +6,13 @@ everything still drain with nothing failed?
   answers 429 (with Retry-After) above LIMIT requests per second (`POST /_sim/faults {"rate_limit_per_second"}`).
 - PAYMENTS Stripe payments created at the simulator (each taken to a status whose refetch is one GET: pending,
   authorized, failed or canceled), and EVENTS signed webhooks about them (EVENTS / PAYMENTS each, every one an
-  event of its own), posted by SENDERS connections as fast as the stack answers.
+  event of its own, a payment's one after the other: TOGETHER), posted by SENDERS connections as fast as the stack
+  answers.
 - Reported: the requests the gateway saw per second (max and p99, over the seconds it saw any), the 429s it
   answered, the time from the first POST to the last event settled, the events failed (must be 0), the payments
-  that differ from the simulator's truth (must be 0), the attempts per event, and the limiter's own count of slots
-  taken (its one conditional write each).
+  that differ from the simulator's truth (must be 0), the attempts per event, the refetches per event (below 1 when
+  one refetch served several events of a payment in one batch: coalescing, shared/process/coalesce.py), and the
+  limiter's own count of slots taken (its one conditional write each).
 - Baseline, same run: the drain time the limit allows at best, (requests the gateway saw) / LIMIT. The figure is
   the ratio; nothing asserts a wall-clock time.
 
@@ -28,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,11 @@ SEED = 12
 SETTLE_TIMEOUT_SECONDS = 1800  # a loaded 2-core machine settles ~1 event/s: the run says ok false, not hang
 STATUSES = ("pending", "authorized", "failed", "canceled")  # one GET each (a paid intent also reads its charge)
 PROVIDER = "stripe"
+# A payment's events posted one after the other. What SQS FIFO does with a backlog in AWS ("attempts to return as
+# many messages with the same message group ID as possible", FIFO delivery logic page, docs/scale.md): a batch
+# gathers a group's messages wherever they are in the queue. moto hands messages out in queue order, so here a
+# payment's events reach one batch only when they were queued together.
+TOGETHER = True
 
 
 def _call(port: int, method: str, path: str, payload: Any = None) -> Any:
@@ -70,15 +78,32 @@ def create_payments(stack: Stack, count: int, rng: random.Random) -> list[tuple[
     return created
 
 
-def webhooks(payments: list[tuple[str, str, int]], events: int, run_id: str) -> list[tuple[bytes, dict[str, str]]]:
-    """`events` signed Stripe deliveries spread evenly over the payments, each with an event id of its own."""
+Delivery = Callable[[], tuple[bytes, dict[str, str]]]
+
+
+def webhooks(
+    payments: list[tuple[str, str, int]], events: int, run_id: str, *, together: bool = True
+) -> list[Delivery]:
+    """`events` Stripe deliveries, as many for each payment, each with an event id of its own: a payment's events one
+    after the other (`together`), or each payment's `len(payments)` deliveries apart. Each is signed when it is
+    sent, as a gateway does: signed all at once, the last ones of a slow run fell outside the signature's 300 s
+    timestamp tolerance and were refused (401), which measured the machine's load, not the refetch."""
     from inbox_cli.simulate import wire  # noqa: PLC0415
     from inbox_local.config import signing_secret  # noqa: PLC0415
 
     secret, now = signing_secret(PROVIDER), int(time.time())
+
+    def delivery(body: bytes) -> Delivery:
+        def sign() -> tuple[bytes, dict[str, str]]:
+            request = wire.signed(PROVIDER, body, secret, event_time=int(time.time()), ordered_by_event_time=False)
+            return request.body, {"content-type": "application/json", **request.headers}
+
+        return sign
+
     deliveries = []
     for index in range(events):
-        resource_id, status, amount = payments[index % len(payments)]
+        payment = index * len(payments) // events if together else index % len(payments)
+        resource_id, status, amount = payments[payment]
         body = wire.sample_body(
             PROVIDER,
             event_id=f"evt_{run_id}_{index}",
@@ -87,15 +112,14 @@ def webhooks(payments: list[tuple[str, str, int]], events: int, run_id: str) -> 
             amount=amount,
             occurred_at=now,
         )
-        request = wire.signed(PROVIDER, body, secret, event_time=now, ordered_by_event_time=False)
-        deliveries.append((request.body, {"content-type": "application/json", **request.headers}))
+        deliveries.append(delivery(body))
     return deliveries
 
 
-def post_all(stack: Stack, deliveries: list[tuple[bytes, dict[str, str]]], senders: int) -> Counter[int]:
-    jobs: queue.Queue[tuple[bytes, dict[str, str]] | None] = queue.Queue()
-    for delivery in deliveries:
-        jobs.put(delivery)
+def post_all(stack: Stack, deliveries: list[Delivery], senders: int) -> Counter[int]:
+    jobs: queue.Queue[Delivery | None] = queue.Queue()
+    for job in deliveries:
+        jobs.put(job)
     for _ in range(senders):
         jobs.put(None)
     answers: Counter[int] = Counter()
@@ -104,7 +128,7 @@ def post_all(stack: Stack, deliveries: list[tuple[bytes, dict[str, str]]], sende
     def send() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", stack.api_port, timeout=60)
         while (job := jobs.get()) is not None:
-            body, headers = job
+            body, headers = job()
             for _ in range(5):  # as a gateway would, on a 5xx or a dropped connection
                 try:
                     connection.request("POST", f"/webhooks/{PROVIDER}", body, headers)
@@ -203,6 +227,8 @@ def figures(
     return {
         "gateway_requests": requests,
         "gateway_requests_per_event": round(requests / events, 3) if events else 0.0,
+        # Each payment here is read with one GET (STATUSES): the answered requests are the refetches.
+        "refetches_per_event": round((requests - throttled) / events, 3) if events else 0.0,
         "gateway_per_second_max": max(counts, default=0),
         "gateway_per_second_p99": round(percentile(counts, 99), 1) if counts else 0.0,
         "gateway_429s": throttled,
@@ -216,7 +242,9 @@ def figures(
     }
 
 
-def measure(payments: int = PAYMENTS, events: int = EVENTS, limit: float = LIMIT) -> dict[str, Any]:
+def measure(
+    payments: int = PAYMENTS, events: int = EVENTS, limit: float = LIMIT, *, together: bool = TOGETHER
+) -> dict[str, Any]:
     rng = random.Random(SEED)
     run_id = f"{int(time.time())}{rng.randrange(10**6)}"
     with tempfile.TemporaryDirectory(prefix="inbox-refetch-burst-") as folder:
@@ -225,7 +253,7 @@ def measure(payments: int = PAYMENTS, events: int = EVENTS, limit: float = LIMIT
         with own_stack({"INBOX_SOURCES_FILE": str(sources)}) as stack:
             _call(stack.gateway_port, "POST", "/_sim/faults", {"rate_limit_per_second": limit})
             created = create_payments(stack, payments, rng)
-            deliveries = webhooks(created, events, run_id)
+            deliveries = webhooks(created, events, run_id, together=together)
             _call(stack.gateway_port, "POST", "/_sim/stats/rate/reset")
             started = time.perf_counter()
             answers = post_all(stack, deliveries, SENDERS)
@@ -240,6 +268,7 @@ def measure(payments: int = PAYMENTS, events: int = EVENTS, limit: float = LIMIT
         "events": events,
         "limit_per_second": limit,
         "senders": SENDERS,
+        "events_of_a_payment_together": together,
         "post_seconds": round(posted - started, 1),
         "answers": {str(k): v for k, v in sorted(answers.items())},
         "mismatched_payments": len(wrong),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from shared import aws
 from shared.definitions import (
@@ -26,15 +28,21 @@ from shared.definitions import (
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
+from shared.process.coalesce import Refetches
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
-from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, parse_message
+from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, RetryLater, parse_message
 from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_sqs import SQSClient
+
+# FIFO groups of one batch processed at once. A batch holds at most PROCESSOR_BATCH_SIZE (10) messages; each group's
+# time is the gateway's round trip and DynamoDB's, so threads overlap them. Bounded: the gateway connection pool
+# keeps 10 connections (shared/gateway/http.py) and each group may hold one; the source's rate limit and circuit
+# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances.
+MAX_CONCURRENT_GROUPS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,33 +136,110 @@ def delivery_of(record: SQSRecord) -> Delivery:
     )
 
 
-def process_batch(event: dict[str, Any], context: LambdaContext, processor: EventProcessor | None = None) -> Any:
-    """One SQS FIFO batch, with a partial batch response.
+@dataclass(slots=True)
+class GroupRun:
+    """How one FIFO group's messages of a batch ended: the ids to report failed (the one that raised, then every
+    later one of its group, which were not attempted and are released at once) and its refetches."""
 
-    When a message of a payment fails, Powertools returns the later messages of that payment in the batch
-    unprocessed (`skip_group_on_error`), so their order holds. Those skipped messages are then made visible
-    again at once: SQS FIFO will not hand them out before the failed message ahead of them in their group, which
-    is hidden for its own backoff, so nothing waits a full visibility timeout for no reason.
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    refetches: Refetches = field(default_factory=Refetches)
+
+
+def message_groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch's records by FIFO group, each group in the batch's order (which is the queue's order within a
+    group). A record without a group id (not from a FIFO queue) is a group of its own."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        group = (record.get("attributes") or {}).get("MessageGroupId") or f"message:{record['messageId']}"
+        groups.setdefault(group, []).append(record)
+    return list(groups.values())
+
+
+def run_group(
+    records: list[dict[str, Any]], handle: Callable[[dict[str, Any], Refetches], object], *, coalesce: bool = True
+) -> GroupRun:
+    """One group's messages, one after the other. The first that raises is reported failed, and so is every later
+    one of its group, unattempted: SQS FIFO hands them out again only after it, so the group's order holds (what
+    Powertools' SqsFifoPartialProcessor calls skip_group_on_error). Other groups are not affected."""
+    run = GroupRun(refetches=Refetches(reuse=coalesce))
+    for index, record in enumerate(records):
+        try:
+            handle(record, run.refetches)
+        except Exception as error:
+            if not isinstance(error, RetryLater):
+                logger.exception("queue record failed", extra={"message_id": record["messageId"]})
+            run.failed.append(record["messageId"])
+            run.skipped = [later["messageId"] for later in records[index + 1 :]]
+            break
+    return run
+
+
+def run_groups(
+    groups: list[list[dict[str, Any]]], run: Callable[[list[dict[str, Any]]], GroupRun], *, workers: int
+) -> list[GroupRun]:
+    """Each group's run, up to `workers` groups at once (threads: a group's time is the gateway's and DynamoDB's
+    round trips, not CPU); one group runs in the calling thread."""
+    if workers <= 1 or len(groups) <= 1:
+        return [run(group) for group in groups]
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix="group")
+    try:
+        return list(pool.map(run, groups))
+    finally:
+        # A BaseException out of one group (a dying invocation: the chaos harness's InjectedCrash) starts no group
+        # that had not started yet, as a Lambda that dies runs nothing more.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def process_batch(
+    event: dict[str, Any],
+    context: LambdaContext | None,
+    processor: EventProcessor | None = None,
+    *,
+    max_concurrent_groups: int = MAX_CONCURRENT_GROUPS,
+    coalesce: bool = True,
+) -> dict[str, Any]:
+    """One SQS FIFO batch, with a partial batch response (`batchItemFailures`, ReportBatchItemFailures).
+
+    The batch's FIFO groups (one per payment) run concurrently, up to `max_concurrent_groups`; within a group the
+    messages run in order, and when one fails the later ones of its group are reported failed unattempted (so
+    their order holds) while the other groups go on. Those skipped messages are then made visible again at once:
+    SQS FIFO will not hand them out before the failed message ahead of them in their group, which is hidden for its
+    own backoff, so nothing waits a full visibility timeout for no reason. Within a group, one refetch serves the
+    group's events in this batch (`coalesce`, shared/process/coalesce.py).
     """
     processor = processor or default_processor()
-    seen: set[str] = set()
+    records: list[dict[str, Any]] = event.get("Records", [])
+    groups = message_groups(records)
+    if len(groups) > 1:
+        processor.store.dynamodb  # noqa: B018 - the client is made once, not by every thread at once on a cold start
 
-    def record_handler(record: SQSRecord) -> str:
-        seen.add(record.message_id)
-        return handle_record(record, processor)
+    def handle(record: dict[str, Any], refetches: Refetches) -> object:
+        return handle_record(SQSRecord(record), processor, refetches)
 
-    batch = SqsFifoPartialProcessor(skip_group_on_error=True)
-    # A batch in which every message is being retried is a normal outcome, not an invocation error.
-    batch.raise_on_entire_batch_failure = False
-    response = process_partial_response(event=event, record_handler=record_handler, processor=batch, context=context)
-    skipped = {failure["itemIdentifier"] for failure in response.get("batchItemFailures", [])} - seen
-    for record in event.get("Records", []):
+    runs = run_groups(groups, lambda group: run_group(group, handle, coalesce=coalesce), workers=max_concurrent_groups)
+    failed = {message_id for run in runs for message_id in (*run.failed, *run.skipped)}
+    skipped = {message_id for run in runs for message_id in run.skipped}
+    for record in records:
         if record["messageId"] in skipped:
             processor.queue.release(record["receiptHandle"])
-    return response
+    fetched, reused = sum(run.refetches.fetched for run in runs), sum(run.refetches.reused for run in runs)
+    logger.info(
+        "batch processed",
+        extra={
+            "messages": len(records),
+            "groups": len(groups),
+            "failed": len(failed),
+            "refetches": fetched,
+            "refetches_reused": reused,
+        },
+    )
+    return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in records if r["messageId"] in failed]}
 
 
-def handle_record(record: SQSRecord, processor: EventProcessor | None = None) -> str:
+def handle_record(
+    record: SQSRecord, processor: EventProcessor | None = None, refetches: Refetches | None = None
+) -> str:
     """One queue record. Raising marks it failed in the partial batch response (it will come back)."""
     processor = processor or default_processor()
     delivery = delivery_of(record)
@@ -167,4 +252,4 @@ def handle_record(record: SQSRecord, processor: EventProcessor | None = None) ->
         return Outcome.FAILED.value
     if isinstance(message, ReconcileMessage):
         return processor.reconcile(message).value  # never raises: a reconciliation is not retried in the queue
-    return processor.handle(message, delivery).value  # RetryLater propagates: the record is reported failed
+    return processor.handle(message, delivery, refetches).value  # RetryLater propagates: reported failed

@@ -15,6 +15,7 @@ from shared.definitions import (
 )
 from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
+from shared.process.coalesce import Refetches
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
 from shared.providers.registry import load_reference
@@ -39,12 +40,23 @@ class RefetchPaymentHandler(StateMachineApply):
         self._clients = clients
 
     def prepare(self, event: InboxEvent) -> Observation:
+        return self.prepare_sharing(event, None)
+
+    def prepare_sharing(self, event: InboxEvent, refetches: Refetches | None) -> Observation:
+        """`prepare`, reading the payment through `refetches` when given: an earlier event of the same payment in
+        the same batch may already have read it (shared/process/coalesce.py). The amounts are checked per event.
+        A subclass with a `prepare` of its own (a user's handler) keeps it: its events are not coalesced."""
+        if refetches is not None and type(self).prepare is not RefetchPaymentHandler.prepare:
+            return self.prepare(event)
         if not event.resource_id:
             raise UnprocessableEvent("event names no payment")
         client = self._clients(event.source)
         if client is None:
             raise UnprocessableEvent(f"no API client for source {event.source!r}")
-        snapshot = client.fetch_payment(event.resource_id, account=event.account)
+        if refetches is None:
+            snapshot = client.fetch_payment(event.resource_id, account=event.account)
+        else:
+            snapshot = refetches.fetch(client, event.source, event.resource_id, account=event.account)
         check_amount_agrees(event, snapshot)
         return observation_from_snapshot(event.source, event.provider, snapshot, event, account=event.account)
 

@@ -25,6 +25,7 @@ from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, count_outcome, logger
 from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
+from shared.process.coalesce import Refetches, SharesRefetches
 from shared.process.decide import Apply, Decision, Observation, Touch
 from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
 from shared.sub_account import SubAccount
@@ -172,13 +173,27 @@ class EventProcessor:
     def _now(self) -> str:
         return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
 
-    def handle(self, message: DispatchMessage, delivery: Delivery) -> Outcome:
+    def handle(self, message: DispatchMessage, delivery: Delivery, refetches: Refetches | None = None) -> Outcome:
         """Process one message. Returns how it ended; raises RetryLater when it must come back.
 
         An unexpected crash still counts as one of the event's attempts, so a poison event ends failed (and in
-        the dead-letter queue) instead of blocking its payment's group forever."""
+        the dead-letter queue) instead of blocking its payment's group forever.
+
+        `refetches`: the gateway answers of the earlier messages of this message's FIFO group in this batch
+        (shared/process/coalesce.py). A failure or a retry is a boundary: what was fetched before it is forgotten."""
         try:
-            return self.process(message, delivery)
+            outcome = self._handle(message, delivery, refetches)
+        except BaseException:
+            if refetches is not None:
+                refetches.forget()
+            raise
+        if outcome is Outcome.FAILED and refetches is not None:
+            refetches.forget()
+        return outcome
+
+    def _handle(self, message: DispatchMessage, delivery: Delivery, refetches: Refetches | None) -> Outcome:
+        try:
+            return self.process(message, delivery, refetches)
         except RetryLater:
             raise
         except Exception as crash:
@@ -188,7 +203,7 @@ class EventProcessor:
                 raise
             return self._retry(InboxEvent.from_item(item), delivery, f"crash: {type(crash).__name__}: {crash}")
 
-    def process(self, message: DispatchMessage, delivery: Delivery) -> Outcome:
+    def process(self, message: DispatchMessage, delivery: Delivery, refetches: Refetches | None = None) -> Outcome:
         """The processing steps, without the crash accounting of `handle`."""
         item = self.store.load_event(message.pk)
         if item is None or item.get("status") != EventStatus.PENDING.value:
@@ -198,15 +213,21 @@ class EventProcessor:
         try:
             if handler is None:
                 return self._settle(event, EventStatus.IGNORED, f"no handler for {event.event_type!r}")
-            return self._prepare_and_apply(event, handler, delivery)
+            return self._prepare_and_apply(event, handler, delivery, refetches)
         except EventAlreadySettled:
             return Outcome.SKIPPED
         except (StorageUnavailable, VersionConflict) as error:
             return self._retry(event, delivery, f"{type(error).__name__}: {error}")
 
-    def _prepare_and_apply(self, event: InboxEvent, handler: EventHandler, delivery: Delivery) -> Outcome:
+    def _prepare_and_apply(
+        self, event: InboxEvent, handler: EventHandler, delivery: Delivery, refetches: Refetches | None
+    ) -> Outcome:
         try:
-            seen = handler.prepare(event)  # outside any transaction: may call the gateway
+            # Outside any transaction: may call the gateway (or reuse this batch's answer for this payment).
+            if refetches is not None and isinstance(handler, SharesRefetches):
+                seen = handler.prepare_sharing(event, refetches)
+            else:
+                seen = handler.prepare(event)
         except (UnprocessableEvent, GatewayRejected) as error:
             self.store.mark_failed(event.pk, f"{type(error).__name__}: {error}", now=self._now(), count_attempt=True)
             self._count(event, Outcome.FAILED)

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.responses import DynamoHandler
 
 from inbox_local.config import DEV_SECRETS, LocalNames, function_environment
 from inbox_local.resources import provision
@@ -25,6 +26,16 @@ class AwsWorld:
 
 _TRANSACTIONS = threading.Lock()
 _moto_transact_write_items = DynamoDBBackend.transact_write_items
+_REQUESTS = threading.RLock()
+_moto_call_action = DynamoHandler.call_action
+
+
+def _atomic_call_action(self: DynamoHandler) -> Any:
+    """One DynamoDB request at a time, as the local stack's embedded AWS does (inbox_local/embedded_aws.py): moto's
+    backend is not thread-safe (a transaction deep-copies the tables it touches while another thread's put changes
+    them: `dictionary changed size during iteration`), and the processor runs a batch's FIFO groups in threads."""
+    with _REQUESTS:
+        return _moto_call_action(self)
 
 
 def _atomic_transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
@@ -39,6 +50,7 @@ def _atomic_transact_write_items(self: DynamoDBBackend, transact_items: list[dic
 @pytest.fixture
 def aws_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsWorld]:
     monkeypatch.setattr(DynamoDBBackend, "transact_write_items", _atomic_transact_write_items)
+    monkeypatch.setattr(DynamoHandler, "call_action", _atomic_call_action)
     names = LocalNames()
     for name, value in function_environment(names).items():
         monkeypatch.setenv(name, value)
