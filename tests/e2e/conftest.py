@@ -87,8 +87,14 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
                     return RunningStack(url, env, process, log_path)
         except OSError:
             time.sleep(0.2)
-    process.kill()
-    raise AssertionError("local stack did not become healthy in 120 s")
+    # Interrupted, not killed: a stack killed outright leaves its embedded AWS to notice alone, and under load an
+    # orphan kept its CPU for minutes (inbox_local/embedded_aws.py watches its parent).
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    raise AssertionError(f"local stack did not become healthy in 120 s:\n{log_path.read_text(errors='replace')}")
 
 
 def stop_stack(stack: RunningStack) -> int:
@@ -100,8 +106,27 @@ def stop_stack(stack: RunningStack) -> int:
         raise
 
 
+@pytest.fixture(scope="session")
+def shared_stack() -> Iterator[RunningStack]:
+    """One local stack per test process (per xdist worker), started when a test first asks for it: every test that
+    needs nothing of its own shares it. Starting a stack costs two interpreters and the embedded AWS's imports
+    and tables (several CPU seconds); one per module made the e2e tier pay it a dozen times."""
+    stack = start_stack()
+    yield stack
+    if stack.process.poll() is None:
+        stop_stack(stack)
+
+
 @pytest.fixture(scope="module")
-def local_stack() -> Iterator[RunningStack]:
+def local_stack(request: pytest.FixtureRequest) -> Iterator[RunningStack]:
+    """The stack a test drives: the shared one (the default), so a test must isolate its data by ids of its own
+    (a fresh event id, payment id, source), never count what the stack holds. A module marked
+    `pytest.mark.own_stack` gets a stack of its own instead: for a test that watches everything the stack does
+    (a listener forwarding whatever is published). Tests that need a stack configured otherwise call
+    start_stack(extra_env) in a fixture of their own (tests/README.md)."""
+    if request.node.get_closest_marker("own_stack") is None:
+        yield request.getfixturevalue("shared_stack")
+        return
     stack = start_stack()
     yield stack
     if stack.process.poll() is None:
