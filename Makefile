@@ -8,6 +8,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
+# Python's bytecode cache on, whatever the environment says: with PYTHONDONTWRITEBYTECODE set (as on this machine)
+# nothing in .venv is ever compiled to .pyc, and every interpreter the suite starts (each `inbox` call, each local
+# stack and its embedded AWS) compiled boto3, moto and the rest from source again: about 0.6 of an `inbox` call's
+# 1.1 CPU seconds, and 3 of the embedded AWS's 5.4 (measured with /usr/bin/time on the imports).
+unexport PYTHONDONTWRITEBYTECODE
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 # The interpreter itself, not what PATH names: a pyenv shim is a script, and uv, asked for it, would replace

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import ssl
@@ -15,24 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from inbox_cli import operations
-from inbox_cli.chaos import chaos as chaos_command
-from inbox_cli.doctor import doctor as doctor_command
-from inbox_cli.listen import listen as listen_command
 from inbox_cli.simulate.options import simulated_provider_option
 from inbox_cli.target import Target, UnknownSource, resolve
-from inbox_local.senders import sender_for
-from inbox_local.senders.stripe import sender as stripe_sender
 from infra.replay_definition import DEFAULT_MAX_EVENTS, DEFAULT_PAGE_SIZE, DEFAULT_WAIT_SECONDS
-from shared import aws, definitions
+from shared import definitions
 from shared.definitions import SourceSpec
-from shared.inbox.store import InboxStore
-from shared.payments.store import ProcessingStore
-from shared.providers import PayloadInvalid
-from shared.providers._stripe_account import is_account_id
-from shared.providers.base import parse_events
-from shared.providers.registry import get_driver, provider_names
+from shared.providers.registry import provider_names
 
+# Every `inbox ...` is an interpreter of its own (a user's, a test's: the e2e tier runs hundreds), so what only
+# some commands need is imported by those commands: boto3 and the stores (`operations`), the signing samples
+# (`send`), and the subcommands of modules of their own (LAZY_COMMANDS). tests/unit/test_cli_imports.py holds it.
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
@@ -64,7 +57,31 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
 
 
-@click.group()
+# name -> "module:attribute" of a command defined in a module of its own, imported only when that command runs
+# (or when `inbox --help` lists them all).
+LAZY_COMMANDS = {
+    "chaos": "inbox_cli.chaos:chaos",  # inbox_cli/chaos/
+    "doctor": "inbox_cli.doctor.command:doctor",  # inbox_cli/doctor/
+    "listen": "inbox_cli.listen:listen",  # inbox_cli/listen.py
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose LAZY_COMMANDS are imported when asked for, not when the CLI starts."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            module_name, _, attribute = LAZY_COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup)
 @click.option("--stack", default=None, help="Name of a deployed stack (default: the local stack of `make run`).")
 @click.pass_context
 def cli(ctx: click.Context, stack: str | None) -> None:
@@ -219,7 +236,7 @@ def register_with_simulator(
 )
 @click.option("--client-key", type=click.Path(exists=True, dir_okay=False), default=None, help="Its private key.")
 @click.pass_context
-def send(
+def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one a statement
     ctx: click.Context,
     source: str,
     event_id: str | None,
@@ -243,7 +260,13 @@ def send(
     A `mutual_tls` source is posted to on the mutual-TLS front door with a client certificate: locally the
     development one `make run` generated (INBOX_MTLS_DIR), deployed the one --client-cert/--client-key name (it
     must chain to the stack's truststore)."""
+    from inbox_local.senders import sender_for  # noqa: PLC0415
+    from inbox_local.senders.stripe import sender as stripe_sender  # noqa: PLC0415
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
+    from shared.providers import PayloadInvalid  # noqa: PLC0415
+    from shared.providers._stripe_account import is_account_id  # noqa: PLC0415
+    from shared.providers.base import parse_events  # noqa: PLC0415
+    from shared.providers.registry import get_driver  # noqa: PLC0415
 
     target = _target(ctx)
     spec = _source(target, source)
@@ -407,6 +430,8 @@ def list_events(
     ctx: click.Context, provider: str | None, source: str | None, status: str | None, limit: int, as_json: bool
 ) -> None:
     """List events, newest first."""
+    from inbox_cli import operations  # noqa: PLC0415
+
     summaries = operations.list_events(
         _target(ctx), operations.EventFilter(provider=provider, source=source, status=status), limit=limit
     )
@@ -423,6 +448,8 @@ def list_events(
 @click.pass_context
 def show_event(ctx: click.Context, source: str, event_id: str, as_json: bool) -> None:
     """Show one event of SOURCE, with its raw body."""
+    from inbox_cli import operations  # noqa: PLC0415
+
     try:
         item = operations.show_event(_target(ctx), source, event_id)
     except operations.NotFound as missing:
@@ -461,6 +488,7 @@ def list_rejected(
     ctx: click.Context, source: str | None, reason: str | None, limit: int, as_json: bool, stack: str | None
 ) -> None:
     """List refused deliveries, newest first; `inbox rejected show ID` (or `inbox doctor --rejected ID`) next."""
+    from inbox_cli import operations  # noqa: PLC0415
     from inbox_cli import rejected as log  # noqa: PLC0415
 
     try:
@@ -480,6 +508,7 @@ def list_rejected(
 @click.pass_context
 def show_rejected(ctx: click.Context, rejected_id: str, as_json: bool, stack: str | None) -> None:
     """Show one refused delivery: why, from whom, its headers (secret ones as fingerprints) and its body."""
+    from inbox_cli import operations  # noqa: PLC0415
     from inbox_cli import rejected as log  # noqa: PLC0415
 
     try:
@@ -521,6 +550,8 @@ def payments() -> None:
 @click.pass_context
 def show_payment(ctx: click.Context, source: str, resource_id: str, as_json: bool) -> None:
     """Show one payment of SOURCE as the processor last applied it."""
+    from inbox_cli import operations  # noqa: PLC0415
+
     try:
         document = operations.show_payment(_target(ctx), source, resource_id)
     except operations.NotFound as missing:
@@ -583,6 +614,7 @@ def replay(
     With --provider and no --source, each source of that provider is replayed in turn (with --json: a list of
     reports when there is more than one).
     """
+    from inbox_cli import operations  # noqa: PLC0415
     from inbox_cli.replay import ReplayFailed, ReplayRequest, normalize_time  # noqa: PLC0415
 
     for name, value in (("--since", since), ("--until", until)):
@@ -684,6 +716,8 @@ def simulate(
         render_report,
     )
     from inbox_local.config import LocalEndpoints  # noqa: PLC0415
+    from shared.inbox.store import InboxStore  # noqa: PLC0415
+    from shared.payments.store import ProcessingStore  # noqa: PLC0415
 
     target = _target(ctx)
     if not target.local:
@@ -725,6 +759,7 @@ def simulate(
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Events by provider and status, the oldest pending event, payments by status."""
+    from inbox_cli import operations  # noqa: PLC0415
     from inbox_cli.stats import render_stats  # noqa: PLC0415
 
     result = operations.stats(_target(ctx))
@@ -856,10 +891,6 @@ def cost(events: int, region: str, body_kb: float | None, dashboard: bool, as_js
         click.echo(render(report))
 
 
-cli.add_command(chaos_command)  # `inbox chaos`: inbox_cli/chaos.py
-cli.add_command(listen_command)  # `inbox listen`: inbox_cli/listen.py
-cli.add_command(doctor_command)  # `inbox doctor`: inbox_cli/doctor/
-
 # ---------------------------------------------------------------------------------------------------- outbox
 
 
@@ -920,6 +951,7 @@ def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
 
 
 def _checkpoints(target: Target) -> ForwardCheckpoints:
+    from shared import aws  # noqa: PLC0415
     from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
 
     assert target.control_table
@@ -928,6 +960,7 @@ def _checkpoints(target: Target) -> ForwardCheckpoints:
 
 def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | None:
     """The stack's forwarding log (None for a stack deployed before it, or without forwarding)."""
+    from shared import aws  # noqa: PLC0415
     from shared.forwarding_log import SENDER_FORWARDER, ForwardLog  # noqa: PLC0415
 
     if not target.forward_log_table:

@@ -87,8 +87,14 @@ def start_stack(extra_env: dict[str, str] | None = None) -> RunningStack:
                     return RunningStack(url, env, process, log_path)
         except OSError:
             time.sleep(0.2)
-    process.kill()
-    raise AssertionError("local stack did not become healthy in 120 s")
+    # Interrupted, not killed: a stack killed outright leaves its embedded AWS to notice alone, and under load an
+    # orphan kept its CPU for minutes (inbox_local/embedded_aws.py watches its parent).
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    raise AssertionError(f"local stack did not become healthy in 120 s:\n{log_path.read_text(errors='replace')}")
 
 
 def stop_stack(stack: RunningStack) -> int:
@@ -100,9 +106,70 @@ def stop_stack(stack: RunningStack) -> int:
         raise
 
 
+class _SharedStack:
+    """One local stack per test process (per xdist worker), started when a test first asks for it and stopped as
+    soon as the next test to run does not use it: an idle stack still polls its embedded AWS (the Pipe, the queue
+    mappings, the sweeper: about a fifth of a core measured with /proc/PID/stat), so it must not outlive the run of
+    tests that share it. Starting one costs two interpreters and the embedded AWS's imports and tables (several CPU
+    seconds); one per module made the e2e tier pay that a dozen times."""
+
+    stack: RunningStack | None = None
+
+    @classmethod
+    def get(cls) -> RunningStack:
+        if cls.stack is None or cls.stack.process.poll() is not None:
+            cls.stack = start_stack()
+        return cls.stack
+
+    @classmethod
+    def stop(cls) -> None:
+        stack, cls.stack = cls.stack, None
+        if stack is not None and stack.process.poll() is None:
+            stop_stack(stack)
+
+
+def _uses_shared_stack(item: pytest.Item | None) -> bool:
+    return (
+        item is not None
+        and "local_stack" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker("own_stack") is None
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if not _uses_shared_stack(nextitem):
+        _SharedStack.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _SharedStack.stop()
+
+
 @pytest.fixture(scope="module")
-def local_stack() -> Iterator[RunningStack]:
+def _own_stack() -> Iterator[RunningStack]:
     stack = start_stack()
     yield stack
     if stack.process.poll() is None:
         stop_stack(stack)
+
+
+@pytest.fixture
+def local_stack(request: pytest.FixtureRequest) -> RunningStack:
+    """The stack a test drives: by default the one shared by the worker's tests (_SharedStack), so a test must
+    isolate its data by ids of its own (a fresh event id, payment id, source), never count what the stack holds.
+    A module marked `pytest.mark.own_stack` gets a stack of its own instead, for its tests only: for a test that
+    watches everything the stack does (a listener forwarding whatever is published). Tests that need a stack
+    configured otherwise call start_stack(extra_env) in a fixture of their own (tests/README.md)."""
+    if request.node.get_closest_marker("own_stack") is not None:
+        stack: RunningStack = request.getfixturevalue("_own_stack")
+        return stack
+    return _SharedStack.get()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that share the stack first (each keeps its own order; the sort is stable): the xdist groups are
+    handed out in this order, so each worker runs its shared-stack modules one after another on one stack, then
+    the others. Every worker collects the same order, as xdist requires."""
+    sharing = {item.module.__name__ for item in items if isinstance(item, pytest.Function) and _uses_shared_stack(item)}
+    items.sort(key=lambda item: 0 if isinstance(item, pytest.Function) and item.module.__name__ in sharing else 1)

@@ -9,6 +9,7 @@ startExecution integration as AWS runs them.
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import time
@@ -59,11 +60,13 @@ class ReplayWorld:
     session: boto3.session.Session
     state_machine_arn: str
 
-    @property
+    # One client each for the world's lifetime (one test, one mock): a client per call cost more CPU than the
+    # writes themselves when a test puts 1,000 items (botocore builds each client from its service model).
+    @functools.cached_property
     def dynamodb(self) -> Any:
         return self.session.client("dynamodb")
 
-    @property
+    @functools.cached_property
     def sfn(self) -> Any:
         return self.session.client("stepfunctions")
 
