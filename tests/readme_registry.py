@@ -337,7 +337,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "$GATEWAY = the simulator URL make run printed; then with '{\"error_rate\": 0}'",
         ),
     ),
-    "inbox simulate --payments 5": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
+    "inbox simulate --payments 5 --provider stripe": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
     "inbox events list --status failed": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
     "inbox replay --provider stripe": (Run(OPERATE + "test_scenario_a_provider_api_fails_for_a_while"),),
     "inbox retention run --now 2099-01-01T00:00:00Z": (

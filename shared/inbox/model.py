@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
@@ -24,7 +24,9 @@ from shared.inbox.lifecycle import (
     open_status_value,
     received_attributes,
 )
-from shared.providers.base import NormalizedEvent, WebhookRequest
+
+if TYPE_CHECKING:  # annotations only: the stores (in every function's asset) must not pull in the drivers' base
+    from shared.providers.base import NormalizedEvent, WebhookRequest
 
 __all__ = [
     "BODY_ZLIB_ATTRIBUTE",

@@ -16,7 +16,8 @@ from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
 from tests.e2e.test_providers_brazil import post
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+# A stack of its own: its waits for processing must not queue behind what other modules left on a shared one.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__), pytest.mark.own_stack]
 
 
 def adyen_delivery(*psp_references: str) -> tuple[bytes, dict[str, str]]:

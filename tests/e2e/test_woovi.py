@@ -15,7 +15,8 @@ from inbox_local.config import signing_secret
 from inbox_local.senders.woovi import key_pair_secret, sender
 from shared.providers.woovi import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+# A stack of its own: its waits for processing must not queue behind what other modules left on a shared one.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__), pytest.mark.own_stack]
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
