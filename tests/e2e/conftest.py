@@ -132,7 +132,7 @@ def _uses_shared_stack(item: pytest.Item | None) -> bool:
     return (
         item is not None
         and "local_stack" in getattr(item, "fixturenames", ())
-        and item.get_closest_marker("own_stack") is None
+        and item.get_closest_marker("shared_stack") is not None
     )
 
 
@@ -156,12 +156,14 @@ def _own_stack() -> Iterator[RunningStack]:
 
 @pytest.fixture
 def local_stack(request: pytest.FixtureRequest) -> RunningStack:
-    """The stack a test drives: by default the one shared by the worker's tests (_SharedStack), so a test must
-    isolate its data by ids of its own (a fresh event id, payment id, source), never count what the stack holds.
-    A module marked `pytest.mark.own_stack` gets a stack of its own instead, for its tests only: for a test that
-    watches everything the stack does (a listener forwarding whatever is published). Tests that need a stack
-    configured otherwise call start_stack(extra_env) in a fixture of their own (tests/README.md)."""
-    if request.node.get_closest_marker("own_stack") is not None:
+    """The stack a test drives: by default a stack of the module's own. A module marked `pytest.mark.shared_stack`
+    gets the one shared by the worker's such modules (_SharedStack) instead: only for modules that ingest and list
+    and never wait for processing, with ids of their own. Processing is not isolated by ids: each source's circuit
+    breaker and refetch rate limit live in the stack, so what one module's refetches spend or trip, another
+    module's events wait for (the likeliest reason CI once saw every event of a later module still pending after
+    90 s). Tests that need a stack configured otherwise call start_stack(extra_env) in a fixture of their own
+    (tests/README.md)."""
+    if request.node.get_closest_marker("shared_stack") is None:
         stack: RunningStack = request.getfixturevalue("_own_stack")
         return stack
     return _SharedStack.get()

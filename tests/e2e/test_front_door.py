@@ -15,7 +15,11 @@ from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
 from inbox_local.server import API_GATEWAY_MAX_BODY_BYTES
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group(__name__),
+    pytest.mark.shared_stack,
+]  # ingests and lists, never waits for processing
 
 BURST_CONNECTIONS = 200
 

@@ -19,7 +19,7 @@ from tests.e2e.conftest import ROOT, RunningStack, free_port
 
 # A stack of its own: the listener forwards whatever the stack publishes, and another test's event, published late
 # on a shared stack, would be one more than this test sends.
-pytestmark = [pytest.mark.e2e, pytest.mark.own_stack, pytest.mark.xdist_group(__name__)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 README_COMMAND = "inbox listen --forward-to URL [--secret whsec_...]"
 SECRET_LINE = re.compile(r"Signing secret: (whsec_\S+)")

@@ -12,7 +12,11 @@ import pytest
 
 from tests.e2e.conftest import start_stack, stop_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group(__name__),
+    pytest.mark.shared_stack,
+]  # ingests and lists, never waits for processing
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:

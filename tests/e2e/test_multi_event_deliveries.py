@@ -16,8 +16,7 @@ from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
 from tests.e2e.test_providers_brazil import post
 
-# A stack of its own: its waits for processing must not queue behind what other modules left on a shared one.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__), pytest.mark.own_stack]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 def adyen_delivery(*psp_references: str) -> tuple[bytes, dict[str, str]]:

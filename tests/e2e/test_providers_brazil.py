@@ -14,7 +14,11 @@ import pytest
 from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group(__name__),
+    pytest.mark.shared_stack,
+]  # ingests and lists, never waits for processing
 
 # Hotmart's and Eduzz's samples carry their own event id; the others have none on the wire and get a derived one.
 PROVIDERS = ["pagarme", "kiwify", "hotmart", "pagbank", "iugu", "eduzz", "stone"]

@@ -14,7 +14,11 @@ from inbox_cli.main import post_webhook
 from inbox_local.senders import sender_for
 from shared.providers.base import derive_event_id
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group(__name__),
+    pytest.mark.shared_stack,
+]  # ingests and lists, never waits for processing
 
 # provider -> (keeps the sent event id as its event id, names the sent resource)
 PROVIDERS = {

@@ -15,8 +15,7 @@ from inbox_local.config import signing_secret
 from inbox_local.senders.woovi import key_pair_secret, sender
 from shared.providers.woovi import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
 
-# A stack of its own: its waits for processing must not queue behind what other modules left on a shared one.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__), pytest.mark.own_stack]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
