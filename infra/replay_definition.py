@@ -123,6 +123,7 @@ START_EXECUTION_RETRYABLE_ERRORS: Final = [
 INVALID_INPUT_ERROR: Final = "Replay.InvalidInput"
 
 _PROJECTION = "pk, provider, event_type, #status, open_status"
+BY_ID_RESULTS: Final = "$.results"  # where the replay by id's Map writes its iterations' entries
 
 
 def table_placeholder() -> str:
@@ -175,10 +176,17 @@ def _between(path: str, low: int, high: int) -> dict[str, Any]:
     }
 
 
-def _count(outcome: str) -> str:
-    """How many of this page's results have that outcome: each result carries a marker key named after its
-    outcome, and a wildcard path lists only the results that have the key (no filter expression needed)."""
-    return f"States.ArrayLength($.results[*].{outcome})"
+def _count(outcome: str, results: str = "$.page.Items") -> str:
+    """How many of this page's results (the list at the path ``results``) have that outcome: each result carries
+    a marker key named after its outcome, and a wildcard path lists only the results that have the key (no filter
+    expression needed)."""
+    return f"States.ArrayLength({results}[*].{outcome})"
+
+
+def _selected_count(results: str = "$.page.Items") -> str:
+    """How many of the results were selected: planned, replayed or skipped (not the by-id misses)."""
+    planned, replayed, skipped = (_count(outcome, results) for outcome in ("planned", "replayed", "skipped"))
+    return f"States.MathAdd(States.MathAdd({planned}, {replayed}), {skipped})"
 
 
 def _entry(outcome: str, **paths: str) -> dict[str, Any]:
@@ -186,20 +194,20 @@ def _entry(outcome: str, **paths: str) -> dict[str, Any]:
 
 
 def _added_counts(*, page: bool) -> dict[str, Any]:
-    """The running counts plus this page's results (`$.results`)."""
+    """The running counts plus this page's results (``$.page.Items``, where the page's Map wrote them)."""
     counts = {f"{outcome}.$": f"States.MathAdd($.counts.{outcome}, {_count(outcome)})" for outcome in OUTCOMES}
-    selected = f"States.MathAdd(States.MathAdd({_count('planned')}, {_count('replayed')}), {_count('skipped')})"
-    counts["selected.$"] = f"States.MathAdd($.counts.selected, {selected})"
+    counts["selected.$"] = f"States.MathAdd($.counts.selected, {_selected_count()})"
     counts["pages.$"] = "States.MathAdd($.counts.pages, 1)" if page else "$.counts.pages"
     return counts
 
 
-def replay_update() -> dict[str, Any]:
+def replay_update(item: str = "$.item") -> dict[str, Any]:
     """The replay's UpdateItem, as the inbox's lifecycle composes it (shared/definitions.py's table, which
     shared/inbox/lifecycle.py, the run-time owner of the item's writes, uses too), its varying values taken from
-    the state: the item's own index shard, a fresh uuid, the state's entered time (ISO-8601 UTC) and the
-    execution's ARN, conditioned on the status the input selected."""
-    shard = "States.ArrayGetItem(States.StringSplit($.item.open_status.S, '#'), 1)"
+    the state: the item's own index shard (the item, as DynamoDB returned it, at the path ``item``), a fresh
+    uuid, the state's entered time (ISO-8601 UTC) and the execution's ARN, conditioned on the status the input
+    selected."""
+    shard = f"States.ArrayGetItem(States.StringSplit({item}.open_status.S, '#'), 1)"
     return definitions.replay_update(
         selected={"S.$": "$.input.status"},
         open_status={"S.$": f"States.Format('{EventStatus.PENDING.value}#{{}}', {shard})"},
@@ -209,29 +217,51 @@ def replay_update() -> dict[str, Any]:
     )
 
 
-def _item_states(prefix: str, table_name: str) -> dict[str, Any]:
-    """Per selected item (state input ``{"item": <DynamoDB item>, "input": <normalized input>}``): plan it in a
-    dry run, otherwise set it back to pending if it is still in the selected status."""
-    item = {"pk": "$.item.pk.S", "event_type": "$.item.event_type.S"}
+def _set_pending(table_name: str, *, item: str, skipped: str, **then: Any) -> dict[str, Any]:
+    """The replay write of the item at the path ``item``: the Task that sets it back to pending if it is still in
+    the selected status; a refused condition goes to the state ``skipped``."""
     return {
-        f"{prefix}IsDryRun": {
-            "Type": "Choice",
-            "Choices": [{"Variable": "$.input.dry_run", "BooleanEquals": True, "Next": f"{prefix}Planned"}],
-            "Default": f"{prefix}SetPending",
-        },
-        f"{prefix}Planned": {"Type": "Pass", "Parameters": _entry("planned", **item), "End": True},
-        f"{prefix}SetPending": {
-            "Type": "Task",
-            "Comment": "Back to pending with a new dispatch id: the Pipe dispatches the write (dispatch_reason replay)",
-            "Resource": "arn:aws:states:::aws-sdk:dynamodb:updateItem",
-            "Parameters": {"TableName": table_name, "Key": {"pk": {"S.$": "$.item.pk.S"}}, **replay_update()},
-            "ResultPath": None,
-            "Retry": _retry(),
-            "Catch": [{"ErrorEquals": [CONDITION_FAILED], "ResultPath": "$.error", "Next": f"{prefix}Skipped"}],
-            "Next": f"{prefix}Replayed",
-        },
-        f"{prefix}Replayed": {"Type": "Pass", "Parameters": _entry("replayed", **item), "End": True},
-        f"{prefix}Skipped": {"Type": "Pass", "Parameters": _entry("skipped", **item), "End": True},
+        "Type": "Task",
+        "Comment": "Back to pending with a new dispatch id: the Pipe dispatches the write (dispatch_reason replay)",
+        "Resource": "arn:aws:states:::aws-sdk:dynamodb:updateItem",
+        "Parameters": {"TableName": table_name, "Key": {"pk": {"S.$": f"{item}.pk.S"}}, **replay_update(item)},
+        "ResultPath": None,
+        "Retry": _retry(),
+        "Catch": [{"ErrorEquals": [CONDITION_FAILED], "ResultPath": "$.error", "Next": skipped}],
+        **then,
+    }
+
+
+def _page_processor(table_name: str, *, dry_run: bool) -> dict[str, Any]:
+    """A page's Map over its items (``$.page.Items``), the dry run's or the replay's, chosen once per page.
+
+    Each iteration's input is built by the Map's ItemSelector, its outcome entry included, so that an iteration
+    enters one state: the dry run's Pass (its entry is its output), or the replay's UpdateItem Task, whose output
+    is that entry (OutputPath); only an event whose condition fails enters a second state (``skipped``). The Map
+    writes its results over the page's items: the tally reads them there, and a page with no items skips the Map
+    and still has its (empty) list."""
+    value = "$$.Map.Item.Value"
+    entry = _entry("planned" if dry_run else "replayed", pk=f"{value}.pk.S", event_type=f"{value}.event_type.S")
+    if dry_run:
+        selector: dict[str, Any] = entry
+        states: dict[str, Any] = {"Planned": {"Type": "Pass", "End": True}}
+        start = "Planned"
+    else:
+        selector = {"item.$": value, "input.$": "$.input", "entry": entry}
+        skipped = _entry("skipped", pk="$.item.pk.S", event_type="$.item.event_type.S")
+        states = {
+            "SetPending": _set_pending(table_name, item="$.item", skipped="Skipped", OutputPath="$.entry", End=True),
+            "Skipped": {"Type": "Pass", "Parameters": skipped, "End": True},
+        }
+        start = "SetPending"
+    return {
+        "Type": "Map",
+        "ItemsPath": "$.page.Items",
+        "ItemSelector": selector,
+        "MaxConcurrency": 1,
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": start, "States": states},
+        "ResultPath": "$.page.Items",
+        "Next": "MorePagesInShard",
     }
 
 
@@ -260,18 +290,17 @@ def _query(table_name: str, index_name: str, *, next_page: bool) -> dict[str, An
         "Parameters": parameters,
         "ResultPath": "$.page",
         "Retry": _retry(),
-        "Next": "ReplayPage",
+        "Next": "PageMode",
     }
 
 
 def _tally(*, next_shard: bool) -> dict[str, Any]:
-    selected = f"States.MathAdd(States.MathAdd({_count('planned')}, {_count('replayed')}), {_count('skipped')})"
     parameters: dict[str, Any] = {
         "input.$": "$.input",
         "counts": _added_counts(page=True),
-        "events.$": "States.Format('{},{}', $.events, States.JsonToString($.results))",
+        "events.$": "States.Format('{},{}', $.events, States.JsonToString($.page.Items))",
         "wrote.$": _count("replayed"),
-        "total.$": f"States.MathAdd($.total, {selected})",
+        "total.$": f"States.MathAdd($.total, {_selected_count()})",
     }
     if next_shard:
         parameters["shard.$"] = "States.MathAdd($.shard, 1)"
@@ -285,11 +314,16 @@ def _tally(*, next_shard: bool) -> dict[str, Any]:
     }
 
 
+def _wrote(wait_state: str) -> dict[str, Any]:
+    """The choice rule that waits between pages only after one that wrote something."""
+    return {"Variable": "$.wrote", "NumericGreaterThan": 0, "Next": wait_state}
+
+
 def _pace(wait_state: str, then: str) -> dict[str, Any]:
     return {
         "Type": "Choice",
         "Comment": "Wait between pages only after one that wrote something",
-        "Choices": [{"Variable": "$.wrote", "NumericGreaterThan": 0, "Next": wait_state}],
+        "Choices": [_wrote(wait_state)],
         "Default": then,
     }
 
@@ -372,6 +406,14 @@ def replay_definition(
         ],
         "Next": "DefaultSource",
     }
+    selected = {
+        "And": [
+            {"Variable": "$.found.Item", "IsPresent": True},
+            {"Variable": "$.found.Item.open_status.S", "IsPresent": True},
+            {"Variable": "$.found.Item.status.S", "StringEqualsPath": "$.input.status"},
+        ]
+    }
+    found = {"pk": "$.found.Item.pk.S", "event_type": "$.found.Item.event_type.S"}
     by_id_item = {
         "GetById": {
             "Type": "Task",
@@ -387,26 +429,20 @@ def replay_definition(
             "Retry": _retry(),
             "Next": "ByIdFound",
         },
+        # One Choice decides what becomes of the named event: planned (a dry run), set back to pending, or reported.
         "ByIdFound": {
             "Type": "Choice",
             "Choices": [
-                {
-                    "And": [
-                        {"Variable": "$.found.Item", "IsPresent": True},
-                        {"Variable": "$.found.Item.open_status.S", "IsPresent": True},
-                        {"Variable": "$.found.Item.status.S", "StringEqualsPath": "$.input.status"},
-                    ],
-                    "Next": "ByIdSelected",
-                },
+                {"And": [selected, {"Variable": "$.input.dry_run", "BooleanEquals": True}], "Next": "ByIdPlanned"},
+                {**selected, "Next": "ByIdSetPending"},
                 {"Variable": "$.found.Item", "IsPresent": True, "Next": "ByIdNotSelected"},
             ],
             "Default": "ByIdNotFound",
         },
-        "ByIdSelected": {
-            "Type": "Pass",
-            "Parameters": {"item.$": "$.found.Item", "input.$": "$.input"},
-            "Next": "ByIdIsDryRun",
-        },
+        "ByIdPlanned": {"Type": "Pass", "Parameters": _entry("planned", **found), "End": True},
+        "ByIdSetPending": _set_pending(table_name, item="$.found.Item", skipped="ByIdSkipped", Next="ByIdReplayed"),
+        "ByIdReplayed": {"Type": "Pass", "Parameters": _entry("replayed", **found), "End": True},
+        "ByIdSkipped": {"Type": "Pass", "Parameters": _entry("skipped", **found), "End": True},
         "ByIdNotSelected": {
             "Type": "Pass",
             "Parameters": _entry("not_selected", pk="$.found.Item.pk.S", status="$.found.Item.status.S"),
@@ -417,7 +453,6 @@ def replay_definition(
             "Parameters": _entry("not_found", pk="States.Format('{}#{}', $.input.source, $.event_id)"),
             "End": True,
         },
-        **_item_states("ById", table_name),
     }
     states: dict[str, Any] = {
         "Defaults": {
@@ -516,7 +551,7 @@ def replay_definition(
             "ItemSelector": {"event_id.$": "$$.Map.Item.Value", "input.$": "$.input"},
             "MaxConcurrency": 1,
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "GetById", "States": by_id_item},
-            "ResultPath": "$.results",
+            "ResultPath": BY_ID_RESULTS,
             "Next": "TallyById",
         },
         "TallyById": {
@@ -524,15 +559,12 @@ def replay_definition(
             "Parameters": {
                 "input.$": "$.input",
                 "counts": {
-                    **{f"{outcome}.$": _count(outcome) for outcome in OUTCOMES},
-                    "selected.$": (
-                        f"States.MathAdd(States.MathAdd({_count('planned')}, {_count('replayed')}), "
-                        f"{_count('skipped')})"
-                    ),
+                    **{f"{outcome}.$": _count(outcome, BY_ID_RESULTS) for outcome in OUTCOMES},
+                    "selected.$": _selected_count(BY_ID_RESULTS),
                     "pages": 0,
                 },
-                "events.$": "States.JsonToString($.results)",
-                "wrote.$": _count("replayed"),
+                "events.$": f"States.JsonToString({BY_ID_RESULTS})",
+                "wrote.$": _count("replayed", BY_ID_RESULTS),
                 "next_chunk.$": "States.MathAdd($.input.resume.id_chunk, 1)",
                 "chunks.$": "$.chunks",
             },
@@ -576,19 +608,17 @@ def replay_definition(
         },
         "QueryFirstPage": _query(table_name, index_name, next_page=False),
         "QueryNextPage": _query(table_name, index_name, next_page=True),
-        "ReplayPage": {
-            "Type": "Map",
-            "ItemsPath": "$.page.Items",
-            "ItemSelector": {"item.$": "$$.Map.Item.Value", "input.$": "$.input"},
-            "MaxConcurrency": 1,
-            "ItemProcessor": {
-                "ProcessorConfig": {"Mode": "INLINE"},
-                "StartAt": "ByAgeIsDryRun",
-                "States": _item_states("ByAge", table_name),
-            },
-            "ResultPath": "$.results",
-            "Next": "MorePagesInShard",
+        # The dry run is decided once per page, not per event, and an empty page skips the Map.
+        "PageMode": {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.page.Count", "NumericEquals": 0, "Next": "MorePagesInShard"},
+                {"Variable": "$.input.dry_run", "BooleanEquals": True, "Next": "PlanPage"},
+            ],
+            "Default": "ReplayPage",
         },
+        "PlanPage": _page_processor(table_name, dry_run=True),
+        "ReplayPage": _page_processor(table_name, dry_run=False),
         "MorePagesInShard": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.page.LastEvaluatedKey", "IsPresent": True, "Next": "TallyNextPage"}],
@@ -600,10 +630,10 @@ def replay_definition(
             "Choices": [
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
                 *_budget_spent("ResumeAtPage", pages_per_execution, items_per_execution),
+                _wrote("WaitBeforeNextPage"),
             ],
-            "Default": "PaceNextPage",
+            "Default": "QueryNextPage",
         },
-        "PaceNextPage": _pace("WaitBeforeNextPage", "QueryNextPage"),
         "WaitBeforeNextPage": {"Type": "Wait", "SecondsPath": "$.input.wait_seconds", "Next": "QueryNextPage"},
         "TallyNextShard": _tally(next_shard=True),
         "ShardsLeft": {
@@ -612,10 +642,10 @@ def replay_definition(
                 {"Variable": "$.shard", "NumericGreaterThanEquals": shards, "Next": "Complete"},
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
                 *_budget_spent("ResumeAtShard", pages_per_execution, items_per_execution),
+                _wrote("WaitBeforeNextShard"),
             ],
-            "Default": "PaceNextShard",
+            "Default": "QueryFirstPage",
         },
-        "PaceNextShard": _pace("WaitBeforeNextShard", "QueryFirstPage"),
         "WaitBeforeNextShard": {"Type": "Wait", "SecondsPath": "$.input.wait_seconds", "Next": "QueryFirstPage"},
         "ResumeAtPage": _resume(shard="$.shard", cursor="$.cursor", selected="$.total"),
         "ResumeAtShard": _resume(shard="$.shard", selected="$.total"),
