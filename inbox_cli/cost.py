@@ -154,24 +154,29 @@ PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times 
 ITEM_ATTRIBUTES_KB = 0.75
 
 # ------------------------------------------------------------------------------------------- replay workflow
-# Step Functions Standard bills one state transition per state entered. The replay workflow
-# (infra/replay_definition.py) enters, per event replayed from the open-events index, three states of its Map
-# iteration (the dry-run Choice, the UpdateItem Task, the outcome Pass); per page of the index, the Query, the
-# Map, the tally and its choices, and the Wait after a page that wrote; per execution, the input checks, each of
-# the OPEN_EVENTS_SHARDS shards' first page (read even when empty) and the end. Counted in moto's interpreter, which
-# records the states AWS enters (tests/integration/test_replay_workflow.py holds this count to a run).
-REPLAY_TRANSITIONS_PER_EVENT = 3
-REPLAY_TRANSITIONS_PER_PAGE = 6
-REPLAY_TRANSITIONS_PER_EXECUTION = 58  # an execution that finds nothing: 8 empty pages and its frame
+# Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
+# not billed, only the states they enter (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html).
+# The replay workflow (infra/replay_definition.py) enters, per event replayed from the open-events index, one
+# state: its Map iteration's UpdateItem Task (an event whose condition fails enters its `skipped` Pass too); per page
+# of the index, the Query, the page's mode Choice (dry run or replay, decided once per page), the Map, the tally and
+# its two choices, and the Wait after a page that wrote; per execution, the input checks and the end, or the four
+# states that continue it in a new execution. Every one of the OPEN_EVENTS_SHARDS shards is read at least once, and
+# each shard's last page is on average half full. Counted in moto's interpreter, which records the states AWS
+# enters (tests/integration/test_replay_workflow.py holds this count to a run).
+REPLAY_TRANSITIONS_PER_EVENT = 1
+REPLAY_TRANSITIONS_PER_PAGE = 7
+REPLAY_TRANSITIONS_PER_EXECUTION = 15  # the last execution of a replay enters 4 fewer (it ends, not continues)
 REPLAY_SHARE_OF_EVENTS = 0.01  # events replayed in a month (failed ones, after a fix)
 
 
 def replay_transitions(events: int, *, page_size: int = DEFAULT_PAGE_SIZE) -> int:
     """The state transitions one replay of `events` events (pages of `page_size`) costs."""
     executions = max(1, math.ceil(events / MAX_ITEMS_PER_EXECUTION))
+    shards = definitions.OPEN_EVENTS_SHARDS
+    pages = max(shards, math.ceil(events / page_size + shards / 2))
     return (
         REPLAY_TRANSITIONS_PER_EVENT * events
-        + REPLAY_TRANSITIONS_PER_PAGE * math.ceil(events / page_size)
+        + REPLAY_TRANSITIONS_PER_PAGE * pages
         + REPLAY_TRANSITIONS_PER_EXECUTION * executions
     )
 

@@ -94,9 +94,11 @@ MAX_CHAIN_LENGTH: Final = 10_000
 # MapStateExited, and each iteration MapIterationStarted, MapIterationSucceeded around its states'), checked by
 # tests/integration/test_replay_workflow.py against measured histories.
 EXECUTION_HISTORY_EVENTS: Final = 46  # start, input checks, the source, the end and the successor's start, the output
-PAGE_HISTORY_EVENTS: Final = 19  # Query, Map, the page's choices and tally, a wait
-ITEM_HISTORY_EVENTS: Final = 11  # one Map iteration by age: choice, UpdateItem, outcome
-ID_HISTORY_EVENTS: Final = 18  # one Map iteration by id: GetItem, choices, UpdateItem, outcome
+PAGE_HISTORY_EVENTS: Final = 19  # Query, the page's mode choice, Map, the page's choices and tally, a wait
+# One Map iteration by age: the UpdateItem (7 with the iteration's own events), and the outcome Pass of an event
+# whose condition failed (skipped: 9); a dry run's iteration is its Pass (4).
+ITEM_HISTORY_EVENTS: Final = 9
+ID_HISTORY_EVENTS: Final = 16  # one Map iteration by id: GetItem, the choice, UpdateItem, outcome
 RETRY_HISTORY_EVENTS: Final = 3  # one more attempt of a task: TaskScheduled, TaskStarted, TaskFailed
 RETRY_MAX_ATTEMPTS: Final = 6
 # received_at bounds that include every item: ISO timestamps start with a digit between these.

@@ -219,10 +219,15 @@ def test_the_replay_workflow_sends_the_update_the_owners_replay_write_sends():
     # When the workflow's UpdateItem tasks are read from its definition
     states = set_pending_states(replay_definition("inbox"))
     assert len(states) == 2  # the replay by age and the replay by id
+    assert {state["Parameters"]["Key"]["pk"]["S.$"] for state in states} == {"$.item.pk.S", "$.found.Item.pk.S"}
     for state in states:
         parameters = state["Parameters"]
-        # Then each sends the same expressions and the same names
-        assert parameters["TableName"] == "inbox" and parameters["Key"] == {"pk": {"S.$": "$.item.pk.S"}}
+        # Then each sends the same expressions and the same names, to the item it read (by age: the page's item
+        # the Map hands its iteration; by id: the GetItem's result), its shard taken from that item
+        assert parameters["TableName"] == "inbox"
+        item = parameters["Key"]["pk"]["S.$"].removesuffix(".pk.S")
+        assert item in {"$.item", "$.found.Item"}
+        assert f"{item}.open_status.S" in parameters["ExpressionAttributeValues"][":open_status"]["S.$"]
         for part in ("UpdateExpression", "ConditionExpression", "ExpressionAttributeNames"):
             assert parameters[part] == owner[part]
         # And the same values: the constant ones equal, the varying ones read from the execution's state
