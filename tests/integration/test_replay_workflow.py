@@ -14,6 +14,7 @@ import json
 import shlex
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -440,7 +441,7 @@ def test_replay_by_id_beyond_one_execution_continues_with_the_next_chunk(world: 
 
 @pytest.mark.slow
 def test_a_replay_of_1000_events_page_size_1_runs_to_the_end_within_the_history_quota(world: ReplayWorld) -> None:
-    # Given 1,000 failed events (the per-replay maximum), read one per page: ~30 history events per event
+    # Given 1,000 failed events (the per-replay maximum), read one per page: ~26 history events per event
     pks = {world.put("stripe", "failed") for _ in range(MAX_EVENTS_LIMIT)}
     assert MAX_EVENTS_LIMIT * (PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS) > EXECUTION_HISTORY_LIMIT  # one would fail
     # When they are replayed with page size 1 (polled as often as the CLI polls: a describe every 50 ms takes moto
@@ -521,12 +522,15 @@ def test_inbox_replay_source_replays_that_source_only(
     assert refused.exit_code == 2 and "no source 'stripe-mx'" in refused.output
 
 
-def _states_entered(world: ReplayWorld) -> int:
-    """State transitions Step Functions bills (one per state entered), over every execution of the state machine."""
+def _states_entered(world: ReplayWorld) -> Counter[str]:
+    """State transitions Step Functions bills (one per state entered), by state name, over every execution of the
+    state machine."""
     arns = [e["executionArn"] for e in world.sfn.list_executions(stateMachineArn=world.state_machine_arn)["executions"]]
     pages = (world.sfn.get_paginator("get_execution_history").paginate(executionArn=arn) for arn in arns)
     events = (event for each in pages for page in each for event in page["events"])
-    return sum(1 for event in events if event["type"].endswith("StateEntered"))
+    return Counter(
+        event["stateEnteredEventDetails"]["name"] for event in events if event["type"].endswith("StateEntered")
+    )
 
 
 def test_the_cost_models_state_transitions_per_replayed_event_are_the_definitions(world: ReplayWorld) -> None:
@@ -537,5 +541,31 @@ def test_the_cost_models_state_transitions_per_replayed_event_are_the_definition
     report = world.replay(provider="stripe", max_events=MAX_EVENTS_LIMIT)
     assert report.counts["replayed"] == 230
     # Then the states its executions entered (what Step Functions bills) are the cost model's count, within 10 %
-    entered = _states_entered(world)
+    states = _states_entered(world)
+    entered = states.total()
     assert abs(replay_transitions(230) - entered) <= 0.1 * entered, (replay_transitions(230), entered)
+    # And each replayed event entered one state, its UpdateItem (the dry run was decided per page, not per event)
+    per_event = {name: count for name, count in states.items() if count >= 230}
+    assert per_event == {"SetPending": 230}, states
+
+
+def test_a_planned_or_replayed_event_enters_one_state_and_a_skipped_one_two(world: ReplayWorld) -> None:
+    # Given two failed events, and one the index lists as failed while it is already pending again (a lost race)
+    for _ in range(2):
+        world.put("stripe", "failed")
+    raced = world.put("stripe", "pending")
+    world.dynamodb.update_item(
+        TableName=world.names.inbox_table,
+        Key={"pk": {"S": raced}},
+        UpdateExpression="SET open_status = :open",
+        ExpressionAttributeValues={":open": {"S": open_status_value(EventStatus.FAILED, raced)}},
+    )
+    # When a dry run plans them, Then each planned event entered one state (its Pass), and no UpdateItem ran
+    assert world.replay(provider="stripe", dry_run=True).counts["planned"] == 3
+    planned = _states_entered(world)
+    assert (planned["Planned"], planned["SetPending"], planned["PageMode"]) == (3, 0, definitions.OPEN_EVENTS_SHARDS)
+    # When they are replayed, Then a replayed event entered its UpdateItem only, the refused one its Skipped too
+    report = world.replay(provider="stripe")
+    assert (report.counts["replayed"], report.counts["skipped"]) == (2, 1)
+    replayed = _states_entered(world) - planned
+    assert (replayed["SetPending"], replayed["Skipped"], replayed["Planned"]) == (3, 1, 0)
