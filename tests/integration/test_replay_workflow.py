@@ -308,9 +308,9 @@ def test_by_id_replays_the_named_events_that_are_in_the_selected_status(world: R
     assert items[untouched]["status"] == "failed"
 
 
-def test_an_event_that_changed_after_it_was_read_is_skipped(world: ReplayWorld) -> None:
-    # Given an item the index still lists as failed while it is already pending again (what a read racing the
-    # processor or another replay sees)
+def put_raced(world: ReplayWorld) -> str:
+    """An item the index still lists as failed while it is already pending again (what a read racing the processor
+    or another replay sees)."""
     pk = world.put("stripe", "pending")
     world.dynamodb.update_item(
         TableName=world.names.inbox_table,
@@ -318,6 +318,12 @@ def test_an_event_that_changed_after_it_was_read_is_skipped(world: ReplayWorld) 
         UpdateExpression="SET open_status = :open",
         ExpressionAttributeValues={":open": {"S": open_status_value(EventStatus.FAILED, pk)}},
     )
+    return pk
+
+
+def test_an_event_that_changed_after_it_was_read_is_skipped(world: ReplayWorld) -> None:
+    # Given an item the index still lists as failed while it is already pending again
+    pk = put_raced(world)
     before = world.items()[pk]
     report = world.replay(provider="stripe")
     # Then the conditional update refuses it: counted as skipped, unchanged
@@ -553,13 +559,7 @@ def test_a_planned_or_replayed_event_enters_one_state_and_a_skipped_one_two(worl
     # Given two failed events, and one the index lists as failed while it is already pending again (a lost race)
     for _ in range(2):
         world.put("stripe", "failed")
-    raced = world.put("stripe", "pending")
-    world.dynamodb.update_item(
-        TableName=world.names.inbox_table,
-        Key={"pk": {"S": raced}},
-        UpdateExpression="SET open_status = :open",
-        ExpressionAttributeValues={":open": {"S": open_status_value(EventStatus.FAILED, raced)}},
-    )
+    put_raced(world)
     # When a dry run plans them, Then each planned event entered one state (its Pass), and no UpdateItem ran
     assert world.replay(provider="stripe", dry_run=True).counts["planned"] == 3
     planned = _states_entered(world)
