@@ -37,6 +37,11 @@ provider's default source)::
   most ``max_events`` (it stops at the first page boundary at or after it, with ``complete: false``); run it again
   to continue: the events already replayed no longer match.
 - A dry run reads exactly the same selection and writes nothing (no wait either).
+- Cost: STANDARD bills each state entered; an Inline Map's iterations are not billed, only their states. So a
+  replayed event enters one state, its UpdateItem Task: the page's Map builds each iteration's input, the outcome
+  entry included, with its ItemSelector, and the Task returns that entry (``OutputPath``); only an event whose
+  condition fails enters its ``skipped`` Pass too. The dry run is decided once per page (``PageMode``: the plan's
+  Map, one Pass per event, or the replay's), and an empty page skips the Map. inbox_cli/cost.py prices it.
 
 Output::
 
