@@ -144,6 +144,26 @@ def test_ingest_function_runtime_architecture_and_observability(synthesized: Syn
     assert synthesized.template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
 
 
+def test_by_default_no_function_is_traced_and_each_logs_json_at_info_without_platform_lines(
+    one_source: Synthesized,
+) -> None:
+    """Given the default settings (no -c inbox_tracing, no -c inbox_log_level), when synthesized, then no function
+    has a TracingConfig or an X-Ray permission, and each writes JSON, filtered at INFO, with the platform's START,
+    END and REPORT lines (system INFO events) left out (docs/cost.md, "CloudWatch Logs and X-Ray")."""
+    functions = one_source.resources("AWS::Lambda::Function")
+    assert functions
+    for function in functions.values():
+        properties = function["Properties"]
+        assert "TracingConfig" not in properties
+        assert {key: value for key, value in properties["LoggingConfig"].items() if key != "LogGroup"} == {
+            "LogFormat": "JSON",
+            "ApplicationLogLevel": "INFO",
+            "SystemLogLevel": "WARN",
+        }
+    actions = json.dumps(one_source.resources("AWS::IAM::Policy"))
+    assert "xray:" not in actions
+
+
 def test_ingest_function_environment(synthesized: Synthesized) -> None:
     _function_id, function = _ingest_function(synthesized)
     variables = function["Properties"]["Environment"]["Variables"]
