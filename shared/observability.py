@@ -41,7 +41,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
@@ -180,17 +180,36 @@ class _MetricBuffer:
 _invocation_metrics: contextvars.ContextVar[_MetricBuffer | None] = contextvars.ContextVar(
     "invocation_metrics", default=None
 )
-_thread_metrics = _MetricBuffer()  # recorded on threads an adopting invocation started (no context of theirs)
-_adopting = 0  # adopting invocations in flight in this process
-_adopting_lock = threading.Lock()
+
+
+@dataclass
+class _Process:
+    """This execution environment's state across invocations."""
+
+    cold_start: bool = True
+    adopting: int = 0  # adopting invocations in flight
+    thread_metrics: _MetricBuffer = field(default_factory=_MetricBuffer)  # recorded on their threads
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def first_invocation(self) -> bool:
+        with self.lock:
+            cold, self.cold_start = self.cold_start, False
+        return cold
+
+    def adopt(self, delta: int) -> None:
+        with self.lock:
+            self.adopting += delta
+
+
+_process = _Process()
 
 
 def _emit(name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
     if is_metrics_disabled():
         return
     buffer = _invocation_metrics.get()
-    if buffer is None and _adopting:
-        buffer = _thread_metrics
+    if buffer is None and _process.adopting:
+        buffer = _process.thread_metrics
     if buffer is not None:
         buffer.add(name, unit, value, dimensions)
         return
@@ -200,7 +219,6 @@ def _emit(name: str, unit: MetricUnit, value: float, dimensions: dict[str, str])
 
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
-_cold_start = True
 
 
 def _sampled_trace_id() -> str | None:
@@ -209,6 +227,14 @@ def _sampled_trace_id() -> str | None:
     header = os.environ.get("_X_AMZN_TRACE_ID", "")
     fields = dict(part.split("=", 1) for part in header.split(";") if "=" in part)
     return fields.get("Root") if fields.get("Sampled") == "1" else None
+
+
+@overload
+def instrumented(handler: Handler, *, adopts_threads: bool = False) -> Handler: ...
+
+
+@overload
+def instrumented(handler: None = None, *, adopts_threads: bool = False) -> Callable[[Handler], Handler]: ...
 
 
 def instrumented(handler: Handler | None = None, *, adopts_threads: bool = False) -> Any:
@@ -221,27 +247,23 @@ def instrumented(handler: Handler | None = None, *, adopts_threads: bool = False
 
     @functools.wraps(handler)
     def invoke(event: Any, context: Any) -> Any:
-        global _adopting, _cold_start
-        cold, _cold_start = _cold_start, False
         logger.append_keys(
             request_id=getattr(context, "aws_request_id", None),
-            cold_start=True if cold else None,
+            cold_start=True if _process.first_invocation() else None,
             xray_trace_id=_sampled_trace_id(),
         )
         buffer = _MetricBuffer()
         token = _invocation_metrics.set(buffer)
         if adopts_threads:
-            with _adopting_lock:
-                _adopting += 1
+            _process.adopt(+1)
         try:
             return handler(event, context)
         finally:
             _invocation_metrics.reset(token)
             buffer.flush()
             if adopts_threads:
-                with _adopting_lock:
-                    _adopting -= 1
-                _thread_metrics.flush()
+                _process.adopt(-1)
+                _process.thread_metrics.flush()
 
     return invoke
 
