@@ -27,8 +27,24 @@ BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "lat
 
 
 # The last item_sizes measurement's log bytes (bench/results/latest.json; test_cost_model keeps them in agreement).
-LOG_BYTES_PER_DELIVERY = 720
-LOG_BYTES_PER_PROCESSED_EVENT = 690
+LOG_BYTES_PER_DELIVERY = 216
+LOG_BYTES_PER_PROCESSED_EVENT = 376
+
+# The API's access log (infra/constructs/ingest_api.py, ACCESS_LOG_FIELDS), one line per delivery in a log group of
+# its own: rendered for a delivery answered 200 (an HTTP API request id, the access log's CLF time, a gateway's IPv4,
+# "-" for an empty variable). tests/infra/test_stack.py holds its keys to the format the stack deploys.
+ACCESS_LOG_EXAMPLE: dict[str, str] = {
+    "requestId": "JDNNHgN6IAMEVvA=",
+    "requestTime": "01/Dec/2026:20:43:54 +0000",
+    "ip": "54.187.216.72",
+    "routeKey": f"POST {definitions.WEBHOOK_ROUTE}",
+    "path": "/webhooks/stripe",
+    "status": "200",
+    "responseLength": "17",
+    "integrationLatency": "25",
+    "integrationError": "-",
+}
+ACCESS_LOG_BYTES_PER_DELIVERY = len(json.dumps(ACCESS_LOG_EXAMPLE, separators=(",", ":"))) + 1  # and its newline
 
 # X-Ray, when the stack traces (-c inbox_tracing=true): Lambda records "1 request per second and 5 percent of
 # additional requests", a rate no one can configure (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html),
@@ -377,7 +393,11 @@ def monthly_cost(
         * p["step_functions_per_1000_state_transitions"],
         "S3 (archive puts, bodies past the inline break-even)": events / 1000 / 1000 * p["s3_put_per_1000_requests"]
         + events * a.body_kb / 1024 / 1024 * 0.3 * p["s3_standard_per_gb_month"],
-        "CloudWatch Logs": (deliveries * u.log_bytes_per_delivery + events * u.log_bytes_per_processed_event)
+        # the functions' lines and metrics (measured), and the API's access log line per delivery
+        "CloudWatch Logs": (
+            deliveries * (u.log_bytes_per_delivery + ACCESS_LOG_BYTES_PER_DELIVERY)
+            + events * u.log_bytes_per_processed_event
+        )
         / 1e9
         * (p["cloudwatch_logs_ingestion_per_gb"] + p["cloudwatch_logs_storage_per_gb_month"]),
         "CloudWatch alarms (fixed)": monitoring["alarm_metrics"] * p["cloudwatch_alarm_metric_per_month"],

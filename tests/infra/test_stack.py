@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from inbox_cli.cost import ACCESS_LOG_EXAMPLE
 from shared import definitions
 
 from .conftest import Synthesized
@@ -306,6 +307,8 @@ def test_default_stage_throttles_and_logs_access_as_json(synthesized: Synthesize
     assert all(value.startswith("$context.") for value in fields.values())
     forbidden = ("body", "header", "authorizer")
     assert not [value for value in fields.values() if any(word in value.lower() for word in forbidden)]
+    # and the cost model prices the line the stack deploys (inbox_cli/cost.py, ACCESS_LOG_EXAMPLE)
+    assert set(ACCESS_LOG_EXAMPLE) == set(fields)
 
 
 def test_outputs(synthesized: Synthesized) -> None:
