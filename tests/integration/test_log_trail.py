@@ -10,35 +10,18 @@ from typing import Any
 import pytest
 
 from functions.process.handler import lambda_handler as process_handler
-from inbox_local.gateway_simulator import running_simulator
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.queue_mapping import lambda_sqs_record
 from shared import definitions
-from shared.gateway.registry import reset_gateway_clients
 from shared.observability import logger
 from shared.payments.status import PaymentStatus
-from shared.process.app import default_processor
 from tests.integration.test_ingest_handler import deliver, signed_delivery
+from tests.integration.test_process_handler import gateway  # noqa: F401 - the gateway simulator fixture
 
 # What one line may take: the context (level, message, timestamp, request id) and the incident's fields.
 MAX_LINE_BYTES = 400
 # What Powertools' Lambda context used to add to every line, and what CloudWatch already knows.
 DROPPED_KEYS = {"function_arn", "function_name", "function_memory_size", "location", "service", "function_request_id"}
-
-
-@pytest.fixture
-def gateway(aws_world, monkeypatch):
-    with running_simulator(seed=11) as simulator:
-        for name, value in simulator.environment().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("INBOX_QUEUE_URL", aws_world.resources["queue_url"])
-        monkeypatch.setenv("INBOX_DLQ_URL", aws_world.resources["dead_letter_url"])
-        monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
-        reset_gateway_clients()
-        default_processor.cache_clear()
-        yield simulator
-        reset_gateway_clients()
-        default_processor.cache_clear()
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -50,7 +33,8 @@ def _emf_blobs(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
 
 
-def test_one_event_is_followed_from_delivery_to_settle_by_its_pk(aws_world, gateway, caplog, capsys):
+def test_one_event_is_followed_from_delivery_to_settle_by_its_pk(aws_world, gateway, caplog, capsys, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     # Given a paid Stripe payment and a signed webhook announcing it
     resource_id = gateway.create_payment("stripe", 1990)
     gateway.transition("stripe", resource_id, PaymentStatus.PAID)

@@ -21,23 +21,11 @@ EMITTERS = {"count_for_provider", "count_by", "put_gauge"}
 
 def _sent(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     """The EMF documents printed since the last call: name, value and dimensions of each metric sent."""
-    sent = []
-    for line in capsys.readouterr().out.splitlines():
-        if '"_aws"' not in line:
-            continue
-        document = json.loads(line)
-        (directive,) = document["_aws"]["CloudWatchMetrics"]
-        (metric,) = directive["Metrics"]
-        (dimensions,) = directive["Dimensions"]
-        value = document[metric["Name"]]
-        sent.append(
-            {
-                "name": metric["Name"],
-                "value": value[0] if isinstance(value, list) and len(value) == 1 else value,
-                "dimensions": {name: document[name] for name in dimensions},
-            }
-        )
-    return sent
+    return [
+        {"name": name, "value": values[0] if len(values) == 1 else values, "dimensions": dimensions}
+        for dimensions, metrics in _blobs(capsys)
+        for name, values in metrics.items()
+    ]
 
 
 @pytest.fixture(autouse=True)
