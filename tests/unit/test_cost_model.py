@@ -413,3 +413,12 @@ def test_xray_is_off_by_default_and_priced_as_lambdas_sampling_when_on():
     assert xray_traces(1_250_000) / 1_250_000 > 0.75
     assert xray_traces(1000 * month) / (1000 * month) == pytest.approx(0.05, abs=0.002)
     assert on["lines"]["X-Ray traces"] > 0.75 * 1_250_000 / 1e6 * _price("xray_per_million_traces_recorded")
+
+
+def test_the_command_prices_tracing_only_when_asked():
+    # Given the default command, then with --tracing (the stack deployed with -c inbox_tracing=true)
+    default = json.loads(CliRunner().invoke(cli, ["cost", "--json"]).output)
+    traced = json.loads(CliRunner().invoke(cli, ["cost", "--json", "--tracing"]).output)
+    # Then the scenario says which, and only the traced one pays for X-Ray
+    assert (default["scenario"]["tracing"], traced["scenario"]["tracing"]) == (False, True)
+    assert default["lines"]["X-Ray traces"] == 0.0 < traced["lines"]["X-Ray traces"]
