@@ -63,6 +63,17 @@ THREAD_FUNCTIONS = {
     "local-archiver": "archiver",
     "local-sweeper": "sweeper",
 }
+# Threads a function starts inside its invocation, as the function they work for: the processor runs a batch's
+# FIFO groups on a pool (shared/process/app.py, `run_groups`, thread_name_prefix "group"), whose threads do not
+# carry the handler's mark.
+POOL_THREAD_FUNCTIONS = {"group_": "processor"}
+
+
+def pool_function(thread_name: str) -> str | None:
+    for prefix, function in POOL_THREAD_FUNCTIONS.items():
+        if thread_name.startswith(prefix):
+            return function
+    return None
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,9 @@ class Recorder:
         if marked:
             return str(marked)
         name = threading.current_thread().name
+        pooled = pool_function(name)
+        if pooled:
+            return pooled
         for prefix, function in THREAD_FUNCTIONS.items():
             if name.startswith(prefix):
                 return function
@@ -274,7 +288,8 @@ class CountingStdout:
         self.recorder = recorder
 
     def write(self, text: str) -> int:
-        function = getattr(self.recorder.local, "function", None)  # inside a handler only: not the plumbing's
+        # inside a handler (or a pool thread it started) only: not the plumbing's
+        function = getattr(self.recorder.local, "function", None) or pool_function(threading.current_thread().name)
         if function:
             with self.recorder.lock:
                 self.recorder.log_bytes[function] += len(text.encode("utf-8"))

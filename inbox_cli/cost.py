@@ -26,6 +26,43 @@ PRICES = Path(__file__).with_name("prices.json")
 BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "latest.json"
 
 
+# The last item_sizes measurement's log bytes (bench/results/latest.json; test_cost_model keeps them in agreement).
+LOG_BYTES_PER_DELIVERY = 216
+LOG_BYTES_PER_PROCESSED_EVENT = 376
+
+# The API's access log (infra/constructs/ingest_api.py, ACCESS_LOG_FIELDS), one line per delivery in a log group of
+# its own: rendered for a delivery answered 200 (an HTTP API request id, the access log's CLF time, a gateway's IPv4,
+# "-" for an empty variable). tests/infra/test_stack.py holds its keys to the format the stack deploys.
+ACCESS_LOG_EXAMPLE: dict[str, str] = {
+    "requestId": "JDNNHgN6IAMEVvA=",
+    "requestTime": "01/Dec/2026:20:43:54 +0000",
+    "ip": "54.187.216.72",
+    "routeKey": f"POST {definitions.WEBHOOK_ROUTE}",
+    "path": "/webhooks/stripe",
+    "status": "200",
+    "responseLength": "17",
+    "integrationLatency": "25",
+    "integrationError": "-",
+}
+ACCESS_LOG_BYTES_PER_DELIVERY = len(json.dumps(ACCESS_LOG_EXAMPLE, separators=(",", ":"))) + 1  # and its newline
+
+# X-Ray, when the stack traces (-c inbox_tracing=true): Lambda records "1 request per second and 5 percent of
+# additional requests", a rate no one can configure (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html),
+# taken here per function. Spread evenly over the month (Poisson arrivals), a function invoked at rate r per second
+# has (1 - e^-r) seconds in each with a request to take the reservoir's one, plus 5 % of the rest: at most, since
+# real traffic bunches into fewer seconds. A trace is billed when recorded (prices.json).
+XRAY_RESERVOIR_PER_SECOND = 1
+XRAY_FIXED_RATE = 0.05
+SECONDS_PER_MONTH = 30 * 24 * 3600
+
+
+def xray_traces(invocations_per_month: float) -> float:
+    """Traces Lambda records in a month for a function invoked this often (at most: evenly spread)."""
+    rate = invocations_per_month / SECONDS_PER_MONTH
+    reservoir = XRAY_RESERVOIR_PER_SECOND * (1 - math.exp(-rate / XRAY_RESERVOIR_PER_SECOND))
+    return (reservoir + XRAY_FIXED_RATE * max(0.0, rate - reservoir)) * SECONDS_PER_MONTH
+
+
 @dataclass(frozen=True)
 class Assumptions:
     body_kb: float = (
@@ -40,11 +77,12 @@ class Assumptions:
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
     # machine's load times the batches (the write units are deterministic, the batching is not).
     events_per_processor_batch: float = 3.0
-    # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes.
-    log_bytes_per_delivery: int = 720  # the ingest's, paid again by every duplicate delivery
-    log_bytes_per_processed_event: int = 690  # the processor's
+    # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes. One
+    # line per delivery, one per settled event and the batch's metrics flushed once (shared/observability.py).
+    log_bytes_per_delivery: int = LOG_BYTES_PER_DELIVERY  # the ingest's, paid again by every duplicate delivery
+    log_bytes_per_processed_event: int = LOG_BYTES_PER_PROCESSED_EVENT  # the processor's
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
-    xray_sampled_share: float = 0.05
+    tracing: bool = False  # X-Ray active tracing (context value inbox_tracing; off by default)
     dashboard: bool = False  # the CloudWatch dashboard (context value inbox_dashboard; off by default)
     # Downstream (the transactional outbox): share of events that change a payment's status, hence publish one
     # event (the rest are ignored: late, repeated, or not about payments), and whether forwarding is deployed.
@@ -360,7 +398,11 @@ def monthly_cost(
         * p["step_functions_per_1000_state_transitions"],
         "S3 (archive puts, bodies past the inline break-even)": events / 1000 / 1000 * p["s3_put_per_1000_requests"]
         + events * a.body_kb / 1024 / 1024 * 0.3 * p["s3_standard_per_gb_month"],
-        "CloudWatch Logs": (deliveries * u.log_bytes_per_delivery + events * u.log_bytes_per_processed_event)
+        # the functions' lines and metrics (measured), and the API's access log line per delivery
+        "CloudWatch Logs": (
+            deliveries * (u.log_bytes_per_delivery + ACCESS_LOG_BYTES_PER_DELIVERY)
+            + events * u.log_bytes_per_processed_event
+        )
         / 1e9
         * (p["cloudwatch_logs_ingestion_per_gb"] + p["cloudwatch_logs_storage_per_gb_month"]),
         "CloudWatch alarms (fixed)": monitoring["alarm_metrics"] * p["cloudwatch_alarm_metric_per_month"],
@@ -368,7 +410,22 @@ def monthly_cost(
         * p["cloudwatch_custom_metric_per_month"],
         "CloudWatch dashboard (fixed)": p["cloudwatch_dashboard_per_month"] if a.dashboard else 0.0,
         "Secrets Manager (fixed)": a.secrets * p["secrets_manager_per_secret_month"],
-        "X-Ray traces": deliveries * a.xray_sampled_share / 1e6 * p["xray_per_million_traces_recorded"],
+        # Off by default; on, every function's invocations are sampled (the sweeper's schedule included).
+        "X-Ray traces": (
+            sum(
+                xray_traces(invocations)
+                for invocations in (
+                    deliveries,
+                    events * u.processor_invocations,
+                    published / definitions.OUTBOX_PIPE_BATCH_SIZE * outbox_readers,
+                    SECONDS_PER_MONTH / 60 / definitions.SWEEP_SCHEDULE_MINUTES,
+                )
+            )
+            / 1e6
+            * p["xray_per_million_traces_recorded"]
+            if a.tracing
+            else 0.0
+        ),
         # Downstream: each transition's outbox Put rides in the processor's transaction.
         "Outbox writes (in the transaction)": published * u.write_units_outbox_per_transition / 1e6 * wru_price,
         "Outbox stream reads + Pipes": published
@@ -428,6 +485,7 @@ def monthly_cost(
             "deliveries_per_event": a.deliveries_per_event,
             "transitions_per_event": a.transitions_per_event,
             "forwarding": a.forwarding,
+            "tracing": a.tracing,
             "sources": a.sources,
             "secrets": {
                 "signing": a.sources,
@@ -489,7 +547,8 @@ def render(report: dict[str, Any]) -> str:
         f"{report['events_per_month']:,} webhooks per month (index projection {report['index_projection']})",
         f"scenario: {scenario['body_kb']} KB bodies, {scenario['deliveries_per_event']} deliveries per event, "
         f"{scenario['transitions_per_event']} transitions per event, "
-        f"forwarding {'on' if scenario['forwarding'] else 'off'}",
+        f"forwarding {'on' if scenario['forwarding'] else 'off'}, "
+        f"X-Ray tracing {'on' if scenario['tracing'] else 'off'} (inbox_tracing)",
         f"{scenario['sources']} source(s) declared: {scenario['secrets']['total']} secrets "
         f"({scenario['secrets']['signing']} signing, {scenario['secrets']['api_key']} API key, "
         f"{scenario['secrets']['forwarding']} forwarding, {scenario['secrets']['fingerprint_key']} fingerprint key)",

@@ -856,8 +856,11 @@ def retention_run(ctx: click.Context, now_text: str | None, wait: bool, timeout:
 @click.option(
     "--dashboard", is_flag=True, help="Price the CloudWatch dashboard too (deployed with -c inbox_dashboard=true)."
 )
+@click.option(
+    "--tracing", is_flag=True, help="Price X-Ray active tracing of the functions (deployed with -c inbox_tracing=true)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def cost(events: int, region: str, body_kb: float | None, dashboard: bool, as_json: bool) -> None:
+def cost(events: int, region: str, body_kb: float | None, dashboard: bool, tracing: bool, as_json: bool) -> None:
     """The stack's AWS cost per month and per million webhooks, line by line (a model; see prices.json).
     Per-event figures come from the last `make bench` measurement (item_sizes) when there is one. The fixed cost
     counts the secrets, alarms and per-provider metrics of the declared sources (sources.json, or INBOX_SOURCES_FILE;
@@ -871,7 +874,7 @@ def cost(events: int, region: str, body_kb: float | None, dashboard: bool, as_js
         declared = load_sources()
     except SourcesInvalid as error:
         raise click.UsageError(str(error)) from None
-    assumptions = replace(for_sources(measured_assumptions(), declared), dashboard=dashboard)
+    assumptions = replace(for_sources(measured_assumptions(), declared), dashboard=dashboard, tracing=tracing)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None

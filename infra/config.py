@@ -19,6 +19,14 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``inbox_dashboard``: ``true`` deploys the CloudWatch dashboard of the flow (default ``false``: a dashboard is
   billed $3 a month, more than the alarms of a one-source deployment; every failure it graphs has its alarm, and
   `inbox cost` prices both settings). ``true``/``false`` (or ``1``/``0``, ``yes``/``no``).
+- ``inbox_tracing``: ``true`` turns on X-Ray active tracing of every function (default ``false``). Lambda then
+  samples 1 request per second and 5 % of the rest, a rate that cannot be configured; at a million webhooks a
+  month that is most invocations, billed per trace recorded (`inbox cost --tracing` prices it; docs/cost.md). The
+  traces hold the Lambda segments only (no Tracer in the code): what the logs and Lambda's own metrics already say.
+- ``inbox_log_level``: the functions' application log level, ``INFO`` (default) or ``DEBUG`` (Lambda's log-level
+  filtering, which Powertools follows: every line of every invocation, for an incident; docs/operations.md, "Logs").
+  Nothing above INFO: the EMF metric lines carry no level, Lambda files them as INFO and a WARN filter would drop
+  them, and the alarms with them.
 - ``forward_url``: the customer's HTTPS endpoint that every published event is POSTed to, signed with Standard
   Webhooks (default: none, no forwarding; the events are on the stack's EventBridge bus either way). Must be
   ``https://``.
@@ -209,6 +217,31 @@ class StackSettings:
                 node, "forward_log_retention_days", definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
             ),
             inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
+        )
+
+
+LOG_LEVELS: tuple[str, ...] = ("INFO", "DEBUG")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionObservability:
+    """What every function's logging and tracing take from the context (infra/constructs/python_function.py)."""
+
+    tracing: bool = False  # context value inbox_tracing
+    log_level: str = "INFO"  # context value inbox_log_level
+
+    def __post_init__(self) -> None:
+        if self.log_level not in LOG_LEVELS:
+            raise SettingsError(
+                f"context value 'inbox_log_level' must be one of {', '.join(LOG_LEVELS)} (above INFO, Lambda would "
+                f"drop the metric lines, which carry no level), got {self.log_level!r}"
+            )
+
+    @classmethod
+    def from_context(cls, node: Node) -> FunctionObservability:
+        return cls(
+            tracing=_boolean(node, "inbox_tracing", False),
+            log_level=(_text(node, "inbox_log_level") or "INFO").upper(),
         )
 
 

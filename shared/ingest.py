@@ -327,7 +327,6 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
     if method != "POST":
         return _json_response(405, {"error": "method not allowed"})
 
-    started = time.perf_counter()
     log: dict[str, Any] = {}
     provider: str | None = None
     spec: SourceSpec | None = None
@@ -364,13 +363,13 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         result = IngestResult(
             503, {"error": "temporarily unavailable, retry"}, "unavailable", extra={"reason": str(error)}
         )
-    log.update(
-        outcome=result.outcome,
-        event_id=result.event_id,
-        status_code=result.status_code,
-        duration_ms=round((time.perf_counter() - started) * 1000, 2),
-        **result.extra,
-    )
+    # One line per delivery: what an operator follows an event by (its pk, the first of a delivery of several),
+    # the outcome and why. The status code follows from the outcome and, with the latency, is in the API's access
+    # log; the source is the pk's prefix (docs/operations.md, "Logs").
+    if result.event_id is not None and spec is not None:
+        log.pop("source", None)
+        log["pk"] = event_key(spec.name, result.event_id)
+    log.update(outcome=result.outcome, **result.extra)
     metric = _METRIC_BY_OUTCOME.get(result.outcome)
     if metric and provider:
         count_for_provider(metric, provider)

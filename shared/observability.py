@@ -1,8 +1,21 @@
-"""The one Logger every function shares, and metrics.
+"""The one Logger every function shares, its per-invocation context, and metrics.
 
-Metrics are emitted one at a time with their own dimensions (`count_for_provider`), not through a shared
-`Metrics` object flushed per invocation: each carries its own dimensions, and the local stack runs several
-"invocations" at once in one process without their dimension sets mixing.
+Log bytes are CloudWatch Logs ingestion, billed per GB (the EMF blobs of the metrics too: they are log lines), so
+each line carries what an operator needs and nothing CloudWatch already knows (docs/operations.md, "Logs"):
+- the context `instrumented` adds per invocation is `request_id`, `cold_start` only on a cold start, and
+  `xray_trace_id` only when the invocation is traced (X-Ray sampled it: Sampled=1 in `_X_AMZN_TRACE_ID`). Not the
+  function's name, ARN or memory (the log group and stream are the function's), not the code location, not the
+  service (one service per stack);
+- the timestamp is RFC 3339 in UTC: Lambda's JSON log filtering reads the `level` and `timestamp` keys of a JSON
+  line, and a line without a valid RFC 3339 timestamp gets the level INFO and a timestamp Lambda adds ("Log-level
+  filtering", https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html).
+
+Metrics are buffered for the invocation and flushed once when it ends (`instrumented`): one EMF blob per dimension
+set, each metric's samples as one array, instead of a blob per sample. An invocation's metrics never mix with
+another's dimension set (each set is its own blob). Outside an invocation (tests, the CLI) a metric is sent at
+once. Threads an invocation starts (the processor runs a batch's payments on a pool) do not carry its context:
+what they record is held for, and flushed by, the invocations declared `instrumented(adopts_threads=True)`; in
+AWS an execution environment runs one invocation at a time, so that is this invocation's.
 
 Every custom metric is declared once, in `METRICS`: its name, the dimensions it carries besides `service`, and
 when it is emitted. The emitters refuse an undeclared name, and add only the declared dimensions (a provider or a
@@ -15,27 +28,34 @@ read them with these dimensions.
 
 Tracer is left out on purpose: the X-Ray SDK cost ~170 ms of import on a cold start (one ad-hoc
 measurement over boto3 + a client; `make bench` times the whole ingest init) and the ingest answers on the
-gateway's clock. Lambda's active tracing still records each invocation.
+gateway's clock. Lambda's active tracing, when the stack turns it on (context value `inbox_tracing`), records each
+sampled invocation.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final, TypeVar, overload
 
-from aws_lambda_powertools import Logger, single_metric
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 from shared import definitions
 
 SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", definitions.SERVICE_NAME)
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", definitions.METRICS_NAMESPACE)
 
-logger = Logger(service=SERVICE_NAME)
+# No code location, no automatic trace id (added per invocation, only when traced: `instrumented`), RFC 3339 UTC.
+logger = Logger(service=SERVICE_NAME, use_rfc3339=True, utc=True, location=None, xray_trace_id=None)
+logger.remove_keys(["service"])  # one service per stack, and the log group is the function's
 
 
 class Emitted(StrEnum):
@@ -129,21 +149,133 @@ def custom_metric_count(providers: Sequence[str], emitted: Emitted) -> int:
     )
 
 
-def count_for_provider(name: str, provider: str, value: float = 1) -> None:
-    """One count, flushed at once: no dimension leaks between events (the shared `metrics` object keeps one
-    dimension set per invocation). Its `provider` dimension only if the metric is declared with one."""
-    declaration = declared(name)
-    if is_metrics_disabled() or (declaration.emitted is Emitted.ON_TROUBLE and not value):
+# ----------------------------------------------------------------------------------- metrics, flushed once
+
+
+@dataclass
+class _MetricBuffer:
+    """The samples recorded since the last flush, by dimension set (besides `service`)."""
+
+    samples: dict[tuple[tuple[str, str], ...], list[tuple[str, MetricUnit, float]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
+        with self.lock:
+            self.samples.setdefault(tuple(sorted(dimensions.items())), []).append((name, unit, value))
+
+    def flush(self) -> None:
+        """One EMF blob per dimension set, each metric's values as one array (Powertools publishes a blob early
+        past 100 metrics or 100 values of one, the EMF limits)."""
+        with self.lock:
+            samples, self.samples = self.samples, {}
+        for dimensions, recorded in samples.items():
+            provider = AmazonCloudWatchEMFProvider(
+                namespace=METRICS_NAMESPACE, default_dimensions={"service": SERVICE_NAME, **dict(dimensions)}
+            )
+            for name, unit, value in recorded:
+                provider.add_metric(name=name, unit=unit, value=value)
+            provider.flush_metrics()
+
+
+_invocation_metrics: contextvars.ContextVar[_MetricBuffer | None] = contextvars.ContextVar(
+    "invocation_metrics", default=None
+)
+
+
+@dataclass
+class _Process:
+    """This execution environment's state across invocations."""
+
+    cold_start: bool = True
+    adopting: int = 0  # adopting invocations in flight
+    thread_metrics: _MetricBuffer = field(default_factory=_MetricBuffer)  # recorded on their threads
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def first_invocation(self) -> bool:
+        with self.lock:
+            cold, self.cold_start = self.cold_start, False
+        return cold
+
+    def adopt(self, delta: int) -> None:
+        with self.lock:
+            self.adopting += delta
+
+
+_process = _Process()
+
+
+def _emit(name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
+    if is_metrics_disabled():
         return
-    with single_metric(
-        name=name,
-        unit=MetricUnit.Count,
-        value=value,
-        namespace=METRICS_NAMESPACE,
-        default_dimensions={"service": SERVICE_NAME},
-    ) as metric:
-        if "provider" in declaration.dimensions:
-            metric.add_dimension(name="provider", value=provider)
+    buffer = _invocation_metrics.get()
+    if buffer is None and _process.adopting:
+        buffer = _process.thread_metrics
+    if buffer is not None:
+        buffer.add(name, unit, value, dimensions)
+        return
+    alone = _MetricBuffer()  # outside an invocation: sent at once
+    alone.add(name, unit, value, dimensions)
+    alone.flush()
+
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def _sampled_trace_id() -> str | None:
+    """The X-Ray trace id of this invocation when X-Ray records it, else None: Lambda sets `_X_AMZN_TRACE_ID`
+    (`Root=...;Parent=...;Sampled=0|1`) on every invocation, traced or not."""
+    header = os.environ.get("_X_AMZN_TRACE_ID", "")
+    fields = dict(part.split("=", 1) for part in header.split(";") if "=" in part)
+    return fields.get("Root") if fields.get("Sampled") == "1" else None
+
+
+@overload
+def instrumented(handler: Handler, *, adopts_threads: bool = False) -> Handler: ...
+
+
+@overload
+def instrumented(handler: None = None, *, adopts_threads: bool = False) -> Callable[[Handler], Handler]: ...
+
+
+def instrumented(handler: Handler | None = None, *, adopts_threads: bool = False) -> Any:
+    """A Lambda handler's logging context and metrics: `request_id` (and `cold_start` on a cold start,
+    `xray_trace_id` when traced) on every line of the invocation, and its metrics flushed once when it ends, even
+    when it raises. `adopts_threads`: the handler runs work on threads of its own (the processor's group pool),
+    whose metrics it flushes too."""
+    if handler is None:
+        return functools.partial(instrumented, adopts_threads=adopts_threads)
+
+    @functools.wraps(handler)
+    def invoke(event: Any, context: Any) -> Any:
+        logger.append_keys(
+            request_id=getattr(context, "aws_request_id", None),
+            cold_start=True if _process.first_invocation() else None,
+            xray_trace_id=_sampled_trace_id(),
+        )
+        buffer = _MetricBuffer()
+        token = _invocation_metrics.set(buffer)
+        if adopts_threads:
+            _process.adopt(+1)
+        try:
+            return handler(event, context)
+        finally:
+            _invocation_metrics.reset(token)
+            buffer.flush()
+            if adopts_threads:
+                _process.adopt(-1)
+                _process.thread_metrics.flush()
+
+    return invoke
+
+
+def count_for_provider(name: str, provider: str, value: float = 1) -> None:
+    """One count, with its `provider` dimension only if the metric is declared with one (and a trouble count of
+    0 is not sent)."""
+    declaration = declared(name)
+    if declaration.emitted is Emitted.ON_TROUBLE and not value:
+        return
+    dimensions = {"provider": provider} if "provider" in declaration.dimensions else {}
+    _emit(name, MetricUnit.Count, value, dimensions)
 
 
 def count_outcome(outcome: str, provider: str) -> None:
@@ -158,40 +290,23 @@ def count_outcome(outcome: str, provider: str) -> None:
 
 
 def count_by(name: str, dimension: str, value: str, count: float = 1) -> None:
-    """One count with one dimension of a closed set (a rejection's reason, why it was not recorded), flushed at
-    once. Never a dimension an attacker chooses: each value is a metric of its own, billed as such. The dimension
-    is added only if the metric is declared with it (and the value must be of its closed set)."""
+    """One count with one dimension of a closed set (a rejection's reason, why it was not recorded). Never a
+    dimension an attacker chooses: each value is a metric of its own, billed as such. The dimension is added only
+    if the metric is declared with it (and the value must be of its closed set)."""
     declaration = declared(name)
     keep = dimension in declaration.dimensions
     if keep and value not in DIMENSION_VALUES[dimension]:
         raise UndeclaredMetric(f"{value!r} is not a declared value of {name}'s dimension {dimension!r}")
-    if is_metrics_disabled():
-        return
-    with single_metric(
-        name=name,
-        unit=MetricUnit.Count,
-        value=count,
-        namespace=METRICS_NAMESPACE,
-        default_dimensions={"service": SERVICE_NAME},
-    ) as metric:
-        if keep:
-            metric.add_dimension(name=dimension, value=value)
+    _emit(name, MetricUnit.Count, count, {dimension: value} if keep else {})
 
 
 def put_gauge(name: str, value: float, unit: MetricUnit = MetricUnit.Count) -> None:
-    """One service-wide measurement (no provider dimension), flushed at once: what the sweeper observes about
-    the whole inbox (stuck events, the oldest pending age). A metric declared ON_TROUBLE is not sent as 0: an
-    hour without it costs nothing, and a graph reads the gap as 0."""
+    """One service-wide measurement (no provider dimension): what the sweeper observes about the whole inbox
+    (stuck events, the oldest pending age). A metric declared ON_TROUBLE is not sent as 0: an hour without it
+    costs nothing, and a graph reads the gap as 0."""
     declaration = declared(name)
     if declaration.dimensions:
         raise UndeclaredMetric(f"metric {name!r} is declared with dimensions {declaration.dimensions}: not a gauge")
-    if is_metrics_disabled() or (declaration.emitted is Emitted.ON_TROUBLE and not value):
+    if declaration.emitted is Emitted.ON_TROUBLE and not value:
         return
-    with single_metric(
-        name=name,
-        unit=unit,
-        value=value,
-        namespace=METRICS_NAMESPACE,
-        default_dimensions={"service": SERVICE_NAME},
-    ):
-        pass
+    _emit(name, unit, value, {})

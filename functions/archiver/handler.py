@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.observability import logger
+from shared.observability import instrumented
 from shared.retention import archive_stream_batch
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return archive_stream_batch(event)

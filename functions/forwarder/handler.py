@@ -8,9 +8,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.forwarding import forward_stream_batch
-from shared.observability import logger
+from shared.observability import instrumented
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented
 def lambda_handler(event: list[dict[str, Any]], context: LambdaContext) -> dict[str, int]:
     return forward_stream_batch(event, remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000)

@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.ingest import default_ingest_service, handle_api_event
-from shared.observability import logger
+from shared.observability import instrumented
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle_api_event(event, default_ingest_service)

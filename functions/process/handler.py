@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.observability import logger
+from shared.observability import instrumented
 from shared.process.app import process_batch
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented(adopts_threads=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> Any:
     return process_batch(event, context)

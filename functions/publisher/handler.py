@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.observability import logger
+from shared.observability import instrumented
 from shared.payments.publishing import publish_outbox_batch
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented
 def lambda_handler(event: list[dict[str, Any]], context: LambdaContext) -> dict[str, int]:
     return publish_outbox_batch(event)

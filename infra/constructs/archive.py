@@ -125,8 +125,8 @@ class Archive(Construct):
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
             "Two kinds of actions without resource-level permissions, so '*' is the only resource they take: "
-            "xray:PutTraceSegments and xray:PutTelemetryRecords for active tracing (infra/constructs/"
-            f"python_function.py), and the stream listing: {LIST_STREAMS_REASON}",
+            "xray:PutTraceSegments and xray:PutTelemetryRecords for active tracing when it is on (-c "
+            f"inbox_tracing=true, infra/constructs/python_function.py), and the stream listing: {LIST_STREAMS_REASON}",
         )
         iam.Grant.add_to_principal(
             grantee=self.function,

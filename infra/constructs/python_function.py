@@ -7,8 +7,14 @@
 - An explicit role with no managed policy: ``AWSLambdaBasicExecutionRole`` would allow creating log groups
   and writing to any of them. The role may write to the function's own log group only; everything else is
   granted by the stack, resource by resource.
-- An explicit log group with a retention period, JSON log format (Powertools' logger writes JSON; the platform
-  lines become JSON too) and X-Ray active tracing.
+- An explicit log group with a retention period and the JSON log format: Powertools' logger writes JSON, and
+  with it Lambda filters by level. The application level is INFO (``-c inbox_log_level=DEBUG`` for an incident);
+  the system level WARN, so the platform's START, END and REPORT lines (INFO and DEBUG events) are not written:
+  log bytes billed per invocation for what Lambda's own metrics (Duration, Errors, Throttles) already count
+  ("Log-level filtering", https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html).
+- X-Ray active tracing only with ``-c inbox_tracing=true`` (infra/config.py says what it costs). Off, there is no
+  TracingConfig (Lambda's PassThrough: the HTTP API, the queue and the schedules send no sampled header) and no
+  X-Ray permission.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.assets import stage_function_asset
+from infra.config import FunctionObservability
 from infra.dependency_layer import REQUIREMENTS_FILE, pinned_versions, stage_dependency_layer
 from infra.nag import acknowledge
 from shared import definitions
@@ -34,6 +41,11 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
 DEPENDENCY_LAYER_ID = "DependencyLayer"
+XRAY_WILDCARD_REASON = (
+    "Active X-Ray tracing (-c inbox_tracing=true) needs xray:PutTraceSegments and xray:PutTelemetryRecords, which "
+    "support no resource-level permission (the IAM reference lists no resource type for them): '*' is the only "
+    "resource they can be granted on."
+)
 
 
 def dependency_layer(scope: Construct) -> lambda_.LayerVersion:
@@ -85,6 +97,8 @@ class PythonFunction(Construct):
             description=f"Execution role of the {asset_name} function (no managed policies: grants are explicit)",
         )
         self.log_group.grant_write(self.role)
+        observability = FunctionObservability.from_context(self.node)
+        self.tracing = observability.tracing
 
         self.function = lambda_.Function(
             self,
@@ -99,9 +113,9 @@ class PythonFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
-            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            application_log_level_v2=lambda_.ApplicationLogLevel[observability.log_level],
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if observability.tracing else lambda_.Tracing.DISABLED,
             layers=[dependency_layer(self)],
             environment={
                 "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
@@ -110,13 +124,12 @@ class PythonFunction(Construct):
             },
         )
 
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "Active X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which support no "
-            "resource-level permission (the IAM reference lists no resource type for them): '*' is the only "
-            "resource they can be granted on.",
-        )
+        if self.tracing:
+            acknowledge(
+                self.role,
+                "AwsSolutions-IAM5[Resource::*]",
+                XRAY_WILDCARD_REASON,
+            )
         acknowledge(
             self.function,
             "AwsSolutions-L1",

@@ -224,7 +224,7 @@ def process_batch(
         if record["messageId"] in skipped:
             processor.queue.release(record["receiptHandle"])
     fetched, reused = sum(run.refetches.fetched for run in runs), sum(run.refetches.reused for run in runs)
-    logger.info(
+    (logger.info if failed else logger.debug)(  # DEBUG when all went well: each event has its own line
         "batch processed",
         extra={
             "messages": len(records),

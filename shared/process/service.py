@@ -35,6 +35,8 @@ MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often
 # dispatch lost) after INBOX_STALE_AFTER_SECONDS (default 900) without a dispatch or an attempt, which must stay
 # above this cap: otherwise it would re-dispatch events that are only backing off. (It was 900.)
 MAX_BACKOFF_SECONDS = 600
+# A settled event's logged reason (a decision's, or an error's) is cut here: bounded bytes per line.
+MAX_LOGGED_REASON_CHARS = 160
 
 
 class Outcome(StrEnum):
@@ -230,7 +232,7 @@ class EventProcessor:
                 seen = handler.prepare(event)
         except (UnprocessableEvent, GatewayRejected) as error:
             self.store.mark_failed(event.pk, f"{type(error).__name__}: {error}", now=self._now(), count_attempt=True)
-            self._count(event, Outcome.FAILED)
+            self._count(event, Outcome.FAILED, type(error).__name__)
             return Outcome.FAILED
         except GatewayUnavailable as error:
             if not error.counts_as_attempt:  # a wait (open circuit, rate limit): delay, spend no attempt
@@ -256,7 +258,7 @@ class EventProcessor:
                         payment=decision.payment,
                         expected_version=current.version if current else None,
                     )
-                    self._count(event, Outcome.PROCESSED)
+                    self._count(event, Outcome.PROCESSED, decision.reason)
                     return Outcome.PROCESSED
                 if isinstance(decision, Touch):
                     self.store.settle(
@@ -267,7 +269,7 @@ class EventProcessor:
                         payment=decision.payment,
                         expected_version=decision.previous.version,
                     )
-                    self._count(event, Outcome.IGNORED)
+                    self._count(event, Outcome.IGNORED, decision.reason)
                     return Outcome.IGNORED
                 return self._settle(event, EventStatus.IGNORED, decision.reason)
             except VersionConflict:
@@ -277,7 +279,7 @@ class EventProcessor:
     def _settle(self, event: InboxEvent, status: EventStatus, note: str) -> Outcome:
         self.store.settle(event.pk, status, now=self._now(), note=note)
         outcome = Outcome(status.value)
-        self._count(event, outcome)
+        self._count(event, outcome, note)
         return outcome
 
     def _retry(self, event: InboxEvent, delivery: Delivery, error: str, retry_after: float | None = None) -> Outcome:
@@ -285,7 +287,7 @@ class EventProcessor:
         if attempts >= self.max_attempts:
             self.store.mark_failed(event.pk, error, now=self._now(), count_attempt=False)
             self.queue.dead_letter(delivery)
-            self._count(event, Outcome.FAILED)
+            self._count(event, Outcome.FAILED, error)
             logger.warning("event failed", extra={"pk": event.pk, "attempts": attempts, "error": error})
             return Outcome.FAILED
         delay = backoff_seconds(attempts, self.retry_base_seconds)
@@ -355,6 +357,16 @@ class EventProcessor:
         count_for_provider("ReconciliationsFailed", provider)
         return Outcome.FAILED
 
-    def _count(self, event: InboxEvent, outcome: Outcome) -> None:
+    def _count(self, event: InboxEvent, outcome: Outcome, reason: str | None = None) -> None:
+        """The event's one line (docs/operations.md, "Logs"): its pk, provider, type, outcome and why."""
         count_outcome(outcome.value, event.provider)
-        logger.info("event settled", extra={"pk": event.pk, "outcome": outcome.value, "type": event.event_type})
+        logger.info(
+            "event settled",
+            extra={
+                "pk": event.pk,
+                "provider": event.provider,
+                "type": event.event_type,
+                "outcome": outcome.value,
+                "reason": reason[:MAX_LOGGED_REASON_CHARS] if reason else None,
+            },
+        )

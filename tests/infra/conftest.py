@@ -87,10 +87,13 @@ class Synthesized:
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
-    # With forwarding and the dashboard, so that every optional resource is synthesized (and checked by cdk-nag).
-    # The default declaration (one source per provider) whatever sources.json the checkout holds.
+    # With forwarding, the dashboard and X-Ray tracing, so that every optional resource and permission is
+    # synthesized (and checked by cdk-nag). The default declaration (one source per provider) whatever sources.json
+    # the checkout holds.
     app, stack = build_app(
-        context={"forward_url": FORWARD_URL, "inbox_dashboard": "true"}, outdir=str(outdir), sources=default_sources()
+        context={"forward_url": FORWARD_URL, "inbox_dashboard": "true", "inbox_tracing": "true"},
+        outdir=str(outdir),
+        sources=default_sources(),
     )
     try:
         assembly = app.synth()

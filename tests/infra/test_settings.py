@@ -50,6 +50,9 @@ def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
         ("inbox_warm_write_units", 4000),  # what a new on-demand table has already
         ("inbox_warm_write_units", "many"),
         ("inbox_dashboard", "maybe"),  # true or false
+        ("inbox_tracing", "sometimes"),  # true or false
+        ("inbox_log_level", "WARN"),  # above INFO, Lambda would drop the metric (EMF) lines, which carry no level
+        ("inbox_log_level", "verbose"),
     ],
 )
 def test_invalid_context_values_fail(key: str, value: object) -> None:
@@ -69,6 +72,7 @@ def test_context_values_reach_the_function_and_the_names() -> None:
             "archive_redact_fields": "email,cpf",
             "alarm_email": "oncall@example.com",
             "inbox_warm_write_units": "30000",
+            "inbox_log_level": "debug",  # an incident: every function's DEBUG lines
         }
     )
     assert stack.stack_name == "InboxStaging"
@@ -98,6 +102,7 @@ def test_context_values_reach_the_function_and_the_names() -> None:
     (layer_id,) = [logical_id for logical_id, r in resources.items() if r["Type"] == "AWS::Lambda::LayerVersion"]
     for function in (ingest, processor):
         assert function["Properties"]["Layers"] == [{"Ref": layer_id}]  # the stack's own, built from uv.lock
+        assert function["Properties"]["LoggingConfig"]["ApplicationLogLevel"] == "DEBUG"
     table = resource(stack.storage.table)
     assert table["Properties"]["TimeToLiveSpecification"]["AttributeName"] == definitions.INBOX_TTL_ATTRIBUTE
     # pre-warmed for a peak (docs/scale.md): the table and every index it writes at ingest

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from inbox_cli.cost import ACCESS_LOG_EXAMPLE
 from shared import definitions
 
 from .conftest import Synthesized
@@ -142,6 +143,32 @@ def test_ingest_function_runtime_architecture_and_observability(synthesized: Syn
     assert properties["LoggingConfig"]["LogFormat"] == "JSON"
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert synthesized.template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_by_default_no_function_is_traced_and_each_logs_json_at_info_without_platform_lines(
+    one_source: Synthesized,
+) -> None:
+    """Given the default settings (no -c inbox_tracing, no -c inbox_log_level), when synthesized, then no function
+    has a TracingConfig or an X-Ray permission, and each writes JSON, filtered at INFO, with the platform's START,
+    END and REPORT lines (system INFO events) left out (docs/cost.md, "CloudWatch Logs and X-Ray")."""
+    functions = one_source.resources("AWS::Lambda::Function")
+    assert functions
+    for function in functions.values():
+        properties = function["Properties"]
+        assert "TracingConfig" not in properties
+        assert {key: value for key, value in properties["LoggingConfig"].items() if key != "LogGroup"} == {
+            "LogFormat": "JSON",
+            "ApplicationLogLevel": "INFO",
+            "SystemLogLevel": "WARN",
+        }
+    roles = {function["Properties"]["Role"]["Fn::GetAtt"][0] for function in functions.values()}
+    policies = [
+        policy
+        for policy in one_source.resources("AWS::IAM::Policy").values()
+        if {role.get("Ref") for role in policy["Properties"]["Roles"]} & roles
+    ]
+    assert policies
+    assert "xray:" not in json.dumps(policies)  # (the replay state machine traces its few executions: its own role)
 
 
 def test_ingest_function_environment(synthesized: Synthesized) -> None:
@@ -286,6 +313,8 @@ def test_default_stage_throttles_and_logs_access_as_json(synthesized: Synthesize
     assert all(value.startswith("$context.") for value in fields.values())
     forbidden = ("body", "header", "authorizer")
     assert not [value for value in fields.values() if any(word in value.lower() for word in forbidden)]
+    # and the cost model prices the line the stack deploys (inbox_cli/cost.py, ACCESS_LOG_EXAMPLE)
+    assert set(ACCESS_LOG_EXAMPLE) == set(fields)
 
 
 def test_outputs(synthesized: Synthesized) -> None:

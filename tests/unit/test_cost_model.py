@@ -20,6 +20,7 @@ from inbox_cli.cost import (
     measured_usage,
     monthly_cost,
     replay_transitions_per_event,
+    xray_traces,
 )
 from inbox_cli.main import cli
 from shared import definitions
@@ -393,3 +394,31 @@ def test_the_replay_line_prices_the_definitions_transitions():
     ]
     assert report["lines"]["Step Functions (replay, ~1% of events)"] == pytest.approx(expected, abs=1e-4)
     assert 1 < replay_transitions_per_event() < 2  # one state per event, the page and execution frames shared
+
+
+def test_xray_is_off_by_default_and_priced_as_lambdas_sampling_when_on():
+    # Given the default settings, then with -c inbox_tracing=true
+    off = monthly_cost(1_000_000, "us-east-1", Assumptions())
+    on = monthly_cost(1_000_000, "us-east-1", Assumptions(tracing=True))
+    # Then tracing costs nothing when off, and when on it is a variable line of its own
+    assert off["lines"]["X-Ray traces"] == 0.0
+    assert on["lines"]["X-Ray traces"] > 0
+    assert on["variable_per_million_events"] > off["variable_per_million_events"]
+    assert on["fixed_per_month"] == off["fixed_per_month"]
+    # And Lambda's sampling (1 request per second, 5 % of the rest) records nearly every invocation of a function
+    # invoked less than once a second, and about 5 % of a busy one's: at a million webhooks a month (0.48
+    # deliveries a second) most of the ingest's invocations are traced, not 5 %
+    month = 30 * 24 * 3600
+    assert xray_traces(month / 100) == pytest.approx(month / 100, rel=0.01)
+    assert xray_traces(1_250_000) / 1_250_000 > 0.75
+    assert xray_traces(1000 * month) / (1000 * month) == pytest.approx(0.05, abs=0.002)
+    assert on["lines"]["X-Ray traces"] > 0.75 * 1_250_000 / 1e6 * _price("xray_per_million_traces_recorded")
+
+
+def test_the_command_prices_tracing_only_when_asked():
+    # Given the default command, then with --tracing (the stack deployed with -c inbox_tracing=true)
+    default = json.loads(CliRunner().invoke(cli, ["cost", "--json"]).output)
+    traced = json.loads(CliRunner().invoke(cli, ["cost", "--json", "--tracing"]).output)
+    # Then the scenario says which, and only the traced one pays for X-Ray
+    assert (default["scenario"]["tracing"], traced["scenario"]["tracing"]) == (False, True)
+    assert default["lines"]["X-Ray traces"] == 0.0 < traced["lines"]["X-Ray traces"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +21,11 @@ EMITTERS = {"count_for_provider", "count_by", "put_gauge"}
 
 def _sent(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     """The EMF documents printed since the last call: name, value and dimensions of each metric sent."""
-    sent = []
-    for line in capsys.readouterr().out.splitlines():
-        if '"_aws"' not in line:
-            continue
-        document = json.loads(line)
-        (directive,) = document["_aws"]["CloudWatchMetrics"]
-        (metric,) = directive["Metrics"]
-        (dimensions,) = directive["Dimensions"]
-        value = document[metric["Name"]]
-        sent.append(
-            {
-                "name": metric["Name"],
-                "value": value[0] if isinstance(value, list) and len(value) == 1 else value,
-                "dimensions": {name: document[name] for name in dimensions},
-            }
-        )
-    return sent
+    return [
+        {"name": name, "value": values[0] if len(values) == 1 else values, "dimensions": dimensions}
+        for dimensions, metrics in _blobs(capsys)
+        for name, values in metrics.items()
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -138,3 +127,90 @@ def test_the_custom_metrics_follow_the_providers_only_where_declared() -> None:
     assert observability.custom_metric_count(one, Emitted.ON_TROUBLE) == observability.custom_metric_count(
         many, Emitted.ON_TROUBLE
     )
+
+
+class _Context:
+    aws_request_id = "req-1"
+
+
+def _blobs(capsys: pytest.CaptureFixture[str]) -> list[tuple[dict[str, str], dict[str, list[float]]]]:
+    """Each EMF blob printed since the last call: its dimensions (values) and each metric's samples."""
+    blobs = []
+    for line in capsys.readouterr().out.splitlines():
+        if '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        (directive,) = document["_aws"]["CloudWatchMetrics"]
+        (dimensions,) = directive["Dimensions"]
+        names = [metric["Name"] for metric in directive["Metrics"]]
+        blobs.append(({name: document[name] for name in dimensions}, {name: document[name] for name in names}))
+    return blobs
+
+
+def test_an_invocations_metrics_leave_once_one_blob_per_dimension_set(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a handler that settles three events of two providers, one of them on a thread of its own (the
+    # processor's group pool), and fails one
+    @observability.instrumented(adopts_threads=True)
+    def handler(event: Any, context: Any) -> None:
+        observability.count_outcome("processed", "stripe")
+        observability.count_outcome("ignored", "stripe")
+        worker = threading.Thread(target=observability.count_outcome, args=("processed", "asaas"))
+        worker.start()
+        worker.join()
+        observability.count_outcome("failed", "stripe")
+        assert _blobs(capsys) == []  # nothing is sent while the invocation runs
+
+    # When it is invoked
+    handler({}, _Context())
+    # Then one EMF blob per dimension set leaves at its end, each metric's samples in one array
+    service = {"service": definitions.SERVICE_NAME}
+    blobs = _blobs(capsys)
+    assert len(blobs) == 3
+    assert sorted(map(repr, blobs)) == sorted(
+        map(
+            repr,
+            [
+                ({**service, "provider": "stripe"}, {definitions.METRIC_EVENTS_SETTLED: [0.0, 1.0]}),
+                ({**service}, {definitions.METRIC_EVENTS_FAILED: [1.0]}),
+                ({**service, "provider": "asaas"}, {definitions.METRIC_EVENTS_SETTLED: [0.0]}),
+            ],
+        )
+    )
+
+
+def test_metrics_leave_even_when_the_invocation_raises(capsys: pytest.CaptureFixture[str]) -> None:
+    @observability.instrumented
+    def handler(event: Any, context: Any) -> None:
+        observability.count_for_provider(definitions.METRIC_STORAGE_FAILURES, "stripe")
+        raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError):
+        handler({}, _Context())
+    assert [metrics for _dimensions, metrics in _blobs(capsys)] == [{definitions.METRIC_STORAGE_FAILURES: [1.0]}]
+
+
+def test_each_line_carries_the_request_id_and_the_trace_id_only_when_traced(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given two invocations, the second one sampled by X-Ray (Lambda sets the header on every invocation)
+    lines: list[dict[str, Any]] = []
+
+    @observability.instrumented
+    def handler(event: Any, context: Any) -> None:
+        observability.logger.info("webhook", extra={"pk": "stripe#evt_1"})
+
+    caplog.set_level("INFO")
+    for sampled in ("0", "1"):
+        header = f"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f;Sampled={sampled}"
+        monkeypatch.setenv("_X_AMZN_TRACE_ID", header)
+        handler({}, _Context())
+        formatter = observability.logger.registered_formatter  # the line as written, with this invocation's keys
+        lines += [json.loads(formatter.format(r)) for r in caplog.records if r.name == observability.logger.name]
+        caplog.clear()
+    # Then each line has the request id, the trace id only when sampled, and none of the Lambda context keys
+    # CloudWatch already has (the function, its ARN and memory, the code location, the service)
+    assert [line.get("xray_trace_id") for line in lines] == [None, "1-5759e988-bd862e3fe1be46a994272793"]
+    for line in lines:
+        assert line["request_id"] == "req-1"
+        assert set(line) - {"cold_start", "xray_trace_id"} == {"level", "message", "timestamp", "request_id", "pk"}
+        assert line["timestamp"].endswith("+00:00") and "T" in line["timestamp"]  # RFC 3339, UTC
