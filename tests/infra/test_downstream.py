@@ -248,13 +248,13 @@ def test_outputs_name_the_bus_the_outbox_and_the_forwarding_secret(synthesized: 
 
 
 # ------------------------------------------------------------------------------------- forwarding not configured
-def test_without_a_forward_url_there_is_no_forwarding_but_the_bus_still_gets_everything() -> None:
-    # Given the app without the forward_url context value
-    with tempfile.TemporaryDirectory() as outdir:
-        app, stack = build_app(outdir=outdir)
-        assembly = app.synth()
-        with open(f"{assembly.directory}/{stack.template_file}") as file:
-            resources = list(json.load(file)["Resources"].values())
+def test_without_a_forward_url_there_is_no_forwarding_but_the_bus_still_gets_everything(
+    one_source: Synthesized,
+) -> None:
+    # Given the app without the forward_url context value (the session's one-source synth: the default settings;
+    # which sources are declared changes nothing in forwarding, and a synth of its own cost seconds of jsii)
+    stack = one_source.stack
+    resources = list(one_source.template_json["Resources"].values())
     # Then only the publishing Pipe exists besides dispatch, and no forwarding secret or function
     assert stack.outbox.forwarder is None and stack.outbox.forward_pipe is None and stack.outbox.forward_secret is None
     assert stack.outbox.forward_log is None  # nothing would write there
