@@ -237,7 +237,14 @@ def assumed_usage(a: Assumptions) -> Usage:
         stored_body_kb = 0.1  # in the body bucket: the item keeps its key
     item_kb = stored_body_kb + ITEM_ATTRIBUTES_KB
     indexes = len(definitions.INBOX_GLOBAL_INDEXES)
-    projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: small fields
+    projected_kb = 0.5  # an index entry: keys and a few small fields (INCLUDE or KEYS_ONLY), never the body
+    # The settle's index writes: the open-events entry goes (its key `open_status` is removed); the events-by-group
+    # index projects keys only, none of which the settle changes, so it writes nothing there.
+    settle_index_writes = sum(
+        1
+        for name in definitions.INBOX_INDEX_PROJECTIONS
+        if name == definitions.OPEN_EVENTS_INDEX or definitions.INBOX_INDEX_PROJECTIONS[name] != "KEYS_ONLY"
+    )
     per_batch = 1 / a.events_per_processor_batch
     # The processor's settle: with a payment to write (a transition, or a touch of an ignored event), one
     # transaction (2x, the inbox item billed on its whole size, body included; the payment put); without one, a
@@ -247,11 +254,10 @@ def assumed_usage(a: Assumptions) -> Usage:
         source=f"assumed (formulas from how the code writes, {a.body_kb} KB bodies; no measurement used)",
         write_units_ingest=_wru(item_kb) + indexes * _wru(projected_kb),
         write_units_per_duplicate=_wru(item_kb),
-        # each index entry updated (the open-events one removed, the events-by-resource one's status)
         write_units_processing=transactional * 2 * _wru(item_kb)
         + (1 - transactional) * _wru(item_kb)
         + transactional * 2 * _wru(PAYMENT_ITEM_KB)
-        + indexes * _wru(projected_kb),
+        + settle_index_writes * _wru(projected_kb),
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
         write_units_rate_limit=a.gateway_requests_per_event * 1,
@@ -434,7 +440,7 @@ def monthly_cost(
             "monitoring": monitoring,
         },
         "assumptions": asdict(a),
-        "index_projection": definitions.INBOX_INDEX_PROJECTION,
+        "index_projection": ", ".join(f"{name} {kind}" for name, kind in definitions.INBOX_INDEX_PROJECTIONS.items()),
     }
 
 

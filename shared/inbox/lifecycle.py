@@ -98,13 +98,10 @@ def received_attributes(pk: str, status: EventStatus, *, received_at: str, error
     if error is not None:
         attributes["last_error"] = error
     if status is EventStatus.PENDING and transition.dispatch_reason is not None:
-        attributes.update(
-            dispatch_id=new_dispatch_id(),
-            dispatch_reason=transition.dispatch_reason.value,
-            # Every dispatching write stamps `dispatched_at` (and the processor's attempts `last_attempt_at`):
-            # the sweeper re-dispatches a pending event when neither changed for its stale threshold.
-            dispatched_at=received_at,
-        )
+        # Every later dispatching write stamps `dispatched_at` (and the processor's attempts `last_attempt_at`):
+        # the sweeper re-dispatches a pending event when none of them nor `received_at` changed for its stale
+        # threshold (shared/sweeper.py `last_activity`). At receipt it would equal `received_at`: not stored.
+        attributes.update(dispatch_id=new_dispatch_id(), dispatch_reason=transition.dispatch_reason.value)
     return attributes
 
 
