@@ -205,10 +205,10 @@ class IngestService:
         self, source: str, provider: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1
     ) -> StoredBody:
         """Inline (zlib-compressed when that is smaller, with `provider`'s preset dictionary when it has one) while
-        the kept bytes are within the break-even of an S3 object (shared/inbox/model.py: INLINE_BODY_BREAK_EVEN_BYTES) and an item's room, and, for a delivery of
-        several events, while its `copies` fit the transaction's budget; else in the body bucket, raw, once, under
-        a key of `pk` and the body's own digest. Only bodies that could be inline are compressed: the work stays
-        bounded whatever the body's size."""
+        the kept bytes are within the break-even of an S3 object (shared/inbox/model.py:
+        INLINE_BODY_BREAK_EVEN_BYTES) and an item's room, and, for a delivery of several events, while its `copies`
+        fit the transaction's budget; else in the body bucket, raw, once, under a key of `pk` and the body's own
+        digest. Only bodies that could be inline are compressed: the work stays bounded whatever the body's size."""
         digest = hashlib.sha256(body).hexdigest()
         if len(body) <= self.settings.inline_body_limit_bytes:
             compressed = compress_body(body, provider)
