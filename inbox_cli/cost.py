@@ -286,7 +286,7 @@ def measured_usage(results_path: Path | None = None) -> Usage | None:
     sizes = section["item_bytes_median"]
     stored = (
         sizes.get("inbox item after processor Update", 0)
-        + sizes.get("inbox/events-by-resource entry", 0)
+        + sizes.get(f"inbox/{definitions.RESOURCE_EVENTS_INDEX} entry", 0)
         + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM
     )
     return Usage(
