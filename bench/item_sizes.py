@@ -63,6 +63,9 @@ THREAD_FUNCTIONS = {
     "local-archiver": "archiver",
     "local-sweeper": "sweeper",
 }
+# The processor's worker threads (shared/process/app.py: one per FIFO group of a batch, `group_N`): the handler's
+# own work on other threads, so the handler's thread mark does not reach them.
+HANDLER_THREADS = {"group_": "processor"}
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,18 @@ class Recorder:
     local: threading.local = field(default_factory=threading.local)
     tables: dict[str, tuple[tuple[str, ...], tuple[IndexShape, ...]]] = field(default_factory=dict)
 
-    def function(self) -> str:
+    def handler_function(self) -> str | None:
+        """The function whose handler runs on this thread (its own, or one of its worker threads), or None."""
         marked = getattr(self.local, "function", None)
         if marked:
             return str(marked)
+        name = threading.current_thread().name
+        return next((function for prefix, function in HANDLER_THREADS.items() if name.startswith(prefix)), None)
+
+    def function(self) -> str:
+        marked = self.handler_function()
+        if marked:
+            return marked
         name = threading.current_thread().name
         for prefix, function in THREAD_FUNCTIONS.items():
             if name.startswith(prefix):
@@ -274,7 +285,7 @@ class CountingStdout:
         self.recorder = recorder
 
     def write(self, text: str) -> int:
-        function = getattr(self.recorder.local, "function", None)  # inside a handler only: not the plumbing's
+        function = self.recorder.handler_function()  # inside a handler (or its workers) only: not the plumbing's
         if function:
             with self.recorder.lock:
                 self.recorder.log_bytes[function] += len(text.encode("utf-8"))
