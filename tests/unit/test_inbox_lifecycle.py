@@ -251,3 +251,13 @@ def test_the_lifecycle_owner_is_pure_so_every_lambda_carries_it_cheaply():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # Then it loaded nothing but the standard library, the definitions (its table) and itself: no boto3, no drivers
     assert result.stdout.strip() == "['shared', 'shared.definitions', 'shared.inbox', 'shared.inbox.lifecycle']"
+
+
+def test_a_dispatch_id_is_a_valid_and_fresh_sqs_deduplication_id():
+    from shared.inbox.model import is_valid_fifo_id
+
+    # Given many dispatch ids, as every dispatching write makes them
+    ids = {lifecycle.new_dispatch_id() for _ in range(10_000)}
+    # Then each is a valid SQS deduplication id, 16 characters (96 random bits), and none repeats
+    assert len(ids) == 10_000
+    assert all(is_valid_fifo_id(value) and len(value) == 16 for value in ids)
