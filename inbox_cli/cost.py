@@ -31,9 +31,10 @@ class Assumptions:
     body_kb: float = (
         1.82  # average raw webhook body: Stripe's documented event example, 1,863 bytes (bench/item_sizes.py)
     )
-    # Inline bodies are stored zlib-compressed (shared/inbox/model.py): Stripe's documented event example, 1,863
-    # bytes, compresses to 671 (0.36); the benchmark's bodies, grown with the documented fields, to 0.37.
-    compressed_body_ratio: float = 0.37
+    # Inline bodies are stored zlib-compressed (shared/inbox/model.py), Stripe's with its preset dictionary
+    # (shared/inbox/dictionaries.py): Stripe's documented event example, 1,863 bytes, to ~300 (0.16; 671 without
+    # the dictionary); the benchmark's bodies, grown with the documented fields, median 353 (0.19).
+    compressed_body_ratio: float = 0.19
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 46.9  # measured: bench processor_batch, typical batch
@@ -41,8 +42,9 @@ class Assumptions:
     # machine's load times the batches (the write units are deterministic, the batching is not).
     events_per_processor_batch: float = 3.0
     # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes.
-    log_bytes_per_delivery: int = 720  # the ingest's, paid again by every duplicate delivery
-    log_bytes_per_processed_event: int = 690  # the processor's
+    # (item_sizes 2026-12-01 21:06, the first run that counts the processor's worker threads: 483 and 1,077)
+    log_bytes_per_delivery: int = 485  # the ingest's, paid again by every duplicate delivery
+    log_bytes_per_processed_event: int = 1075  # the processor's, its FIFO groups' worker threads included
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     xray_sampled_share: float = 0.05
     dashboard: bool = False  # the CloudWatch dashboard (context value inbox_dashboard; off by default)
@@ -62,7 +64,8 @@ class Assumptions:
     # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
     # Measured (item_sizes, Stripe): 1.16 to 1.25 control-table write units per event across runs (a wrong
     # idle/busy guess costs a second write, and which one is guessed depends on timing).
-    gateway_requests_per_event: float = 1.2
+    # (2026-12-01 21:06, FIFO groups of a batch refetched concurrently: 1.64)
+    gateway_requests_per_event: float = 1.6
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -150,8 +153,12 @@ STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
 FORWARD_LOG_ITEM_KB = 0.4
 PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
 # An inbox item's attributes besides its body: keys, lifecycle, times, the headers kept to re-verify it, the
-# payment's fields (measured: 729 bytes after the ingest's put, ~780 once settled).
-ITEM_ATTRIBUTES_KB = 0.75
+# payment's fields, nothing derivable from the rest (measured, item_sizes: ~583 bytes after the ingest's put, ~569
+# once settled: the settle's note and time replace the dispatch marks it clears).
+ITEM_ATTRIBUTES_KB = 0.57
+# An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
+KEYS_ONLY_ENTRY_KB = 0.12
+CONTROL_READS_PER_EVENT = 0.75
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered. The replay workflow
@@ -262,13 +269,16 @@ def assumed_usage(a: Assumptions) -> Usage:
         write_units_forwarding_per_transition=1,
         write_units_rate_limit=a.gateway_requests_per_event * 1,
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
-        read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event,
+        # + the gateway breaker's and rate limiter's consistent reads of their control items (cached per instance
+        # for a second: timing-dependent; measured 0.77 per event on 2026-12-01)
+        read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event + CONTROL_READS_PER_EVENT,
         pipe_events=1.0,
         processor_invocations=per_batch,
         sqs_requests=3 * per_batch,
         log_bytes_per_delivery=a.log_bytes_per_delivery,
         log_bytes_per_processed_event=a.log_bytes_per_processed_event,
-        stored_bytes=item_kb * 1024 + projected_kb * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
+        # what stays: the settled item and its events-by-group entry (keys only); the open-events entry is gone
+        stored_bytes=(item_kb + KEYS_ONLY_ENTRY_KB) * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
     )
 
 
