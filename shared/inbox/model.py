@@ -111,7 +111,7 @@ class StoredBody:
 
 # Inline bodies are stored zlib-compressed (RFC 1950) under this attribute when that is smaller: a DynamoDB write
 # is billed per KB of the whole item, and JSON compresses to about a third (Stripe's documented event example:
-# 1,863 bytes -> 671), to a sixth with the provider's preset dictionary (shared/inbox/dictionaries.py: ~300).
+# 1,863 bytes -> 671), to a sixth with the provider's preset dictionary (shared/inbox/dictionaries.py: 292).
 # Items written before compression keep their raw `body`; `inline_body` reads every form (plain zlib, any
 # dictionary ever used, raw). The signature was verified on the raw bytes before anything is stored. The body's
 # digest is not stored: it is the digest of what `inline_body` returns (the S3 key of a bucket body carries it).
