@@ -5,8 +5,8 @@ Source: Stripe's own API fixtures, `openapi/fixtures3.json` of github.com/stripe
 f0758b15a2cf53779d699452f4ab07d11076af0f: the `event`, `dispute`, `refund`, `charge` and `payment_intent` resources,
 the objects a payment's webhooks carry. Only their shape is kept, not their data: every field name, nested as a
 webhook nests it (`data.object` of an event envelope, two-space indentation as Stripe prints its events), with
-null, booleans and short enumerated strings kept and every id, URL, long string and number blanked, so the
-dictionary holds no fixture's identifiers and favours no particular event. The most common object (the
+null, booleans, enumerated words and country codes kept and every id, fingerprint, URL, name, text and number
+blanked, so the dictionary holds no fixture's data and favours no particular event. The most common object (the
 PaymentIntent) is last: zlib reaches the end of a dictionary best (zlib's deflateSetDictionary documentation: "the
 most commonly used strings occur at the end of the dictionary").
 
@@ -24,8 +24,10 @@ from typing import Any
 OBJECTS = ("dispute", "refund", "charge", "payment_intent")  # least to most common in a payment's webhooks
 # Stripe prints an event's envelope in this order (the Event object's example in its API reference).
 ENVELOPE_ORDER = ("id", "object", "api_version", "created", "data", "livemode", "pending_webhooks", "request", "type")
+# Values kept: enumerated words (`automatic`, `requires_capture`, `usd`, `10.4`) and country codes (`US`); every
+# other string (ids, fingerprints, URLs, names, descriptions) is blanked.
+_ENUMERATED = re.compile(r"^(?:[a-z0-9_.]{1,32}|[A-Z]{2})$")
 _IDENTIFIER = re.compile(r"^[a-z]+_[A-Za-z0-9]{10,}")
-_SHORT_TEXT = 24
 
 
 def skeleton(value: Any) -> Any:
@@ -39,7 +41,7 @@ def skeleton(value: Any) -> Any:
         return value
     if isinstance(value, int | float):
         return 0
-    if isinstance(value, str) and not _IDENTIFIER.match(value) and "/" not in value and len(value) <= _SHORT_TEXT:
+    if isinstance(value, str) and _ENUMERATED.match(value) and not _IDENTIFIER.match(value):
         return value
     return ""
 

@@ -28,10 +28,10 @@ _FOLDER = Path(__file__).parent
 # Every dictionary ever used, by the DICTID a zlib stream carries (its Adler-32): append only.
 DICTIONARIES: Final[dict[int, str]] = {
     # Stripe's event, dispute, refund, charge and PaymentIntent shapes (how it was built: bench/stripe_zdict.py)
-    0xC3016FF7: "stripe-1.zdict",
+    0x4E6F6678: "stripe-1.zdict",
 }
 # The dictionary each provider's bodies are compressed with now; a provider not named here: plain zlib.
-CURRENT: Final[dict[str, int]] = {"stripe": 0xC3016FF7}
+CURRENT: Final[dict[str, int]] = {"stripe": 0x4E6F6678}
 
 _FDICT = 0x20  # RFC 1950, 2.2: bit 5 of the FLG byte: a DICTID follows the two header bytes
 
