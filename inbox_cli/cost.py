@@ -42,9 +42,10 @@ class Assumptions:
     # machine's load times the batches (the write units are deterministic, the batching is not).
     events_per_processor_batch: float = 3.0
     # Log bytes as CloudWatch ingests them (structured lines and EMF metric blobs), measured: see item_sizes.
-    # (item_sizes 2026-12-01 21:06, the first run that counts the processor's worker threads: 483 and 1,077)
+    # (item_sizes 2026-12-01, the first runs that count the processor's worker threads: 483 and 819 to 1,077,
+    # timing-dependent: retries and re-reads)
     log_bytes_per_delivery: int = 485  # the ingest's, paid again by every duplicate delivery
-    log_bytes_per_processed_event: int = 1075  # the processor's, its FIFO groups' worker threads included
+    log_bytes_per_processed_event: int = 850  # the processor's, its FIFO groups' worker threads included
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     xray_sampled_share: float = 0.05
     dashboard: bool = False  # the CloudWatch dashboard (context value inbox_dashboard; off by default)
@@ -64,8 +65,8 @@ class Assumptions:
     # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
     # Measured (item_sizes, Stripe): 1.16 to 1.25 control-table write units per event across runs (a wrong
     # idle/busy guess costs a second write, and which one is guessed depends on timing).
-    # (2026-12-01 21:06, FIFO groups of a batch refetched concurrently: 1.64)
-    gateway_requests_per_event: float = 1.6
+    # (2026-12-01, FIFO groups of a batch refetched concurrently: 1.46 to 1.64)
+    gateway_requests_per_event: float = 1.5
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -158,7 +159,7 @@ PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times 
 ITEM_ATTRIBUTES_KB = 0.57
 # An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
 KEYS_ONLY_ENTRY_KB = 0.12
-CONTROL_READS_PER_EVENT = 0.75
+CONTROL_READS_PER_EVENT = 0.4
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered. The replay workflow
@@ -270,7 +271,7 @@ def assumed_usage(a: Assumptions) -> Usage:
         write_units_rate_limit=a.gateway_requests_per_event * 1,
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
         # + the gateway breaker's and rate limiter's consistent reads of their control items (cached per instance
-        # for a second: timing-dependent; measured 0.77 per event on 2026-12-01)
+        # for a second: timing-dependent; 0.36 to 0.77 per event measured on 2026-12-01)
         read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event + CONTROL_READS_PER_EVENT,
         pipe_events=1.0,
         processor_invocations=per_batch,
