@@ -63,17 +63,9 @@ THREAD_FUNCTIONS = {
     "local-archiver": "archiver",
     "local-sweeper": "sweeper",
 }
-# Threads a function starts inside its invocation, as the function they work for: the processor runs a batch's
-# FIFO groups on a pool (shared/process/app.py, `run_groups`, thread_name_prefix "group"), whose threads do not
-# carry the handler's mark.
-POOL_THREAD_FUNCTIONS = {"group_": "processor"}
-
-
-def pool_function(thread_name: str) -> str | None:
-    for prefix, function in POOL_THREAD_FUNCTIONS.items():
-        if thread_name.startswith(prefix):
-            return function
-    return None
+# The processor's worker threads (shared/process/app.py: one per FIFO group of a batch, `group_N`): the handler's
+# own work on other threads, so the handler's thread mark does not reach them.
+HANDLER_THREADS = {"group_": "processor"}
 
 
 @dataclass(frozen=True)
@@ -114,14 +106,19 @@ class Recorder:
     local: threading.local = field(default_factory=threading.local)
     tables: dict[str, tuple[tuple[str, ...], tuple[IndexShape, ...]]] = field(default_factory=dict)
 
-    def function(self) -> str:
+    def handler_function(self) -> str | None:
+        """The function whose handler runs on this thread (its own, or one of its worker threads), or None."""
         marked = getattr(self.local, "function", None)
         if marked:
             return str(marked)
         name = threading.current_thread().name
-        pooled = pool_function(name)
-        if pooled:
-            return pooled
+        return next((function for prefix, function in HANDLER_THREADS.items() if name.startswith(prefix)), None)
+
+    def function(self) -> str:
+        marked = self.handler_function()
+        if marked:
+            return marked
+        name = threading.current_thread().name
         for prefix, function in THREAD_FUNCTIONS.items():
             if name.startswith(prefix):
                 return function
@@ -288,8 +285,7 @@ class CountingStdout:
         self.recorder = recorder
 
     def write(self, text: str) -> int:
-        # inside a handler (or a pool thread it started) only: not the plumbing's
-        function = getattr(self.recorder.local, "function", None) or pool_function(threading.current_thread().name)
+        function = self.recorder.handler_function()  # inside a handler (or its workers) only: not the plumbing's
         if function:
             with self.recorder.lock:
                 self.recorder.log_bytes[function] += len(text.encode("utf-8"))

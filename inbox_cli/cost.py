@@ -68,9 +68,10 @@ class Assumptions:
     body_kb: float = (
         1.82  # average raw webhook body: Stripe's documented event example, 1,863 bytes (bench/item_sizes.py)
     )
-    # Inline bodies are stored zlib-compressed (shared/inbox/model.py): Stripe's documented event example, 1,863
-    # bytes, compresses to 671 (0.36); the benchmark's bodies, grown with the documented fields, to 0.37.
-    compressed_body_ratio: float = 0.37
+    # Inline bodies are stored zlib-compressed (shared/inbox/model.py), Stripe's with its preset dictionary
+    # (shared/inbox/dictionaries.py): Stripe's documented event example, 1,863 bytes, to ~300 (0.16; 671 without
+    # the dictionary); the benchmark's bodies, grown with the documented fields, median 353 (0.19).
+    compressed_body_ratio: float = 0.19
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 46.9  # measured: bench processor_batch, typical batch
@@ -100,7 +101,8 @@ class Assumptions:
     # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
     # Measured (item_sizes, Stripe): 1.16 to 1.25 control-table write units per event across runs (a wrong
     # idle/busy guess costs a second write, and which one is guessed depends on timing).
-    gateway_requests_per_event: float = 1.2
+    # (2026-12-01, FIFO groups of a batch refetched concurrently: 1.46 to 1.64)
+    gateway_requests_per_event: float = 1.5
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -188,8 +190,12 @@ STORAGE_OVERHEAD_BYTES_PER_ITEM = 100
 FORWARD_LOG_ITEM_KB = 0.4
 PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times (measured: ~330 bytes)
 # An inbox item's attributes besides its body: keys, lifecycle, times, the headers kept to re-verify it, the
-# payment's fields (measured: 729 bytes after the ingest's put, ~780 once settled).
-ITEM_ATTRIBUTES_KB = 0.75
+# payment's fields, nothing derivable from the rest (measured, item_sizes: ~583 bytes after the ingest's put, ~569
+# once settled: the settle's note and time replace the dispatch marks it clears).
+ITEM_ATTRIBUTES_KB = 0.57
+# An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
+KEYS_ONLY_ENTRY_KB = 0.12
+CONTROL_READS_PER_EVENT = 0.4
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
@@ -280,7 +286,14 @@ def assumed_usage(a: Assumptions) -> Usage:
         stored_body_kb = 0.1  # in the body bucket: the item keeps its key
     item_kb = stored_body_kb + ITEM_ATTRIBUTES_KB
     indexes = len(definitions.INBOX_GLOBAL_INDEXES)
-    projected_kb = item_kb if str(definitions.INBOX_INDEX_PROJECTION) == "ALL" else 0.5  # INCLUDE: small fields
+    projected_kb = 0.5  # an index entry: keys and a few small fields (INCLUDE or KEYS_ONLY), never the body
+    # The settle's index writes: the open-events entry goes (its key `open_status` is removed); the events-by-group
+    # index projects keys only, none of which the settle changes, so it writes nothing there.
+    settle_index_writes = sum(
+        1
+        for name in definitions.INBOX_INDEX_PROJECTIONS
+        if name == definitions.OPEN_EVENTS_INDEX or definitions.INBOX_INDEX_PROJECTIONS[name] != "KEYS_ONLY"
+    )
     per_batch = 1 / a.events_per_processor_batch
     # The processor's settle: with a payment to write (a transition, or a touch of an ignored event), one
     # transaction (2x, the inbox item billed on its whole size, body included; the payment put); without one, a
@@ -290,22 +303,24 @@ def assumed_usage(a: Assumptions) -> Usage:
         source=f"assumed (formulas from how the code writes, {a.body_kb} KB bodies; no measurement used)",
         write_units_ingest=_wru(item_kb) + indexes * _wru(projected_kb),
         write_units_per_duplicate=_wru(item_kb),
-        # each index entry updated (the open-events one removed, the events-by-resource one's status)
         write_units_processing=transactional * 2 * _wru(item_kb)
         + (1 - transactional) * _wru(item_kb)
         + transactional * 2 * _wru(PAYMENT_ITEM_KB)
-        + indexes * _wru(projected_kb),
+        + settle_index_writes * _wru(projected_kb),
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
         write_units_rate_limit=a.gateway_requests_per_event * 1,
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
-        read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event,
+        # + the gateway breaker's and rate limiter's consistent reads of their control items (cached per instance
+        # for a second: timing-dependent; 0.36 to 0.77 per event measured on 2026-12-01)
+        read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event + CONTROL_READS_PER_EVENT,
         pipe_events=1.0,
         processor_invocations=per_batch,
         sqs_requests=3 * per_batch,
         log_bytes_per_delivery=a.log_bytes_per_delivery,
         log_bytes_per_processed_event=a.log_bytes_per_processed_event,
-        stored_bytes=item_kb * 1024 + projected_kb * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
+        # what stays: the settled item and its events-by-group entry (keys only); the open-events entry is gone
+        stored_bytes=(item_kb + KEYS_ONLY_ENTRY_KB) * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
     )
 
 
@@ -323,7 +338,7 @@ def measured_usage(results_path: Path | None = None) -> Usage | None:
     sizes = section["item_bytes_median"]
     stored = (
         sizes.get("inbox item after processor Update", 0)
-        + sizes.get("inbox/events-by-resource entry", 0)
+        + sizes.get(f"inbox/{definitions.RESOURCE_EVENTS_INDEX} entry", 0)
         + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM
     )
     return Usage(
@@ -497,7 +512,7 @@ def monthly_cost(
             "monitoring": monitoring,
         },
         "assumptions": asdict(a),
-        "index_projection": definitions.INBOX_INDEX_PROJECTION,
+        "index_projection": ", ".join(f"{name} {kind}" for name, kind in definitions.INBOX_INDEX_PROJECTIONS.items()),
     }
 
 

@@ -25,7 +25,8 @@ from inbox_cli.replay import (
 from inbox_cli.stats import collect_stats, scan_attributes
 from inbox_cli.target import Target
 from shared import aws, definitions
-from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, EventStatus, event_key, resource_key
+from shared.definitions import source_of
+from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, EventStatus, event_key, fifo_group_id, resource_key
 from shared.inbox.store import InboxStore, from_attributes
 from shared.payments.store import ProcessingStore
 from shared.sweeper import SweepStore
@@ -82,12 +83,6 @@ class EventFilter:
             and (self.since is None or received >= normalize_time(self.since))
             and (self.until is None or received <= normalize_time(self.until))
         )
-
-
-def source_of(item: dict[str, Any]) -> str:
-    """The source an inbox item or payment belongs to: its `source`, or (an item written before sources, or of a
-    default source) its provider, whose default source has the provider's name."""
-    return str(item.get("source") or item["provider"])
 
 
 def inbox_store(target: Target) -> InboxStore:
@@ -160,7 +155,7 @@ def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[st
         "IndexName": definitions.RESOURCE_EVENTS_INDEX,
         "KeyConditionExpression": "#key = :key",
         "ExpressionAttributeNames": {"#key": definitions.RESOURCE_EVENTS_INDEX_PK},
-        "ExpressionAttributeValues": {":key": {"S": key}},
+        "ExpressionAttributeValues": {":key": {"S": fifo_group_id(key)}},  # the group id its events carry
         "PaginationConfig": {"MaxItems": TIMELINE_MAX_EVENTS},
     }
     store = inbox_store(target)

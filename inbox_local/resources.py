@@ -21,10 +21,7 @@ def inbox_table_spec(name: str) -> dict[str, Any]:
             {
                 "IndexName": index,
                 "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-                "Projection": {
-                    "ProjectionType": definitions.INBOX_INDEX_PROJECTION,
-                    "NonKeyAttributes": list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[index]),
-                },
+                "Projection": definitions.inbox_index_projection(index),
             }
             for index, pk, sk in definitions.INBOX_GLOBAL_INDEXES
         ],

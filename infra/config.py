@@ -37,6 +37,10 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
   (DynamoDB warm throughput; default: none, a new on-demand table sustains ON_DEMAND_INITIAL_WRITE_UNITS). For a
   known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
   Raising it is charged, and a raised value can never be lowered again.
+- ``inbox_previous_resource_index``: ``true`` keeps the inbox's events-by-resource index next to the
+  events-by-group index that replaced it (default ``false``): only for the first update of a stack deployed
+  before that change, because one update may add or delete one index only (docs/deploy.md, "Upgrading the inbox
+  indexes").
 
 Only when a declared source has ``mutual_tls`` (its deliveries come through a custom domain with mutual TLS,
 e.g. Efí Pix; docs/deploy.md, "Mutual TLS"), all four are required, and refused otherwise:
@@ -132,6 +136,7 @@ class StackSettings:
     forwarder_reserved_concurrency: int | None = None  # None: no reserved concurrency anywhere in the template
     forward_log_retention_days: int = definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
     inbox_warm_write_units: int | None = None  # None: no warm throughput set (DynamoDB's own)
+    previous_resource_index: bool = False  # context value inbox_previous_resource_index
 
     def __post_init__(self) -> None:
         if self.inbox_warm_write_units is not None and self.inbox_warm_write_units <= ON_DEMAND_INITIAL_WRITE_UNITS:
@@ -217,6 +222,7 @@ class StackSettings:
                 node, "forward_log_retention_days", definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
             ),
             inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
+            previous_resource_index=_boolean(node, definitions.PREVIOUS_RESOURCE_INDEX_CONTEXT, False),
         )
 
 

@@ -55,6 +55,7 @@ class WebhookInboxStack(Stack):
             "InboxStorage",
             retention_days=settings.retention_days,
             warm_write_units=settings.inbox_warm_write_units,
+            previous_resource_index=settings.previous_resource_index,
         )
         self.signing_secrets = SigningSecrets(
             self, "SigningSecrets", stack_name=self.stack_name, sources=sources, alongside=sources_share

@@ -38,22 +38,41 @@ OPEN_EVENTS_INDEX_PK: Final = "open_status"
 OPEN_EVENTS_INDEX_SK: Final = "received_at"
 OPEN_EVENTS_SHARDS: Final = 8
 
-# Every event of one payment, in business-time order.
-RESOURCE_EVENTS_INDEX: Final = "events-by-resource"
-RESOURCE_EVENTS_INDEX_PK: Final = "resource_key"  # "{source}#{resource_id}", absent when unknown
+# Every event of one payment, in business-time order: keyed by the FIFO group id, which is the payment's key
+# `{source}#{resource_id}` (or, for a key SQS refuses, `fifo_group_id` of it; an event about no payment is a group
+# of its own). Keys only: its one reader (the payment timeline) reads each event from the table, and a projected
+# attribute that a write changes is an index write (the settle's `status` was one per event).
+RESOURCE_EVENTS_INDEX: Final = "events-by-group"
+RESOURCE_EVENTS_INDEX_PK: Final = "group_id"
 RESOURCE_EVENTS_INDEX_SK: Final = "occurred_at"
+# The index it replaces (keyed by `resource_key`, projecting `status`). An index's name, keys and projection cannot
+# change in place, and one stack update may add or delete one index only, so a stack deployed with it moves in two
+# updates (docs/deploy.md, "Upgrading the inbox indexes"): the first, with the context value
+# PREVIOUS_RESOURCE_INDEX_CONTEXT=true, adds the new index next to it; the next one, without, deletes it. Items
+# still carry `resource_key` until they expire; new items do not (the group id holds it).
+PREVIOUS_RESOURCE_EVENTS_INDEX: Final = ("events-by-resource", "resource_key", "occurred_at")
+PREVIOUS_RESOURCE_EVENTS_INDEX_INCLUDED: Final = (
+    "provider",
+    "event_id",
+    "event_type",
+    "resource_id",
+    "status",
+    "received_at",
+)
+PREVIOUS_RESOURCE_INDEX_CONTEXT: Final = "inbox_previous_resource_index"
 
 INBOX_GLOBAL_INDEXES: Final[tuple[tuple[str, str, str], ...]] = (
     (OPEN_EVENTS_INDEX, OPEN_EVENTS_INDEX_PK, OPEN_EVENTS_INDEX_SK),
     (RESOURCE_EVENTS_INDEX, RESOURCE_EVENTS_INDEX_PK, RESOURCE_EVENTS_INDEX_SK),
 )
-# Both indexes project only what their readers use (INCLUDE), never the body or the headers: an index copy is
-# then under 1 KB, one write unit, where projecting ALL copied the whole item (body included) into each index and
-# tripled the write units of every inbox write. Keys (the table's and the index's) are always projected.
-# Readers: the sweeper (re-dispatch: group_id, dispatch marks; gauges: provider), replay (provider, event_type,
-# status), `inbox stats` (provider), the simulator and chaos harness (provider, resource_id). A test runs each of
-# them against the projected index, so an attribute missing here fails there, not in production.
-INBOX_INDEX_PROJECTION: Final = "INCLUDE"
+# Each index projects only what its readers use, never the body or the headers: an index copy is then under 1 KB,
+# one write unit, where projecting ALL copied the whole item (body included) into each index and tripled the write
+# units of every inbox write. Keys (the table's and the index's) are always projected.
+# Readers of the open-events index: the sweeper (re-dispatch: group_id, dispatch marks; gauges: provider), replay
+# (provider, event_type, status), `inbox stats` (provider), the simulator and chaos harness (provider,
+# resource_id). A test runs each of them against the projected index, so an attribute missing here fails there,
+# not in production.
+INBOX_INDEX_PROJECTIONS: Final[dict[str, str]] = {OPEN_EVENTS_INDEX: "INCLUDE", RESOURCE_EVENTS_INDEX: "KEYS_ONLY"}
 INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
     OPEN_EVENTS_INDEX: (
         "provider",
@@ -69,8 +88,17 @@ INBOX_INDEX_INCLUDED_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
         "last_error",
         "failed_at",
     ),
-    RESOURCE_EVENTS_INDEX: ("provider", "event_id", "event_type", "resource_id", "status", "received_at"),
+    RESOURCE_EVENTS_INDEX: (),
 }
+
+
+def inbox_index_projection(index: str) -> dict[str, Any]:
+    """An inbox index's `Projection` as DynamoDB's API and CloudFormation spell it."""
+    projection: dict[str, Any] = {"ProjectionType": INBOX_INDEX_PROJECTIONS[index]}
+    if INBOX_INDEX_PROJECTIONS[index] == "INCLUDE":
+        projection["NonKeyAttributes"] = list(INBOX_INDEX_INCLUDED_ATTRIBUTES[index])
+    return projection
+
 
 # ------------------------------------------------------------------------------------------- payments table
 PAYMENTS_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}"
@@ -84,7 +112,8 @@ PAYMENTS_PARTITION_KEY: Final = "pk"  # "{source}#{resource_id}"
 # shared/inbox/lifecycle.py is the run-time owner every Lambda writes through (its writers fill in the values).
 # A write "dispatches" (the Pipe enqueues the event) when it leaves the item pending with a dispatching reason
 # (PIPE_FILTER_PATTERN below); every dispatching write sets a fresh `dispatch_id` (SQS FIFO's 5-minute
-# deduplication would swallow a re-dispatch under the old one) and `dispatched_at` (the sweeper's clock).
+# deduplication would swallow a re-dispatch under the old one) and `dispatched_at` (the sweeper's clock), except
+# the receipt, whose `received_at` is that time (the sweeper reads the later of the two).
 
 # An attribute value in DynamoDB's wire format: {"S": "text"}, {"N": "3"}; or, in the replay workflow's
 # definition, a Step Functions path that yields one ({"S.$": "$.item.pk.S"}).
@@ -154,6 +183,9 @@ class Transition(NamedTuple):
     # on a stale read is refused. `quiet` attributes must be absent or older than the writer's cutoff.
     unchanged: tuple[str, ...] = ()
     quiet: tuple[str, ...] = ()
+    # Attributes the write removes: what the item no longer needs once in its target status. Each one stays out of
+    # every later write's billed size (an update is billed on the larger of the item before and after it).
+    clears: tuple[str, ...] = ()
 
     @property
     def dispatches(self) -> bool:
@@ -192,6 +224,9 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         last_error=LastError.CLEAR,
         stamps=("processed_at",),
         fields=("note",),
+        # A settled event is never dispatched again (only failed or pending ones are replayed, with fresh marks):
+        # its dispatch marks go, so that the settle's item is no larger than the received one.
+        clears=("dispatch_id", "dispatch_reason", "dispatched_at"),
     ),
     Write.FAIL: Transition(
         sources=_PENDING,
@@ -396,6 +431,7 @@ def _assign(
         request.set("last_error = :error", error=error)
     elif transition.last_error is LastError.CLEAR:
         request.removes.append("last_error")
+    request.removes.extend(transition.clears)
     for stamp in transition.stamps:
         request.set(f"{stamp} = :now", now=now)
     for name, value in fields.items():
@@ -1561,10 +1597,13 @@ def find_source(sources: tuple[SourceSpec, ...], name: str) -> SourceSpec:
 
 
 def source_of(item: Mapping[str, Any]) -> str:
-    """The source an inbox item, payment or published event belongs to. Items written before sources existed
-    carry only `provider`: they belong to that provider's default source, which is named after it (and is their
-    key's first part)."""
-    return str(item.get("source") or item.get("provider") or str(item["pk"]).split("#", 1)[0])
+    """The source an inbox item, payment or published event belongs to: its `source`, else its key's first part
+    (`source_key`: inbox items no longer store the source, their key holds it), else its `provider` (an item of a
+    provider's default source, which is named after it)."""
+    if item.get("source"):
+        return str(item["source"])
+    key = str(item.get("pk") or "")
+    return key.split("#", 1)[0] if "#" in key else str(item["provider"])
 
 
 def source_key(source: str, part: str) -> str:

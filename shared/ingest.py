@@ -139,7 +139,7 @@ class IngestService:
             event = as_hint(event, event_id, received_at) if event is not None else None
         pk = event_key(source.name, event_id)
         body = self._store_body(
-            source.name, pk, redact_secret_fields(request.body, driver.secret_body_fields), received_at
+            source.name, driver.name, pk, redact_secret_fields(request.body, driver.secret_body_fields), received_at
         )
         item = self._item(driver, request, source, event_id, event, body, received_at, failure)
         if self.store.put_new(item) is PutOutcome.DUPLICATE:
@@ -163,7 +163,9 @@ class IngestService:
         kept once per item while the copies fit the transaction's budget, else once in S3 for all of them."""
         first_id = events[0].event_id
         raw = redact_secret_fields(request.body, driver.secret_body_fields)
-        body = self._store_body(source.name, event_key(source.name, first_id), raw, received_at, copies=len(events))
+        body = self._store_body(
+            source.name, driver.name, event_key(source.name, first_id), raw, received_at, copies=len(events)
+        )
         items = [
             self._item(driver, request, source, event.event_id, event, body, received_at, None) for event in events
         ]
@@ -199,15 +201,17 @@ class IngestService:
             failure=failure,
         )
 
-    def _store_body(self, source: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1) -> StoredBody:
-        """Inline (zlib-compressed when that is smaller) while the kept bytes are within the break-even of an S3
-        object (shared/inbox/model.py: INLINE_BODY_BREAK_EVEN_BYTES) and an item's room, and, for a delivery of
-        several events, while its `copies` fit the transaction's budget; else in the body bucket, raw, once, under
-        a key of `pk` and the body's own digest. Only bodies that could be inline are compressed: the work stays
-        bounded whatever the body's size."""
+    def _store_body(
+        self, source: str, provider: str, pk: str, body: bytes, received_at: datetime, *, copies: int = 1
+    ) -> StoredBody:
+        """Inline (zlib-compressed when that is smaller, with `provider`'s preset dictionary when it has one) while
+        the kept bytes are within the break-even of an S3 object (shared/inbox/model.py:
+        INLINE_BODY_BREAK_EVEN_BYTES) and an item's room, and, for a delivery of several events, while its `copies`
+        fit the transaction's budget; else in the body bucket, raw, once, under a key of `pk` and the body's own
+        digest. Only bodies that could be inline are compressed: the work stays bounded whatever the body's size."""
         digest = hashlib.sha256(body).hexdigest()
         if len(body) <= self.settings.inline_body_limit_bytes:
-            compressed = compress_body(body)
+            compressed = compress_body(body, provider)
             smaller = len(compressed) < len(body)
             kept = compressed if smaller else body
             fits = len(kept) <= min(self.settings.inline_body_limit_bytes, INLINE_BODY_BREAK_EVEN_BYTES)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import hashlib
 import io
 import json
 import re
@@ -55,15 +56,21 @@ _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def archived_body(raw: bytes, fields: frozenset[str]) -> dict[str, Any]:
-    """The body's fields of an archive line: text when UTF-8 (redacted when configured and JSON), else base64."""
+    """The body's fields of an archive line: text when UTF-8 (redacted when configured and JSON), else base64, and
+    the digest of the body as stored (`body_sha256`: the item does not carry it, its body does)."""
+    digest = hashlib.sha256(raw).hexdigest()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        archived: dict[str, Any] = {"body": base64.b64encode(raw).decode("ascii"), "body_encoding": "base64"}
+        archived: dict[str, Any] = {
+            "body": base64.b64encode(raw).decode("ascii"),
+            "body_encoding": "base64",
+            "body_sha256": digest,
+        }
         if fields:
             archived["redaction"] = "skipped: body is not UTF-8"
         return archived
-    archived = {"body": text, "body_encoding": "utf-8"}
+    archived = {"body": text, "body_encoding": "utf-8", "body_sha256": digest}
     if not fields:
         return archived
     try:

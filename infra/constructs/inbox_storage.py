@@ -7,7 +7,10 @@ Choices:
   CloudTrail and nothing has to be granted to each reader (the Pipe, the processor, the sweeper, the CLI). A
   customer managed key would add a key policy to maintain and kms:Decrypt grants everywhere for no control we
   need (no cross-account access, no crypto-shredding). The bucket uses SSE-S3 for the same reason.
-- Indexes project the few attributes their readers use, never the body (definitions.INBOX_INDEX_PROJECTION).
+- Indexes project the few attributes their readers use, never the body (definitions.INBOX_INDEX_PROJECTIONS).
+  `previous_resource_index` (context value ``inbox_previous_resource_index``) also keeps the events-by-resource
+  index the events-by-group one replaced: the first of the two updates that move a deployed stack
+  (docs/deploy.md, "Upgrading the inbox indexes").
 - Retention: items expire by TTL after ``retention_days``; large bodies live ``BODY_EXPIRY_MARGIN_DAYS`` longer,
   because TTL deletes lazily (typically within days of the expiry) and an item must never point at a body
   that is already gone.
@@ -33,7 +36,13 @@ POINT_IN_TIME_RECOVERY_DAYS = 35  # the maximum DynamoDB offers
 
 class InboxStorage(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, retention_days: int, warm_write_units: int | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        retention_days: int,
+        warm_write_units: int | None = None,
+        previous_resource_index: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         warm = None if warm_write_units is None else dynamodb.WarmThroughput(write_units_per_second=warm_write_units)
@@ -54,14 +63,21 @@ class InboxStorage(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             warm_throughput=warm,
         )
-        projection = dynamodb.ProjectionType(definitions.INBOX_INDEX_PROJECTION)
-        for index_name, partition_key, sort_key in definitions.INBOX_GLOBAL_INDEXES:
+        indexes = [
+            (name, pk, sk, definitions.inbox_index_projection(name))
+            for name, pk, sk in definitions.INBOX_GLOBAL_INDEXES
+        ]
+        if previous_resource_index:  # a stack's first update past the index change keeps the index it replaces
+            name, pk, sk = definitions.PREVIOUS_RESOURCE_EVENTS_INDEX
+            included = list(definitions.PREVIOUS_RESOURCE_EVENTS_INDEX_INCLUDED)
+            indexes.append((name, pk, sk, {"ProjectionType": "INCLUDE", "NonKeyAttributes": included}))
+        for index_name, partition_key, sort_key, projection in indexes:
             self.table.add_global_secondary_index(
                 index_name=index_name,
                 partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
                 sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
-                projection_type=projection,
-                non_key_attributes=list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[index_name]),
+                projection_type=dynamodb.ProjectionType(projection["ProjectionType"]),
+                non_key_attributes=projection.get("NonKeyAttributes"),
                 warm_throughput=warm,
             )
 

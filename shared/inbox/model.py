@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
 from shared.definitions import source_key
+from shared.inbox.dictionaries import current_dictionary, stream_dictionary
 from shared.inbox.lifecycle import (
     OPEN_STATUSES,
     DispatchReason,
@@ -57,7 +58,8 @@ def event_key(source: str, event_id: str) -> str:
 
 
 def resource_key(source: str, resource_id: str) -> str:
-    """One payment of one source: the payments table's `pk`, the inbox's `resource_key` and the FIFO group."""
+    """One payment of one source: the payments table's `pk`, and the FIFO group of its events (`fifo_group_id` of
+    it: the inbox item's `group_id`, the events-by-group index's key)."""
     return source_key(source, resource_id)
 
 
@@ -107,10 +109,12 @@ class StoredBody:
     compressed: bool = False
 
 
-# Inline bodies are stored zlib-compressed (RFC 1950, `zlib.compress`) under this attribute when that is smaller:
-# a DynamoDB write is billed per KB of the whole item, and JSON compresses to about a third (Stripe's documented
-# event example: 1,863 bytes -> 671). Items written before compression keep their raw `body`; `inline_body` reads
-# both. The signature was verified on the raw bytes before anything is stored; `body_sha256` is the raw bytes'.
+# Inline bodies are stored zlib-compressed (RFC 1950) under this attribute when that is smaller: a DynamoDB write
+# is billed per KB of the whole item, and JSON compresses to about a third (Stripe's documented event example:
+# 1,863 bytes -> 671), to a sixth with the provider's preset dictionary (shared/inbox/dictionaries.py: 292).
+# Items written before compression keep their raw `body`; `inline_body` reads every form (plain zlib, any
+# dictionary ever used, raw). The signature was verified on the raw bytes before anything is stored. The body's
+# digest is not stored: it is the digest of what `inline_body` returns (the S3 key of a bucket body carries it).
 BODY_ZLIB_ATTRIBUTE = "body_zlib"
 # A compressed body up to this many bytes is kept in the item; a larger one goes to the body bucket. The break-even
 # of an S3 PUT (per delivery, duplicates included: the object is written before the dedup put) against the write
@@ -122,8 +126,12 @@ INLINE_BODY_BREAK_EVEN_BYTES = 3 * 1024
 _MAX_DECOMPRESSED_BYTES = 10 * 1024 * 1024
 
 
-def compress_body(body: bytes) -> bytes:
-    return zlib.compress(body, 6)
+def compress_body(body: bytes, provider: str | None = None) -> bytes:
+    """zlib (RFC 1950) at its highest level, with `provider`'s preset dictionary when it has one
+    (shared/inbox/dictionaries.py: the stream names it, so any reader finds it again)."""
+    zdict = current_dictionary(provider)
+    compressor = zlib.compressobj(9) if zdict is None else zlib.compressobj(9, zdict=zdict)
+    return compressor.compress(body) + compressor.flush()
 
 
 def inline_body(item: Mapping[str, Any]) -> bytes | None:
@@ -134,8 +142,10 @@ def inline_body(item: Mapping[str, Any]) -> bytes | None:
     if compressed is not None:
         limit = item.get("body_size")
         limit = limit if isinstance(limit, int) and 0 <= limit <= _MAX_DECOMPRESSED_BYTES else _MAX_DECOMPRESSED_BYTES
-        inflater = zlib.decompressobj()
-        raw = inflater.decompress(bytes(compressed), limit + 1)
+        stream = bytes(compressed)
+        zdict = stream_dictionary(stream)  # the preset dictionary its header names, if any
+        inflater = zlib.decompressobj() if zdict is None else zlib.decompressobj(zdict=zdict)
+        raw = inflater.decompress(stream, limit + 1)
         if len(raw) > limit or not inflater.eof:
             raise ValueError(f"the stored body of {item.get('pk')} decompresses past its {limit} bytes")
         return raw
@@ -174,19 +184,22 @@ def build_item(
     source = source or provider
     pk = event_key(source, event_id)
     status = EventStatus.FAILED if failure else EventStatus.PENDING
+    # Every attribute is paid for by each write of the item (billed per KB of the whole item), so nothing here is
+    # derivable from the rest: the source is the key's first part (`source_of`), the body's digest is the body's,
+    # the payment's key `{source}#{resource_id}` is the group id (or, for a key SQS refuses, what it hashes to).
     item: dict[str, Any] = {
         "pk": pk,
-        "source": source,
         "provider": provider,
         "event_id": event_id,
-        # status, open_status, attempts, received_at, and the dispatch (dispatch_id, dispatch_reason,
-        # dispatched_at) of a pending one, or the failure (last_error) of an unparseable one
+        # status, open_status, attempts, received_at, and the dispatch (dispatch_id, dispatch_reason) of a pending
+        # one, or the failure (last_error) of an unparseable one
         **received_attributes(pk, status, received_at=iso_utc(received_at), error=failure or None),
         "expires_at": int(received_at.timestamp()) + retention_days * 86_400,
-        "body_sha256": body.sha256,
         "body_size": body.size,
         "headers": {name: request.headers[name] for name in replay_headers if name in request.headers},
-        "group_id": fifo_group_id(pk),  # an event with no resource is a FIFO group of its own
+        # the FIFO group, and the key of the events-by-group index: the payment's, or the event's own when it is
+        # about no payment (a FIFO group of its own)
+        "group_id": fifo_group_id(pk),
     }
     if body.inline is not None:
         item[BODY_ZLIB_ATTRIBUTE if body.compressed else "body"] = body.inline
@@ -203,8 +216,7 @@ def build_item(
     item.update(event_type=event.event_type, occurred_at=iso_utc(event.occurred_at))
     if event.resource_id:
         item["resource_id"] = event.resource_id
-        item["resource_key"] = resource_key(source, event.resource_id)
-        item["group_id"] = fifo_group_id(item["resource_key"])
+        item["group_id"] = fifo_group_id(resource_key(source, event.resource_id))
     for name in ("provider_status", "amount", "currency"):
         value = getattr(event, name)
         if value is not None:

@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Match, Template
 
 from inbox_cli.cost import ACCESS_LOG_EXAMPLE
+from infra.application import build_app
 from shared import definitions
+from shared.definitions import default_sources
 
 from .conftest import Synthesized
 
@@ -76,11 +78,10 @@ def test_inbox_indexes_match_definitions(synthesized: Synthesized) -> None:
             {"AttributeName": partition_key, "KeyType": "HASH"},
             {"AttributeName": sort_key, "KeyType": "RANGE"},
         ]
-        assert indexes[name]["Projection"] == {
-            "ProjectionType": "INCLUDE",
-            "NonKeyAttributes": list(definitions.INBOX_INDEX_INCLUDED_ATTRIBUTES[name]),
-        }
-        assert not {"body", "headers", "body_s3_key"} & set(indexes[name]["Projection"]["NonKeyAttributes"])
+        assert indexes[name]["Projection"] == definitions.inbox_index_projection(name)
+        assert not {"body", "headers", "body_s3_key"} & set(indexes[name]["Projection"].get("NonKeyAttributes", ()))
+    # the events-by-group index projects keys only: no attribute a settle changes (status) is copied into it
+    assert indexes[definitions.RESOURCE_EVENTS_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
     key_names = {definitions.INBOX_PARTITION_KEY} | {
         key for _name, pk, sk in definitions.INBOX_GLOBAL_INDEXES for key in (pk, sk)
@@ -326,3 +327,27 @@ def test_outputs(synthesized: Synthesized) -> None:
         definitions.OUTPUT_SIGNING_SECRETS,
         definitions.OUTPUT_INGEST_FUNCTION,
     } <= set(outputs)
+
+
+def _index_names(context: dict[str, Any]) -> set[str]:
+    """The inbox table's index names in the template of the default declaration with `context`."""
+    _app, stack = build_app(context=context, sources=default_sources())
+    for table in Template.from_stack(stack).find_resources("AWS::DynamoDB::Table").values():
+        names = {index["IndexName"] for index in table["Properties"].get("GlobalSecondaryIndexes", ())}
+        if definitions.OPEN_EVENTS_INDEX in names:
+            return names
+    raise AssertionError("no inbox table in the template")
+
+
+def test_a_deployed_stack_moves_to_the_events_by_group_index_one_index_per_update() -> None:
+    # Given the inbox indexes of a stack deployed before the change (open events, and events by resource)
+    open_index, (previous, _pk, _sk) = definitions.OPEN_EVENTS_INDEX, definitions.PREVIOUS_RESOURCE_EVENTS_INDEX
+    deployed = {open_index, previous}
+    # When it is updated first with inbox_previous_resource_index=true, then with the defaults
+    first = _index_names({definitions.PREVIOUS_RESOURCE_INDEX_CONTEXT: "true"})
+    second = _index_names({})
+    # Then each update adds or deletes one index only (CloudFormation refuses more than one GSI creation or
+    # deletion in a single update: docs/deploy.md), and the second leaves the new indexes alone
+    assert first - deployed == {definitions.RESOURCE_EVENTS_INDEX} and deployed <= first
+    assert first - second == {previous} and second <= first
+    assert second == {name for name, _pk, _sk in definitions.INBOX_GLOBAL_INDEXES}

@@ -77,7 +77,9 @@ class TestStoringEvents:
         assert item["pk"] == "stripe#evt_abc"
         assert item["status"] == "pending"
         assert item["resource_id"] == "pi_42"
-        assert item["group_id"] == item["resource_key"] == "stripe#pi_42"
+        assert item["group_id"] == "stripe#pi_42"  # the payment's key: its FIFO group and its events-by-group key
+        # And nothing derivable from the rest is stored: each byte is paid by every write of the item
+        assert not {"source", "resource_key", "body_sha256", "dispatched_at"} & set(item)
         assert inline_body(item) == request.body  # kept compressed, read back as the raw bytes
         assert item["headers"] == {"stripe-signature": request.headers["stripe-signature"]}
         assert item["dispatch_reason"] == "received"
@@ -172,7 +174,7 @@ class TestWhereTheBodyIsKept:
         assert "body" not in item and "body_s3_key" not in item
         assert len(item[BODY_ZLIB_ATTRIBUTE]) < len(request.body) // 4
         assert store.read_body(item) == request.body
-        assert (item["body_size"], item["body_sha256"]) == (len(request.body), hashlib.sha256(request.body).hexdigest())
+        assert item["body_size"] == len(request.body)
 
     def test_a_body_that_does_not_compress_is_kept_as_it_is(self, aws_world):
         # Given a tiny body (zlib's header and checksum make it longer)

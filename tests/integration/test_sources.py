@@ -14,7 +14,7 @@ import pytest
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from inbox_local.senders import sender_for
 from inbox_local.server import api_gateway_event
-from shared.definitions import ENV_SOURCES, parse_sources, sources_json
+from shared.definitions import ENV_SOURCES, parse_sources, source_of, sources_json
 from shared.gateway.base import ResourceNotFound
 from shared.gateway.registry import gateway_client, reset_gateway_clients
 from shared.inbox.store import InboxStore
@@ -131,8 +131,8 @@ class TestIngestBySource:
         assert set(items) == {"stripe-br#evt_1", "stripe-us#evt_1"}
         for source in ("stripe-br", "stripe-us"):
             item = items[f"{source}#evt_1"]
-            assert (item["source"], item["provider"]) == (source, "stripe")
-            assert item["resource_key"] == item["group_id"] == f"{source}#pi_1"
+            assert (source_of(item), item["provider"]) == (source, "stripe")  # the source: the key's first part
+            assert item["group_id"] == f"{source}#pi_1"
 
     def test_an_unknown_or_invalid_source_is_404_and_stores_nothing(self, aws_world, sources):
         # Given the declaration has no "stripe" source (only stripe-br and stripe-us)

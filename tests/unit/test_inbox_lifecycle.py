@@ -135,8 +135,11 @@ def test_what_each_update_does_to_attempts_errors_and_the_open_events_index():
     }
     assert "attempts = :zero" in expressions[Write.REPLAY]
     assert "attempts" not in expressions[Write.REDISPATCH] and "attempts" not in expressions[Write.GIVE_UP]
-    # And a settled item leaves the open-events index and forgets its last error; a failed one stays in it
-    assert expressions[Write.SETTLE].endswith("REMOVE open_status, last_error")
+    # And a settled item leaves the open-events index, forgets its last error and its dispatch marks (it is never
+    # dispatched again: the settle's item is no larger than the received one); a failed one stays in the index
+    assert expressions[Write.SETTLE].endswith(
+        "REMOVE open_status, last_error, dispatch_id, dispatch_reason, dispatched_at"
+    )
     assert "open_status = :open_status" in expressions[Write.FAIL]
     assert expressions[Write.REPLAY].endswith("REMOVE last_error")
 
@@ -181,7 +184,9 @@ def test_a_write_to_a_status_its_row_does_not_list_is_refused_before_any_request
 def test_a_received_item_carries_its_dispatch_only_when_pending():
     pending = lifecycle.received_attributes("stripe#evt_1", PENDING, received_at="t0")
     unparseable = lifecycle.received_attributes("stripe#evt_2", FAILED, received_at="t0", error="bad json")
-    assert pending["dispatch_reason"] == "received" and pending["dispatched_at"] == "t0" and pending["dispatch_id"]
+    assert pending["dispatch_reason"] == "received" and pending["dispatch_id"]
+    # (its dispatch time is its receive time: not stored twice; the sweeper reads `received_at`)
+    assert "dispatched_at" not in pending and pending["received_at"] == "t0"
     assert pending["attempts"] == 0 and pending["open_status"].startswith("pending#")
     assert unparseable["last_error"] == "bad json" and unparseable["open_status"].startswith("failed#")
     assert "dispatch_id" not in unparseable and "dispatch_reason" not in unparseable
@@ -251,3 +256,13 @@ def test_the_lifecycle_owner_is_pure_so_every_lambda_carries_it_cheaply():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # Then it loaded nothing but the standard library, the definitions (its table) and itself: no boto3, no drivers
     assert result.stdout.strip() == "['shared', 'shared.definitions', 'shared.inbox', 'shared.inbox.lifecycle']"
+
+
+def test_a_dispatch_id_is_a_valid_and_fresh_sqs_deduplication_id():
+    from shared.inbox.model import is_valid_fifo_id
+
+    # Given many dispatch ids, as every dispatching write makes them
+    ids = {lifecycle.new_dispatch_id() for _ in range(10_000)}
+    # Then each is a valid SQS deduplication id, 16 characters (96 random bits), and none repeats
+    assert len(ids) == 10_000
+    assert all(is_valid_fifo_id(value) and len(value) == 16 for value in ids)
