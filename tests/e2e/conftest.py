@@ -10,13 +10,29 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+# How often a wait looks again. A look is a read in this process (milliseconds, RunningStack.stored_event), not an
+# `inbox` call (an interpreter: ~0.5 CPU s each, and as long again on a loaded machine).
+WAIT_INTERVAL_SECONDS = 0.1
+
+
+def wait_until(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: float = 60) -> T:
+    """What `probe` returns once `done` holds for it, or its last answer when `timeout` seconds have passed: the
+    caller asserts on it, so a timeout fails with what was seen. A condition, never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(WAIT_INTERVAL_SECONDS)
 
 
 def free_port() -> int:
@@ -31,9 +47,51 @@ class RunningStack:
     env: dict[str, str]
     process: subprocess.Popen[str]
     log_path: Path
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of the stack's embedded AWS, made once: what a test reads while it waits."""
+        if service not in self._clients:
+            import boto3
+
+            self._clients[service] = boto3.client(
+                service,
+                endpoint_url=f"http://127.0.0.1:{self.env['INBOX_AWS_PORT']}",
+                region_name="us-east-1",
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+            )
+        return self._clients[service]
+
+    def stored_event(self, source: str, event_id: str) -> dict[str, Any]:
+        """The inbox item of `source`'s event (a consistent GetItem), {} while there is none."""
+        from inbox_local.config import LocalNames
+        from shared.inbox.store import from_attributes
+
+        answer = self.client("dynamodb").get_item(
+            TableName=LocalNames().inbox_table, Key={"pk": {"S": f"{source}#{event_id}"}}, ConsistentRead=True
+        )
+        return from_attributes(answer["Item"]) if "Item" in answer else {}
+
+    def stored_events(self, **attributes: str) -> list[dict[str, Any]]:
+        """The inbox items whose attributes have these values (a scan: a test stack holds little)."""
+        from inbox_local.config import LocalNames
+        from shared.inbox.store import from_attributes
+
+        pages = self.client("dynamodb").get_paginator("scan").paginate(TableName=LocalNames().inbox_table)
+        items = (from_attributes(raw) for page in pages for raw in page["Items"])
+        return [item for item in items if all(item.get(name) == value for name, value in attributes.items())]
+
+    def settled_event(self, source: str, event_id: str, *, timeout: float = 60) -> dict[str, Any]:
+        """The event's item once it is no longer pending (its last state after `timeout`)."""
+        return wait_until(
+            lambda: self.stored_event(source, event_id),
+            lambda item: item.get("status") not in (None, "pending"),
+            timeout=timeout,
+        )
 
     def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
