@@ -216,11 +216,12 @@ def _own_stack() -> Iterator[RunningStack]:
 def local_stack(request: pytest.FixtureRequest) -> RunningStack:
     """The stack a test drives: by default a stack of the module's own. A module marked `pytest.mark.shared_stack`
     gets the one shared by the worker's such modules (_SharedStack) instead: only for modules that ingest and list
-    and never wait for processing, with ids of their own. Processing is not isolated by ids: each source's circuit
-    breaker and refetch rate limit live in the stack, so what one module's refetches spend or trip, another
-    module's events wait for (the likeliest reason CI once saw every event of a later module still pending after
-    90 s). Tests that need a stack configured otherwise call start_stack(extra_env) in a fixture of their own
-    (tests/README.md)."""
+    and never wait for processing, with ids of their own, leaving no work behind. Processing is not isolated by ids:
+    one embedded AWS, one queue and four processor threads serve every module, so the retries one module leaves
+    behind are what the next one waits for (reproduced: a burst about 200 payments the simulator did not know kept
+    the processor refetching 404s for minutes, and the next module's deliveries got 503s and its events stayed
+    pending; tests/README.md). Tests that need a stack configured otherwise call start_stack(extra_env) in a
+    fixture of their own."""
     if request.node.get_closest_marker("shared_stack") is None:
         stack: RunningStack = request.getfixturevalue("_own_stack")
         return stack
