@@ -57,7 +57,7 @@ class RunningStack:
         if service not in self._clients:
             import boto3
 
-            self._clients[service] = boto3.client(
+            self._clients[service] = boto3.client(  # type: ignore[call-overload]
                 service,
                 endpoint_url=f"http://127.0.0.1:{self.env['INBOX_AWS_PORT']}",
                 region_name="us-east-1",
