@@ -167,7 +167,7 @@ def stop_stack(stack: RunningStack) -> int:
 class _SharedStack:
     """One local stack per test process (per xdist worker), started when a test first asks for it and stopped as
     soon as the next test to run does not use it: an idle stack still polls its embedded AWS (the Pipe, the queue
-    mappings, the sweeper: about a fifth of a core measured with /proc/PID/stat), so it must not outlive the run of
+    mappings, the sweeper: about a tenth of a core measured with /proc/PID/stat), so it must not outlive the run of
     tests that share it. Starting one costs two interpreters and the embedded AWS's imports and tables (several CPU
     seconds); one per module made the e2e tier pay that a dozen times."""
 
