@@ -32,6 +32,7 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
+from inbox_local.polling import IdleBackoff
 from inbox_local.stream_reader import StreamReader
 from shared import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
@@ -71,6 +72,9 @@ class OutboxPublisher:
         self.given_up: list[dict[str, Any]] = []  # events of the batches given up (the Pipe's dead letters)
         self._failed_rounds: dict[str, int] = {}  # failed rounds per batch, by its first event's id
         self._lock = threading.Lock()
+        # Idle, the pause grows to MAX_IDLE_PAUSE_SECONDS; the queue mapping nudges it after every batch processed
+        # (the processor's transactions write the outbox), so a new transition does not wait for the pause.
+        self.idle = IdleBackoff(poll_seconds)
 
     # ---------------------------------------------------------------------------------------------- checkpoints
 
@@ -148,13 +152,21 @@ class OutboxPublisher:
             if not self.poll_once():
                 return
 
+    def nudge(self) -> None:
+        """The outbox was just written (a batch was processed): look at its stream now."""
+        self.idle.nudge()
+
     def run(self, stop: threading.Event) -> None:
         consecutive_failures = 0
         while not stop.is_set():
             wait = self.poll_seconds
             try:
-                self.poll_once()
+                read = self.poll_once()
                 consecutive_failures = 0
+                if not read:
+                    self.idle.idle()
+                    continue
+                self.idle.reset()
             except DeliveryFailed as error:
                 self.failures += 1
                 consecutive_failures += 1

@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from moto.events.models import EventPattern
@@ -60,6 +61,9 @@ class StreamPipe:
         self._running.set()
         self.forwarded = 0
         self.filtered_out = 0
+        self.idle = IdleBackoff(poll_seconds)
+        # Called with how many messages a poll sent to the queue (the runtime nudges the queue mapping with it).
+        self.on_sent: Callable[[int], None] | None = None
 
     def pause(self) -> None:
         """Stop forwarding (records stay in the stream, as when a Pipe is stopped or failing)."""
@@ -115,14 +119,20 @@ class StreamPipe:
         # the processor skips events that are no longer pending, and SQS drops repeats of the same dispatch id).
         self.reader.poll(forward)
         self.forwarded += sent
+        if sent and self.on_sent is not None:
+            self.on_sent(sent)
         return sent
 
+    def nudge(self) -> None:
+        """Something was just written to the table (an ingest): look at the stream now."""
+        self.idle.nudge()
+
     def run(self, stop: threading.Event) -> None:
-        idle = IdleBackoff(self.poll_seconds)
+        idle = self.idle
         while not stop.is_set():
             try:
                 if self.poll_once() == 0:
-                    stop.wait(idle.pause())
+                    idle.idle()
                 else:
                     idle.reset()
             except Exception as error:  # keep pumping: a real Pipe retries too

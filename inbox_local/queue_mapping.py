@@ -13,9 +13,11 @@ from typing import Any
 from inbox_local.aws_limits import LAMBDA_FIFO_MAX_BATCH_SIZE
 from inbox_local.config import REGION
 from inbox_local.lambda_context import LocalLambdaContext
-from inbox_local.polling import IdleBackoff
+from inbox_local.polling import MAX_IDLE_PAUSE_SECONDS, IdleBackoff
 
 Handler = Callable[[dict[str, Any], Any], Any]
+# The idle pause of the pollers after the first (seconds).
+LATE_POLLER_IDLE_CAP = 2.0
 
 
 def lambda_sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
@@ -62,6 +64,10 @@ class QueueMapping:
         self.invocations = 0
         self.crashes = 0
         self._lock = threading.Lock()
+        self._pollers: list[IdleBackoff] = []
+        # Called after every batch the function handled (the runtime nudges the outbox publisher with it: the
+        # processor's transactions write the outbox).
+        self.on_batch: Callable[[], None] | None = None
 
     def poll_once(self) -> int:
         """One receive + invoke + delete cycle. Returns how many messages were received."""
@@ -96,14 +102,30 @@ class QueueMapping:
             self._sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
         return len(messages)
 
+    def nudge(self, messages: int = 1) -> None:
+        """`messages` were just sent to the queue: wake as many pollers as their batches need (at least one)."""
+        with self._lock:
+            pollers = list(self._pollers)
+        for idle in pollers[: max(1, -(-messages // self.batch_size))]:
+            idle.nudge()
+
     def run(self, stop: threading.Event) -> None:
-        idle = IdleBackoff(self.idle_seconds)
+        # The first poller idles at the usual cap; the others, LATE_POLLER_IDLE_CAP_SECONDS: four pollers of an idle
+        # queue cost four requests per pause. A nudge (the Pipe sent messages) or a message found wakes them.
+        with self._lock:
+            first = not self._pollers
+            idle = IdleBackoff(self.idle_seconds, cap_seconds=MAX_IDLE_PAUSE_SECONDS if first else LATE_POLLER_IDLE_CAP)
+            self._pollers.append(idle)
         while not stop.is_set():
             try:
                 if self.poll_once() == 0:
-                    stop.wait(idle.pause())
+                    idle.idle()
                 else:
                     idle.reset()
+                    if self.on_batch is not None:
+                        self.on_batch()
+                    if first:  # a busy queue: every poller at the base pace
+                        self.nudge(self.batch_size * self.concurrency)
             except Exception as error:
                 print(f"queue mapping: {type(error).__name__}: {error}", flush=True)
                 stop.wait(1)

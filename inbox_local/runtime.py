@@ -124,6 +124,8 @@ class LocalStack:
             batch_size=definitions.PROCESSOR_BATCH_SIZE,
             concurrency=LOCAL_PROCESSOR_CONCURRENCY,
         )
+        # In-process producers nudge the poller that reads what they wrote (inbox_local/polling.py).
+        self.pipe.on_sent = self.queue_mapping.nudge
         self._spawn("pipe", lambda: self.pipe.run(self._stopping) if self.pipe else None)
         for worker in range(LOCAL_PROCESSOR_CONCURRENCY):
             self._spawn(
@@ -145,6 +147,7 @@ class LocalStack:
             forwarder=Forwarder.from_environ(record=forward_log.record if forward_log else None),
             max_retry_attempts=local_forward_max_retry_attempts(),
         )
+        self.queue_mapping.on_batch = self.outbox_publisher.nudge
         self._spawn("outbox", lambda: self.outbox_publisher.run(self._stopping) if self.outbox_publisher else None)
         sweep_interval = float(
             os.environ.get(definitions.ENV_SWEEP_INTERVAL) or definitions.LOCAL_SWEEP_INTERVAL_SECONDS
@@ -153,6 +156,7 @@ class LocalStack:
         self._spawn("sweeper", lambda: self.sweep_schedule.run(self._stopping) if self.sweep_schedule else None)
 
         api = ApiServer((self.endpoints.host, self.endpoints.port), ingest_handler, access_log=self.access_log)
+        api.on_invoked = self.pipe.nudge
         from inbox_local.faults import install as install_faults  # noqa: PLC0415 - once the environment is set
 
         self.faults = install_faults(self)
@@ -182,6 +186,7 @@ class LocalStack:
             access_log=self.access_log,
             throttle=api.throttle,
         )
+        mtls_api.on_invoked = api.on_invoked
         self._spawn("mtls-api", mtls_api.serve_forever)
         self._mtls_api = mtls_api
 

@@ -190,6 +190,9 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
             print(f"ingest crashed: {type(error).__name__}: {error}", file=sys.stderr)
             self._send(500, {"message": "Internal Server Error"}, started)
             return
+        finally:
+            if self.server.on_invoked is not None:
+                self.server.on_invoked()
         self._send(int(response["statusCode"]), response.get("body", ""), started, response.get("headers"))
 
     def _send(self, status: int, body: Any, started: float, headers: dict[str, str] | None = None) -> None:
@@ -227,6 +230,8 @@ class ApiServer(ThreadingHTTPServer):
         self.handler = handler
         self.access_log = access_log
         self.local_route: LocalRoute | None = None
+        # Called after each invocation of the function (the runtime nudges the Pipe: the inbox may hold a new item).
+        self.on_invoked: Callable[[], None] | None = None
         self.throttle = throttle or TokenBucket(
             definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT
         )

@@ -10,13 +10,29 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+# How often a wait looks again. A look is a read in this process (milliseconds, RunningStack.stored_event), not an
+# `inbox` call (an interpreter: ~0.5 CPU s each, and as long again on a loaded machine).
+WAIT_INTERVAL_SECONDS = 0.1
+
+
+def wait_until(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: float = 60) -> T:
+    """What `probe` returns once `done` holds for it, or its last answer when `timeout` seconds have passed: the
+    caller asserts on it, so a timeout fails with what was seen. A condition, never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(WAIT_INTERVAL_SECONDS)
 
 
 def free_port() -> int:
@@ -31,9 +47,51 @@ class RunningStack:
     env: dict[str, str]
     process: subprocess.Popen[str]
     log_path: Path
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of the stack's embedded AWS, made once: what a test reads while it waits."""
+        if service not in self._clients:
+            import boto3
+
+            self._clients[service] = boto3.client(  # type: ignore[call-overload]
+                service,
+                endpoint_url=f"http://127.0.0.1:{self.env['INBOX_AWS_PORT']}",
+                region_name="us-east-1",
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+            )
+        return self._clients[service]
+
+    def stored_event(self, source: str, event_id: str) -> dict[str, Any]:
+        """The inbox item of `source`'s event (a consistent GetItem), {} while there is none."""
+        from inbox_local.config import LocalNames
+        from shared.inbox.store import from_attributes
+
+        answer = self.client("dynamodb").get_item(
+            TableName=LocalNames().inbox_table, Key={"pk": {"S": f"{source}#{event_id}"}}, ConsistentRead=True
+        )
+        return from_attributes(answer["Item"]) if "Item" in answer else {}
+
+    def stored_events(self, **attributes: str) -> list[dict[str, Any]]:
+        """The inbox items whose attributes have these values (a scan: a test stack holds little)."""
+        from inbox_local.config import LocalNames
+        from shared.inbox.store import from_attributes
+
+        pages = self.client("dynamodb").get_paginator("scan").paginate(TableName=LocalNames().inbox_table)
+        items = (from_attributes(raw) for page in pages for raw in page["Items"])
+        return [item for item in items if all(item.get(name) == value for name, value in attributes.items())]
+
+    def settled_event(self, source: str, event_id: str, *, timeout: float = 60) -> dict[str, Any]:
+        """The event's item once it is no longer pending (its last state after `timeout`)."""
+        return wait_until(
+            lambda: self.stored_event(source, event_id),
+            lambda item: item.get("status") not in (None, "pending"),
+            timeout=timeout,
+        )
 
     def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -109,7 +167,7 @@ def stop_stack(stack: RunningStack) -> int:
 class _SharedStack:
     """One local stack per test process (per xdist worker), started when a test first asks for it and stopped as
     soon as the next test to run does not use it: an idle stack still polls its embedded AWS (the Pipe, the queue
-    mappings, the sweeper: about a fifth of a core measured with /proc/PID/stat), so it must not outlive the run of
+    mappings, the sweeper: about a tenth of a core measured with /proc/PID/stat), so it must not outlive the run of
     tests that share it. Starting one costs two interpreters and the embedded AWS's imports and tables (several CPU
     seconds); one per module made the e2e tier pay that a dozen times."""
 
@@ -158,11 +216,12 @@ def _own_stack() -> Iterator[RunningStack]:
 def local_stack(request: pytest.FixtureRequest) -> RunningStack:
     """The stack a test drives: by default a stack of the module's own. A module marked `pytest.mark.shared_stack`
     gets the one shared by the worker's such modules (_SharedStack) instead: only for modules that ingest and list
-    and never wait for processing, with ids of their own. Processing is not isolated by ids: each source's circuit
-    breaker and refetch rate limit live in the stack, so what one module's refetches spend or trip, another
-    module's events wait for (the likeliest reason CI once saw every event of a later module still pending after
-    90 s). Tests that need a stack configured otherwise call start_stack(extra_env) in a fixture of their own
-    (tests/README.md)."""
+    and never wait for processing, with ids of their own, leaving no work behind. Processing is not isolated by ids:
+    one embedded AWS, one queue and four processor threads serve every module, so the retries one module leaves
+    behind are what the next one waits for (reproduced: a burst about 200 payments the simulator did not know kept
+    the processor refetching 404s for minutes, and the next module's deliveries got 503s and its events stayed
+    pending; tests/README.md). Tests that need a stack configured otherwise call start_stack(extra_env) in a
+    fixture of their own."""
     if request.node.get_closest_marker("shared_stack") is None:
         stack: RunningStack = request.getfixturevalue("_own_stack")
         return stack

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import urllib.request
 from typing import Any
 
@@ -37,14 +36,12 @@ def send(stack, *args: str) -> tuple[str, str]:
 
 
 def settled(stack, event_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        shown = inbox(stack, "events", "show", "stripe", event_id, "--json")
-        assert shown.returncode == 0, shown.stderr
-        item: dict[str, Any] = json.loads(shown.stdout)
-        if item["status"] != "pending" or time.monotonic() > deadline:
-            return item
-        time.sleep(0.5)
+    """`inbox events show` of the event once the inbox no longer holds it pending (waited for in-process)."""
+    stack.settled_event("stripe", event_id)
+    shown = inbox(stack, "events", "show", "stripe", event_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    item: dict[str, Any] = json.loads(shown.stdout)
+    return item
 
 
 def gateway_truth(stack, resource_id: str) -> dict[str, Any]:

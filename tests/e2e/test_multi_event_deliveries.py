@@ -14,6 +14,7 @@ import pytest
 
 from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
+from tests.e2e.conftest import wait_until
 from tests.e2e.test_providers_brazil import post
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
@@ -42,16 +43,14 @@ def sent_ids(stdout: str) -> tuple[str, str]:
 
 
 def wait_for(stack: Any, source: str, event_id: str, statuses: set[str], timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        result = stack.cli("events", "show", source, event_id, "--json", check=False)
-        if result.returncode == 0:
-            shown = json.loads(result.stdout)
-            if shown.get("status") in statuses:
-                return shown
-        time.sleep(0.5)
-    raise AssertionError(f"{source} {event_id} never reached {statuses}: {shown}")
+    """`inbox events show` of the event once its item is in one of `statuses` (waited for in-process)."""
+    wait_until(
+        lambda: stack.stored_event(source, event_id), lambda item: item.get("status") in statuses, timeout=timeout
+    )
+    shown: dict[str, Any] = json.loads(stack.cli("events", "show", source, event_id, "--json").stdout)
+    if shown.get("status") not in statuses:
+        raise AssertionError(f"{source} {event_id} never reached {statuses}: {shown}")
+    return shown
 
 
 def test_an_adyen_delivery_of_three_items_is_three_events_stored_once(local_stack):

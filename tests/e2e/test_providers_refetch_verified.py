@@ -16,6 +16,7 @@ import pytest
 
 from inbox_local.config import DEV_SECRETS
 from inbox_local.senders import sender_for
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
@@ -42,13 +43,13 @@ def events_of(stack: Any, provider: str, resource_id: str) -> list[dict[str, Any
 
 
 def settled_events(stack: Any, provider: str, resource_id: str, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 60
-    rows: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        rows = events_of(stack, provider, resource_id)
-        if len(rows) >= count and all(row.get("status") in SETTLED for row in rows):
-            return rows
-        time.sleep(0.5)
+    wait_until(  # in-process; then what `inbox events list` shows
+        lambda: stack.stored_events(provider=provider, resource_id=resource_id),
+        lambda items: len(items) >= count and all(item.get("status") in SETTLED for item in items),
+    )
+    rows = events_of(stack, provider, resource_id)
+    if len(rows) >= count and all(row.get("status") in SETTLED for row in rows):
+        return rows
     raise AssertionError(f"{provider} {resource_id}: not settled in 60 s: {rows}")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from inbox_cli.simulate import SimulatorAdmin
-from tests.e2e.conftest import RunningStack, start_stack, stop_stack
+from tests.e2e.conftest import RunningStack, start_stack, stop_stack, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
@@ -34,14 +34,14 @@ def event(stack: RunningStack, provider: str, event_id: str) -> dict[str, Any]:
 def wait_for_status(
     stack: RunningStack, provider: str, event_id: str, wanted: set[str], timeout: float = 60
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        shown = event(stack, provider, event_id)
-        if shown["status"] in wanted:
-            return shown
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{provider}#{event_id} still {shown['status']} after {timeout} s: {shown}")
-        time.sleep(0.3)
+    """`inbox events show` of the event once its item is in a `wanted` status (waited for in-process)."""
+    wait_until(
+        lambda: stack.stored_event(provider, event_id), lambda item: item.get("status") in wanted, timeout=timeout
+    )
+    shown = event(stack, provider, event_id)
+    if shown["status"] not in wanted:
+        raise AssertionError(f"{provider}#{event_id} still {shown['status']} after {timeout} s: {shown}")
+    return shown
 
 
 def replay(stack: RunningStack, *args: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from inbox_local.config import signing_secret
 from inbox_local.senders.woovi import key_pair_secret, sender
 from shared.providers.woovi import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
@@ -28,15 +29,18 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
 
 
 def settled(local_stack, resource_id: str, deadline_seconds: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + deadline_seconds
-    while True:
-        rows = json.loads(local_stack.cli("events", "list", "--json", "--provider", "woovi").stdout)
-        mine = [row for row in rows if row["resource_id"] == resource_id]
-        if mine and all(row["status"] in ("processed", "ignored", "failed") for row in mine):
-            first: dict[str, Any] = mine[0]
-            return first
-        assert time.monotonic() < deadline, mine
-        time.sleep(0.5)
+    """The payment's first event as `inbox events list` shows it, once none of its events is pending (waited for
+    in-process)."""
+    wait_until(
+        lambda: local_stack.stored_events(provider="woovi", resource_id=resource_id),
+        lambda items: bool(items) and all(item["status"] in ("processed", "ignored", "failed") for item in items),
+        timeout=deadline_seconds,
+    )
+    rows = json.loads(local_stack.cli("events", "list", "--json", "--provider", "woovi").stdout)
+    mine = [row for row in rows if row["resource_id"] == resource_id]
+    assert mine and all(row["status"] in ("processed", "ignored", "failed") for row in mine), mine
+    first: dict[str, Any] = mine[0]
+    return first
 
 
 def test_inbox_send_woovi_is_verified_refetched_and_paid(local_stack):
