@@ -24,14 +24,24 @@ from shared.definitions import (
     ENV_RETRY_BASE_SECONDS,
     MAX_PROCESSING_ATTEMPTS,
     RETRY_BASE_SECONDS,
+    source_of,
 )
+from shared.gateway.ratelimit import BatchSlots
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
 from shared.process.coalesce import Refetches
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
-from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, RetryLater, parse_message
+from shared.process.service import (
+    Delivery,
+    DispatchMessage,
+    EventProcessor,
+    Outcome,
+    ReconcileMessage,
+    RetryLater,
+    parse_message,
+)
 from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
@@ -41,7 +51,8 @@ if TYPE_CHECKING:
 # FIFO groups of one batch processed at once. A batch holds at most PROCESSOR_BATCH_SIZE (10) messages; each group's
 # time is the gateway's round trip and DynamoDB's, so threads overlap them. Bounded: the gateway connection pool
 # keeps 10 connections (shared/gateway/http.py) and each group may hold one; the source's rate limit and circuit
-# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances.
+# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
+# the batch takes its rate-limit slots for all its groups together (`BatchSlots`: one write per source per batch).
 MAX_CONCURRENT_GROUPS = 4
 
 
@@ -156,6 +167,20 @@ def message_groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(groups.values())
 
 
+def group_source(records: list[dict[str, Any]]) -> str | None:
+    """The source a FIFO group's messages refetch from (one group is one payment of one source): an event's key
+    starts with its source, a reconciliation names it. None when no message of the group can be read."""
+    for record in records:
+        try:
+            message = parse_message(record.get("body") or "")
+        except (ValueError, TypeError):
+            continue
+        if isinstance(message, DispatchMessage):
+            return source_of({"pk": message.pk})
+        return message.source
+    return None
+
+
 def run_group(
     records: list[dict[str, Any]], handle: Callable[[dict[str, Any], Refetches], object], *, coalesce: bool = True
 ) -> GroupRun:
@@ -198,6 +223,7 @@ def process_batch(
     *,
     max_concurrent_groups: int = MAX_CONCURRENT_GROUPS,
     coalesce: bool = True,
+    batch_slots: bool = True,
 ) -> dict[str, Any]:
     """One SQS FIFO batch, with a partial batch response (`batchItemFailures`, ReportBatchItemFailures).
 
@@ -207,6 +233,10 @@ def process_batch(
     SQS FIFO will not hand them out before the failed message ahead of them in their group, which is hidden for its
     own backoff, so nothing waits a full visibility timeout for no reason. Within a group, one refetch serves the
     group's events in this batch (`coalesce`, shared/process/coalesce.py).
+
+    The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/ratelimit.py
+    `BatchSlots`): the first request to a source reserves, in one write, a slot for every group of that source
+    in the batch that has not finished or asked yet, instead of one write per request.
     """
     processor = processor or default_processor()
     records: list[dict[str, Any]] = event.get("Records", [])
@@ -217,7 +247,15 @@ def process_batch(
     def handle(record: dict[str, Any], refetches: Refetches) -> object:
         return handle_record(SQSRecord(record), processor, refetches)
 
-    runs = run_groups(groups, lambda group: run_group(group, handle, coalesce=coalesce), workers=max_concurrent_groups)
+    slots = BatchSlots({group[0]["messageId"]: group_source(group) for group in groups}) if batch_slots else None
+
+    def run(group: list[dict[str, Any]]) -> GroupRun:
+        if slots is None:
+            return run_group(group, handle, coalesce=coalesce)
+        with slots.group(group[0]["messageId"]):
+            return run_group(group, handle, coalesce=coalesce)
+
+    runs = run_groups(groups, run, workers=max_concurrent_groups)
     failed = {message_id for run in runs for message_id in (*run.failed, *run.skipped)}
     skipped = {message_id for run in runs for message_id in run.skipped}
     for record in records:
