@@ -23,6 +23,8 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   slots the schedule has since handed to others. A processor batch takes its slots this way (`BatchSlots`, one write
   per source per batch instead of one per request); a slot it took and did not use in time (a group that turned
   out to need no refetch, a crash, a slow group) is lost, never given back: giving back would need another write.
+  (A request goes out once its write has returned, so a write that takes L seconds may send its first slot's
+  request L late, as one write per request always did: milliseconds in AWS, a fraction of one request's interval.)
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
   writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - interval <= tat
   <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one interval, so a
