@@ -6,7 +6,8 @@ What is measured is how the processor's round trips add up and overlap, not how 
 machine (2 cores shared by other work) moto's CPU per DynamoDB request outweighs a real one's latency by far, so
 DynamoDB is a store that keeps the items in memory and waits DYNAMODB_LATENCY_SECONDS per request (the inbox read,
 the payment read, the settling transaction; the limiter's conditional write, per refetch before and per batch
-after; the breaker's read, cached for a second). Both latencies are assumptions, stated in the result: no gateway publishes its API's round trip.
+after; the breaker's read, cached for a second). Both latencies are assumptions, stated in the result: no gateway
+publishes its API's round trip.
 The store's semantics are the few the processor relies on here (pending -> processed | ignored, the payment's
 version); the real one is tested against moto (tests/integration).
 

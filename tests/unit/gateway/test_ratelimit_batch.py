@@ -18,7 +18,7 @@ from moto.dynamodb.models import DynamoDBBackend
 
 from inbox_local.resources import simple_table_spec
 from shared.gateway.ratelimit import BatchSlots, RateLimited, RateLimiter, Slot
-from tests.unit.gateway.fakes import Clock, Sleeps, Spy
+from tests.unit.gateway.fakes import Clock, Spy
 
 TABLE = "test-control"
 
@@ -239,10 +239,8 @@ def test_two_processors_reserving_at_once_never_exceed_the_bucket(dynamodb, monk
     refused: list[RateLimited] = []
 
     def processor(seed: int) -> None:
-        rng = random.Random(seed)  # noqa: S311 - batch shapes, not security
-        limit = RecordingLimiter(
-            TABLE, "stripe", rate, burst=burst, max_wait_seconds=0.5, dynamodb=dynamodb, used=used
-        )
+        rng = random.Random(seed)
+        limit = RecordingLimiter(TABLE, "stripe", rate, burst=burst, max_wait_seconds=0.5, dynamodb=dynamodb, used=used)
         end = time.time() + seconds
         while time.time() < end:
             # When each processes batches of 1 to 6 payments, each payment refetched once, two groups at a time
