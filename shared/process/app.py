@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 # breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
 # the batch takes its rate-limit slots for all its groups together (`BatchSlots`: one write per source per batch).
 MAX_CONCURRENT_GROUPS = 4
+GROUP_THREAD_PREFIX = "group"  # the groups' threads are named `group_{n}` (bench/item_sizes.py attributes by it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +208,7 @@ def run_groups(
     round trips, not CPU); one group runs in the calling thread."""
     if workers <= 1 or len(groups) <= 1:
         return [run(group) for group in groups]
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix="group")
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix=GROUP_THREAD_PREFIX)
     try:
         return list(pool.map(run, groups))
     finally:

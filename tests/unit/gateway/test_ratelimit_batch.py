@@ -109,7 +109,7 @@ def test_a_batch_takes_the_slots_of_its_groups_of_one_source_in_one_write(dynamo
     # Given a batch of three Stripe payments and one Asaas payment, each source with its limiter
     spy = Spy(dynamodb)
     stripe = limiter(spy, clock, sleeps, burst=5)
-    asaas = RateLimiter(TABLE, "asaas", 10.0, burst=5, clock=clock, sleep=sleeps, dynamodb=spy)
+    asaas = RateLimiter(TABLE, "asaas", 10.0, burst=5, clock=clock, sleep=sleeps, dynamodb=spy)  # type: ignore[arg-type]
     batch = BatchSlots({"g1": "stripe", "g2": "stripe", "g3": "stripe", "g4": "asaas"})
 
     # When each group refetches once
