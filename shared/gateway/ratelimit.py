@@ -20,13 +20,16 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   has room. The slots are those `count` single requests would have taken one after the other, so the window bound
   above is unchanged: slot i of a write that left `tat` at T is due at `T - (count - i) / rate` and may be used
   from `tolerance` before that time until that time (`Slot`), never after: a slot used later could coincide with
-  slots the schedule has since handed to others. A processor batch takes its slots this way (`BatchSlots`, one write
-  per source per batch instead of one per request); a slot it took and did not use in time (a group that turned
-  out to need no refetch, a crash, a slow group) is lost, never given back: giving back would need another write.
-  (A request goes out once its write has returned, so a write that takes L seconds may send its first slot's
-  request L late, as one write per request always did: milliseconds in AWS, a fraction of one request's interval.)
+  slots the schedule has since handed to others. A rested source's write places the slots after its first half a
+  tolerance later than one after the other (its first request goes at once, the others come a little later: each
+  may then be used until half a tolerance after its turn), leaving that half tolerance of the schedule unused.
+  A processor batch takes its slots this way (`BatchSlots`, one write per source per batch instead of one per
+  request); a slot it took and did not use in time (a group that turned out to need no refetch, a crash, a slow
+  group) is lost, never given back: giving back would need another write. (A request goes out once its write has
+  returned, so a write that takes L seconds may send its first slot's request L late, as one write per request
+  always did: milliseconds in AWS, a fraction of one request's interval.)
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
-  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - interval <= tat
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval, + the half tolerance above) and "busy" (`now - interval <= tat
   <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one interval, so a
   source near its rate does not flip between them, at the price of at most one request early). The instance
   guesses from what it saw last; a wrong guess fails its condition, returns the item
@@ -126,6 +129,12 @@ class Grant:
 
 
 @dataclass(frozen=True, slots=True)
+class _Taken:
+    tat: float  # the schedule after the write
+    idle: bool = True  # the rested source's write (SET tat = now + ...), else the busy one (tat = tat + ...)
+
+
+@dataclass(frozen=True, slots=True)
 class _Refused:
     state: LimiterState  # what the refusing condition found
     fits: int  # slots that state has room for
@@ -190,8 +199,9 @@ class RateLimiter:
 
     @property
     def max_slots(self) -> int:
-        """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds`."""
-        return max(1, math.floor((self.horizon + self.interval) / self.interval + _EPSILON))
+        """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds` (less
+        the half tolerance a rested source's write leaves unused, `_idle_shift`)."""
+        return max(1, math.floor((self.horizon - self.tolerance / 2 + self.interval) / self.interval + _EPSILON))
 
     # ------------------------------------------------------------------------------------------------ API
 
@@ -232,8 +242,8 @@ class RateLimiter:
                 want = min(want, outcome.fits)
                 continue
             with self._lock:
-                self._seen_tat = outcome
-            return self._grant(outcome, want, count, now)
+                self._seen_tat = outcome.tat
+            return self._grant(outcome.tat, want, count, now, idle=outcome.idle)
         # The schedule kept moving under us (many instances at once): it is busy, come back after one interval.
         raise RateLimited(f"refetch rate of {self.source} is saturated", retry_after=self.interval)
 
@@ -248,22 +258,31 @@ class RateLimiter:
     def now(self) -> float:
         return self._clock()
 
-    def _grant(self, tat: float, granted: int, asked: int, now: float) -> Grant:
+    def _idle_shift(self, count: int) -> float:
+        """How much later than one after the other a rested source's write places the slots after its first: half
+        the tolerance. The first slot's request goes at once; the others are for requests that come a little later
+        (a batch's other groups), and each may be used until `tolerance / 2` after its turn instead of until its
+        turn, for as long before. The schedule spends that time unused: only when the source was idle."""
+        return self.tolerance / 2 if count > 1 else 0.0
+
+    def _grant(self, tat: float, granted: int, asked: int, now: float, *, idle: bool) -> Grant:
         """The slots a write that left the schedule at `tat` took: those `granted` single requests would have
-        taken one after the other. A slot may be used from `tolerance` before its due time until that time (or at
-        once, when the write found the schedule up to one interval in the past: the busy write's overlap)."""
+        taken one after the other (after a rested source's first slot, `_idle_shift` later). A slot may be used
+        from `tolerance` before its due time until that time (or at once, when the write found the schedule up
+        to one interval in the past: the busy write's overlap)."""
+        shift = self._idle_shift(granted) if idle else 0.0
         slots = []
         for index in range(granted):
-            due = tat - (granted - index) * self.interval
+            due = tat - (granted - index) * self.interval - (shift if index == 0 else 0.0)
             slots.append(Slot(not_before=due - self.tolerance, not_after=max(due, now)))
         rest = tat - self.horizon if asked > granted else None  # when one more slot fits
         return Grant(tuple(slots), rest_retry_at=rest)
 
-    def _write(self, now: float, count: int, *, busy: bool) -> float | _Refused:
+    def _write(self, now: float, count: int, *, busy: bool) -> _Taken | _Refused:
         """One conditional write of `count` slots: the new `tat` when it took them, else the state that refused
         them and how many slots that state has room for (RateLimited when none)."""
         try:
-            return self._take_busy(now, count) if busy else self._take_idle(now, count)
+            return _Taken(self._take_busy(now, count), idle=False) if busy else _Taken(self._take_idle(now, count))
         except _ConditionFailed as failed:
             state = failed.state
         with self._lock:
@@ -274,7 +293,7 @@ class RateLimiter:
         self._refuse_if_full(state, now)
         if state.tat > now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
             replaced = self._replace_skewed(state, now, count)
-            return _Refused(state, count) if replaced is None else replaced
+            return _Refused(state, count) if replaced is None else _Taken(replaced)
         return _Refused(state, self._fits(state, now))
 
     def _fits(self, state: LimiterState, now: float) -> int:
@@ -339,7 +358,7 @@ class RateLimiter:
         return "(attribute_not_exists(blocked_until) OR blocked_until <= :now)"
 
     def _take_idle(self, now: float, count: int) -> float:
-        tat = now + count * self.interval
+        tat = now + self._idle_shift(count) + count * self.interval
         self._update(
             "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
             f"(attribute_not_exists(tat) OR tat <= :now) AND {self._not_blocked()}",
@@ -368,7 +387,7 @@ class RateLimiter:
         return LimiterState.from_item(attributes).tat
 
     def _replace_skewed(self, state: LimiterState, now: float, count: int) -> float | None:
-        tat = now + count * self.interval
+        tat = now + self._idle_shift(count) + count * self.interval  # as a rested source's write
         try:
             self._update(
                 "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
