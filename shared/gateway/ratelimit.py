@@ -29,12 +29,13 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   returned, so a write that takes L seconds may send its first slot's request L late, as one write per request
   always did: milliseconds in AWS, a fraction of one request's interval.)
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
-  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval, + the half tolerance above) and "busy" (`now - interval <= tat
-  <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one interval, so a
-  source near its rate does not flip between them, at the price of at most one request early). The instance
-  guesses from what it saw last; a wrong guess fails its condition, returns the item
-  (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only when the source
-  switches between idle and busy (or when fewer slots fit than were asked). A refused write costs one write too.
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval, plus the half tolerance above)
+  and "busy" (`now - interval <= tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x
+  interval; they overlap by one interval, so a source near its rate does not flip between them, at the price of
+  at most one request early). The instance guesses from what it saw last; a wrong guess fails its condition,
+  returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only
+  when the source switches between idle and busy (or when fewer slots fit than were asked). A refused write costs
+  one write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
