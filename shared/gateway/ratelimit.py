@@ -20,22 +20,21 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   has room. The slots are those `count` single requests would have taken one after the other, so the window bound
   above is unchanged: slot i of a write that left `tat` at T is due at `T - (count - i) / rate` and may be used
   from `tolerance` before that time until that time (`Slot`), never after: a slot used later could coincide with
-  slots the schedule has since handed to others. A rested source's write places the slots after its first half a
-  tolerance later than one after the other (its first request goes at once, the others come a little later: each
-  may then be used until half a tolerance after its turn), leaving that half tolerance of the schedule unused.
-  A processor batch takes its slots this way (`BatchSlots`, one write per source per batch instead of one per
-  request); a slot it took and did not use in time (a group that turned out to need no refetch, a crash, a slow
-  group) is lost, never given back: giving back would need another write. (A request goes out once its write has
-  returned, so a write that takes L seconds may send its first slot's request L late, as one write per request
-  always did: milliseconds in AWS, a fraction of one request's interval.)
+  slots the schedule has since handed to others. (A request goes out once its write has returned, so a write that
+  takes L seconds may send its first slot's request L late, as one write per request always did: milliseconds in
+  AWS, a fraction of one request's interval.)
+- A processor batch takes its slots this way (`BatchSlots`): the requests its groups are about to make to one
+  source are gathered, and one write takes a slot for each of them, used at once (after the same sleep for its
+  turn a single request would have). Only requests that are being made take slots: nothing is reserved for a
+  request that may never come, so nothing is left over to lose but the slots of a request that never went out
+  (a crash between the write and the request).
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
-  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval, plus the half tolerance above)
-  and "busy" (`now - interval <= tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x
-  interval; they overlap by one interval, so a source near its rate does not flip between them, at the price of
-  at most one request early). The instance guesses from what it saw last; a wrong guess fails its condition,
-  returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only
-  when the source switches between idle and busy (or when fewer slots fit than were asked). A refused write costs
-  one write too.
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - interval <=
+  tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one
+  interval, so a source near its rate does not flip between them, at the price of at most one request early).
+  The instance guesses from what it saw last; a wrong guess fails its condition, returns the item
+  (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only when the source
+  switches between idle and busy (or when fewer slots fit than were asked). A refused write costs one write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
@@ -55,7 +54,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -82,6 +80,9 @@ MAX_CLOCK_AHEAD_SECONDS = 30.0
 _NEGLIGIBLE_WAIT_SECONDS = 0.001
 _WRITE_ROUNDS = 4  # idle or busy guess, the other, and twice more when other instances moved the schedule between
 _EPSILON = 1e-6  # slots are counted from times stored to 0.1 ms: a boundary must not lose a slot to rounding
+# The longest the first request of a batch to a source waits for the batch's other running groups to ask too
+# (BatchSlots): in AWS they ask within a DynamoDB read of each other; this only bounds a group that is slow to.
+GATHER_MAX_SECONDS = 0.5
 
 
 class RateLimited(GatewayUnavailable):
@@ -127,12 +128,6 @@ class Grant:
 
     slots: tuple[Slot, ...]
     rest_retry_at: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Taken:
-    tat: float  # the schedule after the write
-    idle: bool = True  # the rested source's write (SET tat = now + ...), else the busy one (tat = tat + ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +195,8 @@ class RateLimiter:
 
     @property
     def max_slots(self) -> int:
-        """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds` (less
-        the half tolerance a rested source's write leaves unused, `_idle_shift`)."""
-        return max(1, math.floor((self.horizon - self.tolerance / 2 + self.interval) / self.interval + _EPSILON))
+        """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds`."""
+        return max(1, math.floor((self.horizon + self.interval) / self.interval + _EPSILON))
 
     # ------------------------------------------------------------------------------------------------ API
 
@@ -243,8 +237,8 @@ class RateLimiter:
                 want = min(want, outcome.fits)
                 continue
             with self._lock:
-                self._seen_tat = outcome.tat
-            return self._grant(outcome.tat, want, count, now, idle=outcome.idle)
+                self._seen_tat = outcome
+            return self._grant(outcome, want, count, now)
         # The schedule kept moving under us (many instances at once): it is busy, come back after one interval.
         raise RateLimited(f"refetch rate of {self.source} is saturated", retry_after=self.interval)
 
@@ -259,31 +253,22 @@ class RateLimiter:
     def now(self) -> float:
         return self._clock()
 
-    def _idle_shift(self, count: int) -> float:
-        """How much later than one after the other a rested source's write places the slots after its first: half
-        the tolerance. The first slot's request goes at once; the others are for requests that come a little later
-        (a batch's other groups), and each may be used until `tolerance / 2` after its turn instead of until its
-        turn, for as long before. The schedule spends that time unused: only when the source was idle."""
-        return self.tolerance / 2 if count > 1 else 0.0
-
-    def _grant(self, tat: float, granted: int, asked: int, now: float, *, idle: bool) -> Grant:
+    def _grant(self, tat: float, granted: int, asked: int, now: float) -> Grant:
         """The slots a write that left the schedule at `tat` took: those `granted` single requests would have
-        taken one after the other (after a rested source's first slot, `_idle_shift` later). A slot may be used
-        from `tolerance` before its due time until that time (or at once, when the write found the schedule up
-        to one interval in the past: the busy write's overlap)."""
-        shift = self._idle_shift(granted) if idle else 0.0
+        taken one after the other. A slot may be used from `tolerance` before its due time until that time (or at
+        once, when the write found the schedule up to one interval in the past: the busy write's overlap)."""
         slots = []
         for index in range(granted):
-            due = tat - (granted - index) * self.interval - (shift if index == 0 else 0.0)
+            due = tat - (granted - index) * self.interval
             slots.append(Slot(not_before=due - self.tolerance, not_after=max(due, now)))
         rest = tat - self.horizon if asked > granted else None  # when one more slot fits
         return Grant(tuple(slots), rest_retry_at=rest)
 
-    def _write(self, now: float, count: int, *, busy: bool) -> _Taken | _Refused:
+    def _write(self, now: float, count: int, *, busy: bool) -> float | _Refused:
         """One conditional write of `count` slots: the new `tat` when it took them, else the state that refused
         them and how many slots that state has room for (RateLimited when none)."""
         try:
-            return _Taken(self._take_busy(now, count), idle=False) if busy else _Taken(self._take_idle(now, count))
+            return self._take_busy(now, count) if busy else self._take_idle(now, count)
         except _ConditionFailed as failed:
             state = failed.state
         with self._lock:
@@ -294,7 +279,7 @@ class RateLimiter:
         self._refuse_if_full(state, now)
         if state.tat > now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
             replaced = self._replace_skewed(state, now, count)
-            return _Refused(state, count) if replaced is None else _Taken(replaced)
+            return _Refused(state, count) if replaced is None else replaced
         return _Refused(state, self._fits(state, now))
 
     def _fits(self, state: LimiterState, now: float) -> int:
@@ -359,7 +344,7 @@ class RateLimiter:
         return "(attribute_not_exists(blocked_until) OR blocked_until <= :now)"
 
     def _take_idle(self, now: float, count: int) -> float:
-        tat = now + self._idle_shift(count) + count * self.interval
+        tat = now + count * self.interval
         self._update(
             "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
             f"(attribute_not_exists(tat) OR tat <= :now) AND {self._not_blocked()}",
@@ -388,7 +373,7 @@ class RateLimiter:
         return LimiterState.from_item(attributes).tat
 
     def _replace_skewed(self, state: LimiterState, now: float, count: int) -> float | None:
-        tat = now + self._idle_shift(count) + count * self.interval  # as a rested source's write
+        tat = now + count * self.interval
         try:
             self._update(
                 "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
@@ -440,41 +425,52 @@ class RateLimiter:
         )
 
 
+@dataclass(eq=False)
+class _Ask:
+    """One request waiting for its slot in a batch."""
+
+    group: Hashable
+    slot: Slot | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
 @dataclass
 class _Pool:
-    """One source's slots in one batch."""
+    """One source's requests in one batch."""
 
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    slots: deque[Slot] = field(default_factory=deque)
-    retry_at: float = 0.0  # the rest were refused: no slot before this (epoch seconds)
+    asking: list[_Ask] = field(default_factory=list)  # gathered, not yet written for
+    writing: bool = False  # a request is gathering, or writing for those gathered
+    asked: set[Hashable] = field(default_factory=set)  # groups that asked at least once
+    retry_at: float = 0.0  # a write was refused (or granted fewer): no slot before this (epoch seconds)
 
 
 class BatchSlots:
-    """The refetch slots of one processor batch (shared/process/app.py): per source, one write takes the slots the
-    batch's groups of that source will ask for, instead of one write per request.
+    """The refetch slots of one processor batch (shared/process/app.py): the requests the batch's groups are about
+    to make to a source are gathered, and one write takes a slot for each of them, instead of one write each.
 
-    `groups` maps each FIFO group of the batch (one payment each) to its source. The first request of a source's
-    group reserves a slot for itself and for every other group of that source that has neither finished nor asked
-    yet: each will refetch once (coalescing: one refetch per payment per batch, shared/process/coalesce.py), so the
-    batch takes what it will use, not more. A request that finds no slot left in time (a group's second request, a
-    retry, the turn of a slow group gone by) reserves again, for itself and the groups that have not asked yet.
-    When the source grants fewer slots than asked, the requests left over are told when to come back without any
-    further write: RateLimited, the wait a single refused request gets (the processor delays the message and counts
-    no attempt).
+    `groups` maps each FIFO group of the batch (one payment each) to its source. The first request of a source
+    waits, at most GATHER_MAX_SECONDS, until every group of that source that is running (its thread started it and
+    it has not finished) and has not asked yet has asked too or finished: the batch's groups run concurrently and
+    reach their refetch together (each after reading its event; coalescing makes it one refetch per payment), so
+    that wait is about the slowest of those reads. Then one write takes a slot for each request gathered, used at
+    once (each after the sleep for its turn a single request would have). A request that comes after (a group
+    started when another finished, a group's second request, a retry) gathers again. Groups not started yet are
+    not waited for, and a group that needs no refetch (its event already settled, a type nobody handles) simply
+    finishes: no slot is taken for a request that is not being made.
 
-    Slots are used within their time (`Slot`) or lost: the slots of a group that turns out to need no refetch (its
-    event already settled, a type nobody handles), of a crash, or whose time went by before its group asked, are
-    not given back (that would take another write). `reserved`, `used` and `writes` count them."""
+    When the schedule grants fewer slots than were gathered, the requests left over are told when to come back
+    (RateLimited, the wait a single refused request gets: the processor delays the message and counts no attempt),
+    and so is every later request of this batch to that source until then, without another write.
+    `writes`, `reserved` and `used` count what the batch did."""
 
     def __init__(self, groups: Mapping[Hashable, str | None]) -> None:
-        self._lock = threading.Lock()
-        self._not_asked: dict[str, set[Hashable]] = {}  # source -> its groups that have neither asked nor finished
-        for group, source in groups.items():
-            if source:
-                self._not_asked.setdefault(source, set()).add(group)
+        self._cond = threading.Condition()
+        self._source_of = dict(groups)
+        self._running: dict[str, set[Hashable]] = {}
         self._pools: dict[tuple[str, str], _Pool] = {}
         self.reserved = 0  # slots taken by this batch's writes
-        self.used = 0  # slots its requests used
+        self.used = 0  # slots handed to its requests
         self.writes = 0  # its writes that took slots
 
     @property
@@ -484,44 +480,84 @@ class BatchSlots:
     @contextmanager
     def group(self, group: Hashable) -> Iterator[None]:
         """The current thread runs `group`: its requests take this batch's slots."""
+        source = self._source_of.get(group)
+        with self._cond:
+            if source:
+                self._running.setdefault(source, set()).add(group)
         token = _BATCH.set((self, group))
         try:
             yield
         finally:
             _BATCH.reset(token)
-            with self._lock:
-                for waiting in self._not_asked.values():
-                    waiting.discard(group)
+            with self._cond:
+                if source:
+                    self._running[source].discard(group)
+                self._cond.notify_all()  # a gathering request stops waiting for it
 
     def take(self, limiter: RateLimiter, group: Hashable) -> float:
         """A slot of `limiter`'s source for one request of `group`, sleeping until it may be used; the seconds
         slept. RateLimited as `RateLimiter.acquire`."""
-        with self._lock:
+        ask = _Ask(group)
+        with self._cond:
             pool = self._pools.setdefault((limiter.table_name, limiter.source), _Pool())
-        with pool.lock:  # one write at a time per source: the others wait for its slots
             now = limiter.now()
-            while pool.slots and pool.slots[0].not_after < now:
-                pool.slots.popleft()  # its time went by: lost
-            if not pool.slots:
-                if pool.retry_at > now:
-                    raise RateLimited(
-                        f"refetch rate of {limiter.source} is booked for this batch",
-                        retry_after=pool.retry_at - now,
+            if pool.retry_at > now:
+                raise RateLimited(
+                    f"refetch rate of {limiter.source} is booked for this batch", retry_after=pool.retry_at - now
+                )
+            pool.asking.append(ask)
+            pool.asked.add(group)
+            self._cond.notify_all()  # a gathering request may have waited for this one
+            while not ask.done:
+                if pool.writing:
+                    self._cond.wait()
+                else:
+                    self._write_for_gathered(limiter, pool)
+        if ask.error is not None:
+            raise ask.error
+        assert ask.slot is not None
+        return limiter.wait_for(ask.slot)
+
+    def _write_for_gathered(self, limiter: RateLimiter, pool: _Pool) -> None:
+        """Gather (the condition held), then one write for the requests gathered (released meanwhile)."""
+        pool.writing = True
+        deadline = time.monotonic() + GATHER_MAX_SECONDS
+        while True:
+            pending = self._running.get(limiter.source, set()) - pool.asked
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                break
+            self._cond.wait(left)
+        gathered, pool.asking = pool.asking, []
+        outcome: Grant | BaseException
+        self._cond.release()
+        try:
+            outcome = limiter.reserve(len(gathered))
+        except BaseException as error:  # RateLimited; anything else reaches every request gathered
+            outcome = error
+        finally:
+            self._cond.acquire()
+        now = limiter.now()
+        if isinstance(outcome, Grant):
+            self.writes += 1
+            self.reserved += len(outcome.slots)
+            rest_after = (outcome.rest_retry_at or now) - now
+            for index, waiting in enumerate(gathered):
+                if index < len(outcome.slots):
+                    waiting.slot = outcome.slots[index]
+                    self.used += 1
+                else:
+                    waiting.error = RateLimited(
+                        f"refetch rate of {limiter.source} ({limiter.rate:g}/s) is booked for this batch",
+                        retry_after=max(rest_after, 0.0),
                     )
-                with self._lock:
-                    others = self._not_asked.get(limiter.source, set()) - {group}
-                try:
-                    grant = limiter.reserve(1 + len(others))
-                except RateLimited as refused:
-                    pool.retry_at = now + (refused.retry_after or 0.0)
-                    raise
-                pool.slots.extend(grant.slots)
-                pool.retry_at = grant.rest_retry_at or 0.0
-                with self._lock:
-                    self.writes += 1
-                    self.reserved += len(grant.slots)
-            slot = pool.slots.popleft()
-            with self._lock:
-                self.used += 1
-                self._not_asked.get(limiter.source, set()).discard(group)
-        return limiter.wait_for(slot)
+            pool.retry_at = outcome.rest_retry_at or 0.0
+        else:
+            for waiting in gathered:
+                waiting.error = outcome
+            if isinstance(outcome, RateLimited):
+                pool.retry_at = now + (outcome.retry_after or 0.0)
+        for waiting in gathered:
+            waiting.done = True
+        pool.writing = False
+        self._cond.notify_all()

@@ -1,7 +1,7 @@
-"""Several refetch slots in one write (`RateLimiter.reserve(count)`) and a processor batch's slots taken together
-(`BatchSlots`), against moto's DynamoDB: the slots are those single requests would have taken, a partial grant
-tells the rest when to come back without another write, a slot is used within its time or lost, and two processors
-reserving at once never exceed the bucket."""
+"""Several refetch slots in one write (`RateLimiter.reserve(count)`) and a processor batch's requests gathered into
+one write (`BatchSlots`), against moto's DynamoDB: the slots are those single requests would have taken, a partial
+grant tells the rest when to come back without another write, a gathering waits only for groups that are running
+and have not asked, and two processors taking slots at once never exceed the bucket."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
 from inbox_local.resources import simple_table_spec
+from shared.gateway import ratelimit
 from shared.gateway.ratelimit import BatchSlots, RateLimited, RateLimiter, Slot
 from tests.unit.gateway.fakes import Clock, Spy
 
@@ -53,12 +54,15 @@ def test_slots_taken_in_one_write_are_those_single_requests_would_take(dynamodb,
     batched = RateLimiter(TABLE, "many", 10.0, burst=3, clock=clock, sleep=sleeps, dynamodb=dynamodb)
     # When one takes 6 slots one request at a time and the other 6 in one write, at the same instant
     one_by_one = [single.acquire() for _ in range(6)]
-    at_once = waits_of(batched, clock, 6)
+    slots = batched.reserve(6).slots
     # Then the waits are the same: the burst at once, then one per interval
-    assert at_once == pytest.approx(one_by_one, abs=1e-3)
-    assert at_once == pytest.approx([0, 0, 0, 0.1, 0.2, 0.3], abs=1e-3)
-    # And both schedules end at the same time, and the counter says 6 slots in 1 write
-    assert float(stored(dynamodb, "one")["tat"]["N"]) == pytest.approx(float(stored(dynamodb, "many")["tat"]["N"]))
+    assert one_by_one == pytest.approx([0, 0, 0, 0.1, 0.2, 0.3], abs=1e-3)
+    assert [round(max(0.0, s.not_before - clock.now), 3) for s in slots] == pytest.approx(one_by_one, abs=1e-3)
+    # And each slot may be used from its turn less the tolerance until its turn, never later
+    assert [round(s.not_before - clock.now, 3) for s in slots] == [-0.2, -0.1, 0.0, 0.1, 0.2, 0.3]
+    assert [round(s.not_after - clock.now, 3) for s in slots] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    # And both schedules end at the same time; the counter says 6 slots in 1 write
+    assert float(stored(dynamodb, "many")["tat"]["N"]) == pytest.approx(float(stored(dynamodb, "one")["tat"]["N"]))
     assert (stored(dynamodb, "many")["admitted"], stored(dynamodb, "many")["writes"]) == ({"N": "6"}, {"N": "1"})
 
 
@@ -94,15 +98,40 @@ def test_one_write_takes_at_most_the_burst_and_the_wait_of_the_rate(dynamodb, cl
         limit.reserve(0)
 
 
-def test_a_slot_may_be_used_from_the_tolerance_before_its_time_until_its_time(dynamodb, clock, sleeps):
-    # Given a rested 10/s source with a burst of 3
-    slots = limiter(dynamodb, clock, sleeps, burst=3).reserve(4).slots
-    # Then the burst's slots are usable now and each until its own turn, the fourth from one interval on
-    assert [round(s.not_before - clock.now, 3) for s in slots] == [-0.2, -0.1, 0.0, 0.1]
-    assert [round(s.not_after - clock.now, 3) for s in slots] == [0.0, 0.1, 0.2, 0.3]
+def test_a_busy_schedule_hands_out_slots_one_after_the_other(dynamodb, clock, sleeps):
+    # Given a 10/s source with a burst of 3 whose schedule another request booked a little ahead
+    limit = limiter(dynamodb, clock, sleeps, burst=3)
+    limit.reserve(1)
+    # When 4 slots are taken in one write
+    slots = limit.reserve(4).slots
+    # Then they follow the booked one, one interval apart, each usable the tolerance before its turn until its turn
+    assert [round(s.not_before - clock.now, 3) for s in slots] == [-0.1, 0.0, 0.1, 0.2]
+    assert [round(s.not_after - clock.now, 3) for s in slots] == [0.1, 0.2, 0.3, 0.4]
 
 
 # ------------------------------------------------------------------------------------------------- a batch
+
+
+def run_groups(batch: BatchSlots, work: dict[str, Any]) -> dict[str, Any]:
+    """Each group's `work()` in a thread of its own inside the group (as the processor runs a batch's groups), all
+    started before any works; what each returned or raised."""
+    started = threading.Barrier(len(work))
+    results: dict[str, Any] = {}
+
+    def run(group: str) -> None:
+        with batch.group(group):
+            started.wait(timeout=10)
+            try:
+                results[group] = work[group]()
+            except Exception as error:
+                results[group] = error
+
+    threads = [threading.Thread(target=run, args=(group,)) for group in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
 
 
 def test_a_batch_takes_the_slots_of_its_groups_of_one_source_in_one_write(dynamodb, clock, sleeps):
@@ -112,69 +141,91 @@ def test_a_batch_takes_the_slots_of_its_groups_of_one_source_in_one_write(dynamo
     asaas = RateLimiter(TABLE, "asaas", 10.0, burst=5, clock=clock, sleep=sleeps, dynamodb=spy)  # type: ignore[arg-type]
     batch = BatchSlots({"g1": "stripe", "g2": "stripe", "g3": "stripe", "g4": "asaas"})
 
-    # When each group refetches once
-    for group, limit in [("g1", stripe), ("g2", stripe), ("g3", stripe), ("g4", asaas)]:
-        with batch.group(group):
-            assert limit.acquire() == 0.0
+    # When each group refetches once, all at the same time
+    results = run_groups(batch, {"g1": stripe.acquire, "g2": stripe.acquire, "g3": stripe.acquire, "g4": asaas.acquire})
 
-    # Then Stripe's three slots took one write, Asaas's one
+    # Then every request went at once, Stripe's three slots took one write, Asaas's one
+    assert results == dict.fromkeys(("g1", "g2", "g3", "g4"), 0.0)
     assert spy.calls == ["update_item", "update_item"]
-    assert stored(dynamodb)["admitted"] == {"N": "3"}
+    assert (stored(dynamodb)["admitted"], stored(dynamodb)["writes"]) == ({"N": "3"}, {"N": "1"})
     assert (batch.writes, batch.reserved, batch.used, batch.lost) == (2, 4, 4, 0)
 
 
-def test_a_request_beyond_the_batch_slots_takes_one_more_write(dynamodb, clock, sleeps):
-    # Given a batch of two Stripe payments whose first refetch takes two requests (a charge, then its intent)
+def test_a_request_after_the_gathering_takes_a_write_of_its_own(dynamodb, clock, sleeps):
+    # Given a batch of two Stripe payments, one group after the other, the first making two requests (a charge, then
+    # its intent)
     spy = Spy(dynamodb)
     stripe = limiter(spy, clock, sleeps, burst=5)
     batch = BatchSlots({"g1": "stripe", "g2": "stripe"})
     with batch.group("g1"):
         stripe.acquire()
-        stripe.acquire()  # the slot reserved for g2
-    # When g2 asks, nothing is left: it reserves for itself alone (no other group is still to ask)
+        stripe.acquire()
     with batch.group("g2"):
         stripe.acquire()
-    assert spy.calls == ["update_item", "update_item"]
-    assert (batch.reserved, batch.used) == (3, 3)
+    # Then each request wrote (nothing is reserved for a request that is not being made), as without a batch
+    assert spy.calls == ["update_item"] * 3
+    assert (batch.reserved, batch.used, batch.lost) == (3, 3, 0)
 
 
-def test_a_group_that_finished_without_asking_is_not_reserved_for(dynamodb, clock, sleeps):
+def test_a_group_that_finishes_without_asking_is_not_waited_for(dynamodb, clock, sleeps):
     # Given a batch of three Stripe payments whose first group needs no refetch (its event was already settled)
     stripe = limiter(dynamodb, clock, sleeps, burst=5)
     batch = BatchSlots({"g1": "stripe", "g2": "stripe", "g3": "stripe"})
-    with batch.group("g1"):
-        pass
-    # When the second asks, the batch reserves for the two groups left, not three
-    with batch.group("g2"):
-        stripe.acquire()
-    assert stored(dynamodb)["admitted"] == {"N": "2"}
-    # And a group of a source with no API (no limiter) never asks: its group simply finishes
-    assert BatchSlots({"g": None}).reserved == 0
+    # When the other two refetch
+    results = run_groups(batch, {"g1": lambda: None, "g2": stripe.acquire, "g3": stripe.acquire})
+    # Then one write took their two slots, none for the first
+    assert results == {"g1": None, "g2": 0.0, "g3": 0.0}
+    assert (stored(dynamodb)["admitted"], stored(dynamodb)["writes"]) == ({"N": "2"}, {"N": "1"})
 
 
-def test_the_groups_left_over_by_a_partial_grant_wait_without_another_write(dynamodb, clock, sleeps):
+def test_a_group_slow_to_ask_is_waited_for_a_bounded_time(dynamodb, clock, sleeps, monkeypatch):
+    # Given a batch of two Stripe payments, the second busy elsewhere for longer than the gathering waits
+    monkeypatch.setattr(ratelimit, "GATHER_MAX_SECONDS", 0.05)
+    stripe = limiter(dynamodb, clock, sleeps, burst=5)
+    batch = BatchSlots({"g1": "stripe", "g2": "stripe"})
+    first_done = threading.Event()
+
+    def slow() -> float:
+        first_done.wait(timeout=10)
+        return stripe.acquire()
+
+    def first() -> float:
+        try:
+            return stripe.acquire()
+        finally:
+            first_done.set()
+
+    # When both refetch
+    results = run_groups(batch, {"g1": first, "g2": slow})
+    # Then the first did not wait for the second: each took a write
+    assert results == {"g1": 0.0, "g2": 0.0}
+    assert stored(dynamodb)["writes"] == {"N": "2"}
+
+
+def test_the_requests_left_over_by_a_partial_grant_wait_without_another_write(dynamodb, clock, sleeps):
     # Given a 10/s source that allows one request at once and no waiting, and a batch of three of its payments
     spy = Spy(dynamodb)
     stripe = limiter(spy, clock, sleeps, burst=1, max_wait_seconds=0)
     batch = BatchSlots({"g1": "stripe", "g2": "stripe", "g3": "stripe"})
-    with batch.group("g1"):
-        assert stripe.acquire() == 0.0
-    spy.calls.clear()
-    # When the other two ask
-    refusals = []
-    for group in ("g2", "g3"):
-        with batch.group(group), pytest.raises(RateLimited) as refused:
-            stripe.acquire()
-        refusals.append(refused.value)
-    # Then they are told when to come back (a wait, not an attempt) without writing again
-    assert spy.calls == []
-    assert [r.retry_after for r in refusals] == pytest.approx([0.1, 0.1], abs=1e-3)
-    assert not any(r.counts_as_attempt for r in refusals)
-    # And once that time has come, the next request writes again
+
+    # When the three refetch at the same time
+    results = run_groups(batch, {"g1": stripe.acquire, "g2": stripe.acquire, "g3": stripe.acquire})
+
+    # Then one write granted one slot, and the two others are told when to come back: a wait, not an attempt
+    assert spy.calls == ["update_item"]
+    refused = [r for r in results.values() if isinstance(r, RateLimited)]
+    assert sorted(results.values(), key=lambda r: isinstance(r, RateLimited))[0] == 0.0
+    assert len(refused) == 2
+    assert [r.retry_after for r in refused] == pytest.approx([0.1, 0.1], abs=1e-3)
+    assert not any(r.counts_as_attempt for r in refused)
+    # And a later request of the batch is told the same without writing, until that time has come
+    with batch.group("g2"), pytest.raises(RateLimited):
+        stripe.acquire()
+    assert spy.calls == ["update_item"]
     clock.advance(0.1)
     with batch.group("g2"):
         assert stripe.acquire() == 0.0
-    assert spy.calls == ["update_item"]
+    assert spy.calls == ["update_item"] * 2
 
 
 def test_a_blocked_source_refuses_the_whole_batch_with_one_write(dynamodb, clock, sleeps):
@@ -183,27 +234,9 @@ def test_a_blocked_source_refuses_the_whole_batch_with_one_write(dynamodb, clock
     stripe.block(5.0)
     spy.calls.clear()
     batch = BatchSlots({"g1": "stripe", "g2": "stripe"})
-    for group in ("g1", "g2"):
-        with batch.group(group), pytest.raises(RateLimited) as refused:
-            stripe.acquire()
-        assert refused.value.retry_after == pytest.approx(5.0)
-    assert spy.calls == ["update_item"]  # the first one learnt the block; the second was told without a write
-
-
-def test_a_slot_whose_time_went_by_is_lost_not_used_late(dynamodb, clock, sleeps):
-    # Given a batch of three payments of a rested 10/s source (burst 1): slots due now, in 0.1 s and in 0.2 s
-    stripe = limiter(dynamodb, clock, sleeps, burst=1)
-    batch = BatchSlots({"g1": "stripe", "g2": "stripe", "g3": "stripe"})
-    with batch.group("g1"):
-        assert stripe.acquire() == 0.0
-    # When the second group asks only 0.15 s later
-    clock.advance(0.15)
-    with batch.group("g2"):
-        slept = stripe.acquire()
-    # Then the slot due at 0.1 s is not sent late (the schedule may have handed what follows it to others): it is
-    # lost, and the group takes the next one, sleeping until its time
-    assert slept == pytest.approx(0.05, abs=1e-3)
-    assert (batch.reserved, batch.used, batch.lost) == (3, 2, 1)
+    results = run_groups(batch, {"g1": stripe.acquire, "g2": stripe.acquire})
+    assert all(isinstance(r, RateLimited) and r.retry_after == pytest.approx(5.0) for r in results.values())
+    assert spy.calls == ["update_item"]  # one write learnt the block for both
 
 
 # ------------------------------------------------------------------------------------------------ concurrency
@@ -247,15 +280,18 @@ def test_two_processors_reserving_at_once_never_exceed_the_bucket(dynamodb, monk
             groups = [f"{seed}-{n}" for n in range(rng.randint(1, 6))]
             batch = BatchSlots(dict.fromkeys(groups, "stripe"))
 
-            def group_run(group: str, batch: BatchSlots = batch) -> None:
+            def group_run(group: str, together: threading.Barrier, batch: BatchSlots = batch) -> None:
                 with batch.group(group):
+                    together.wait(timeout=10)  # both running (each read its event) before they refetch
                     try:
                         limit.acquire()
                     except RateLimited as error:
                         refused.append(error)  # this group's message waits
 
             for start in range(0, len(groups), 2):
-                threads = [threading.Thread(target=group_run, args=(g,)) for g in groups[start : start + 2]]
+                pair = groups[start : start + 2]
+                together = threading.Barrier(len(pair))
+                threads = [threading.Thread(target=group_run, args=(g, together)) for g in pair]
                 for thread in threads:
                     thread.start()
                 for thread in threads:
