@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -464,10 +464,16 @@ class BatchSlots:
     and so is every later request of this batch to that source until then, without another write.
     `writes`, `reserved` and `used` count what the batch did."""
 
-    def __init__(self, groups: Mapping[Hashable, str | None]) -> None:
+    def __init__(self, groups: Mapping[Hashable, str | None], *, starting: Iterable[Hashable] = ()) -> None:
+        """`starting`: the groups that start at once (the batch's first groups, one per worker thread), running
+        from now on even if a thread of theirs is a little late to start."""
         self._cond = threading.Condition()
         self._source_of = dict(groups)
         self._running: dict[str, set[Hashable]] = {}
+        for group in starting:
+            source = self._source_of.get(group)
+            if source:
+                self._running.setdefault(source, set()).add(group)
         self._pools: dict[tuple[str, str], _Pool] = {}
         self.reserved = 0  # slots taken by this batch's writes
         self.used = 0  # slots handed to its requests

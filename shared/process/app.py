@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # time is the gateway's round trip and DynamoDB's, so threads overlap them. Bounded: the gateway connection pool
 # keeps 10 connections (shared/gateway/http.py) and each group may hold one; the source's rate limit and circuit
 # breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
-# the batch takes its rate-limit slots for all its groups together (`BatchSlots`: one write per source per batch).
+# a batch's groups take their rate-limit slots together (`BatchSlots`: their requests to a source, one write).
 MAX_CONCURRENT_GROUPS = 4
 GROUP_THREAD_PREFIX = "group"  # the groups' threads are named `group_{n}` (bench/item_sizes.py attributes by it)
 
@@ -236,8 +236,8 @@ def process_batch(
     group's events in this batch (`coalesce`, shared/process/coalesce.py).
 
     The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/ratelimit.py
-    `BatchSlots`): the first request to a source reserves, in one write, a slot for every group of that source
-    in the batch that has not finished or asked yet, instead of one write per request.
+    `BatchSlots`): the requests its running groups are about to make to a source are gathered into one
+    conditional write of the source's schedule, instead of one write per request.
     """
     processor = processor or default_processor()
     records: list[dict[str, Any]] = event.get("Records", [])
@@ -248,15 +248,21 @@ def process_batch(
     def handle(record: dict[str, Any], refetches: Refetches) -> object:
         return handle_record(SQSRecord(record), processor, refetches)
 
-    slots = BatchSlots({group[0]["messageId"]: group_source(group) for group in groups}) if batch_slots else None
+    slots = None
+    if batch_slots:
+        at_once = max_concurrent_groups if len(groups) > 1 else 1  # as run_groups starts them
+        slots = BatchSlots(
+            {group[0]["messageId"]: group_source(group) for group in groups},
+            starting=[group[0]["messageId"] for group in groups[: max(1, at_once)]],
+        )
 
-    def run(group: list[dict[str, Any]]) -> GroupRun:
+    def run_one(group: list[dict[str, Any]]) -> GroupRun:
         if slots is None:
             return run_group(group, handle, coalesce=coalesce)
         with slots.group(group[0]["messageId"]):
             return run_group(group, handle, coalesce=coalesce)
 
-    runs = run_groups(groups, run, workers=max_concurrent_groups)
+    runs = run_groups(groups, run_one, workers=max_concurrent_groups)
     failed = {message_id for run in runs for message_id in (*run.failed, *run.skipped)}
     skipped = {message_id for run in runs for message_id in run.skipped}
     for record in records:
