@@ -63,9 +63,6 @@ THREAD_FUNCTIONS = {
     "local-archiver": "archiver",
     "local-sweeper": "sweeper",
 }
-# The processor's worker threads (shared/process/app.py: one per FIFO group of a batch, `group_N`): the handler's
-# own work on other threads, so the handler's thread mark does not reach them.
-HANDLER_THREADS = {"group_": "processor"}
 
 
 @dataclass(frozen=True)
@@ -105,17 +102,22 @@ class Recorder:
     lock: threading.Lock = field(default_factory=threading.Lock)
     local: threading.local = field(default_factory=threading.local)
     tables: dict[str, tuple[tuple[str, ...], tuple[IndexShape, ...]]] = field(default_factory=dict)
+    # Thread-name prefixes of the processor's own worker threads (a batch's groups, shared/process/app.py
+    # `run_groups`), set once the functions are imported (`_install`).
+    processor_threads: tuple[str, ...] = ()
 
-    def handler_function(self) -> str | None:
-        """The function whose handler runs on this thread (its own, or one of its worker threads), or None."""
+    def handler(self) -> str | None:
+        """The function whose handler the current thread runs: the thread it marked, or a worker thread of the
+        processor's (its batch's groups run in a pool of their own, shared/process/app.py `run_groups`)."""
         marked = getattr(self.local, "function", None)
         if marked:
             return str(marked)
-        name = threading.current_thread().name
-        return next((function for prefix, function in HANDLER_THREADS.items() if name.startswith(prefix)), None)
+        if self.processor_threads and threading.current_thread().name.startswith(self.processor_threads):
+            return "processor"
+        return None
 
     def function(self) -> str:
-        marked = self.handler_function()
+        marked = self.handler()
         if marked:
             return marked
         name = threading.current_thread().name
@@ -285,7 +287,7 @@ class CountingStdout:
         self.recorder = recorder
 
     def write(self, text: str) -> int:
-        function = self.recorder.handler_function()  # inside a handler (or its workers) only: not the plumbing's
+        function = self.recorder.handler()  # inside a handler only: not the plumbing's
         if function:
             with self.recorder.lock:
                 self.recorder.log_bytes[function] += len(text.encode("utf-8"))
@@ -314,6 +316,9 @@ def _install(recorder: Recorder) -> None:
     import functions.ingest.handler as ingest  # noqa: PLC0415
     import functions.process.handler as process  # noqa: PLC0415
     import functions.sweeper.handler as sweeper  # noqa: PLC0415
+    from shared.process.app import GROUP_THREAD_PREFIX  # noqa: PLC0415
+
+    recorder.processor_threads = (f"{GROUP_THREAD_PREFIX}_",)  # ThreadPoolExecutor names them `{prefix}_{n}`
 
     for module, name in ((ingest, "ingest"), (process, "processor"), (sweeper, "sweeper")):
         module.lambda_handler = _counted(recorder, name, module.lambda_handler)  # type: ignore[attr-defined]

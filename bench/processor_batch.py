@@ -5,14 +5,17 @@ refetching over HTTP from the gateway simulator, which answers every API request
 What is measured is how the processor's round trips add up and overlap, not how fast a round trip is: on this
 machine (2 cores shared by other work) moto's CPU per DynamoDB request outweighs a real one's latency by far, so
 DynamoDB is a store that keeps the items in memory and waits DYNAMODB_LATENCY_SECONDS per request (the inbox read,
-the payment read, the settling transaction; the limiter's conditional write per refetch; the breaker's read, cached
-for a second). Both latencies are assumptions, stated in the result: no gateway publishes its API's round trip.
+the payment read, the settling transaction; the limiter's conditional write, per refetch before and per batch
+after; the breaker's read, cached for a second). Both latencies are assumptions, stated in the result: no gateway
+publishes its API's round trip.
 The store's semantics are the few the processor relies on here (pending -> processed | ignored, the payment's
 version); the real one is tested against moto (tests/integration).
 
 Two ways through the same batch shapes, interleaved so both see the same noise:
-- before: one FIFO group at a time, one refetch per event (the processor before issue 15's cut);
-- after: up to MAX_CONCURRENT_GROUPS groups at once, one refetch per payment per batch (coalescing).
+- before: one FIFO group at a time, one refetch per event, a rate-limit write per request (the processor before
+  issue 15's cut);
+- after: up to MAX_CONCURRENT_GROUPS groups at once, one refetch per payment per batch (coalescing), the batch's
+  rate-limit slots in one write per source (shared/gateway/ratelimit.py `BatchSlots`).
 Batch shapes: `typical`, 3 events of 3 payments (item_sizes measures 2.97 events per batch, each of its own
 payment); `burst`, 10 events of 4 payments (4 + 3 + 2 + 1), a full batch drawn from a backlog, where SQS FIFO
 returns as many messages of one group as it can.
@@ -47,9 +50,11 @@ class LatencyControlTable:
     def __init__(self, latency: float) -> None:
         self.latency = latency
 
-    def update_item(self, **_: Any) -> dict[str, Any]:
+    def update_item(self, **request: Any) -> dict[str, Any]:
         time.sleep(self.latency)
-        return {"Attributes": {"tat": {"N": f"{time.time():.4f}"}}}
+        # the schedule just past the slots taken (a busy write's `tat + :slots`), so the slots are due now
+        taken = float(request.get("ExpressionAttributeValues", {}).get(":slots", {}).get("N", 0))
+        return {"Attributes": {"tat": {"N": f"{time.time() + taken:.4f}"}}}
 
     def get_item(self, **_: Any) -> dict[str, Any]:
         time.sleep(self.latency)
@@ -202,7 +207,7 @@ def measure(
             retry_base_seconds=1,
         )
         ways: dict[str, dict[str, Any]] = {
-            "before": {"max_concurrent_groups": 1, "coalesce": False},
+            "before": {"max_concurrent_groups": 1, "coalesce": False, "batch_slots": False},
             "after": {"coalesce": True},
         }
         serial = iter(range(10**9))

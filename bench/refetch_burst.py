@@ -12,7 +12,8 @@ everything still drain with nothing failed?
   answered, the time from the first POST to the last event settled, the events failed (must be 0), the payments
   that differ from the simulator's truth (must be 0), the attempts per event, the refetches per event (below 1 when
   one refetch served several events of a payment in one batch: coalescing, shared/process/coalesce.py), and the
-  limiter's own count of slots taken (its one conditional write each).
+  limiter's own counts: slots taken (`admitted`) and the conditional writes that took them (`writes`: a batch's
+  requests to the source gathered into one, shared/gateway/ratelimit.py `BatchSlots`).
 - Baseline, same run: the drain time the limit allows at best, (requests the gateway saw) / LIMIT. The figure is
   the ratio; nothing asserts a wall-clock time.
 
@@ -212,7 +213,8 @@ def limiter_item(stack: Stack) -> dict[str, Any]:
         .get("Item")
         or {}
     )
-    return {name: float(item[name]["N"]) for name in ("admitted", "throttled") if name in item}
+    # admitted: slots taken; writes: the conditional writes that took them (a batch's requests gathered into one)
+    return {name: float(item[name]["N"]) for name in ("admitted", "writes", "throttled") if name in item}
 
 
 def figures(

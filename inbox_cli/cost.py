@@ -96,13 +96,16 @@ class Assumptions:
     forwarder_ms_per_event: float = 150.0  # one signed POST round trip to the customer
     forward_attempts_per_transition: float = 1.0  # a healthy endpoint: each event accepted on its first POST
     published_event_kb: float = 0.6
-    # Requests each event sends to the gateway's API, each taking a slot of its source's rate limit with one
-    # conditional write to the control table (shared/gateway/ratelimit.py). Stripe reads the intent, and its charge
-    # once it is paid; the Brazilian gateways one object; 0 for senders ordered by event time (no API).
-    # Measured (item_sizes, Stripe): 1.16 to 1.25 control-table write units per event across runs (a wrong
-    # idle/busy guess costs a second write, and which one is guessed depends on timing).
-    # (2026-12-01, FIFO groups of a batch refetched concurrently: 1.46 to 1.64)
-    gateway_requests_per_event: float = 1.5
+    # Requests each event sends to the gateway's API, each taking a slot of its source's rate limit
+    # (shared/gateway/ratelimit.py). Stripe reads the intent (its charge expanded inline); 0 for senders ordered by
+    # event time (no API): no request, no slot, no write.
+    gateway_requests_per_event: float = 1.2
+    # The rate limit's conditional writes to the control table per processor batch: a batch's requests to a source
+    # are gathered into one write (`BatchSlots`); a request after the gathering (a group started when another
+    # finished, a retry), a wrong idle/busy guess or a refused write adds one. Measured (item_sizes, Stripe): 0.607
+    # writes per event at 0.339 batches per event, 1.79 per batch (0.589 at 0.357, 1.65, in another run; it was
+    # one write per request: 1.25 to 1.71 per event). Never more than one per request.
+    rate_limit_writes_per_batch: float = 1.79
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -266,8 +269,8 @@ class Usage:
     write_units_processing: float  # the processor's transaction (inbox item, payment) and its index writes
     write_units_outbox_per_transition: float  # the outbox record, inside the transaction
     write_units_forwarding_per_transition: float  # the forwarder's checkpoint in the control table
-    # the refetch rate limit's conditional write per gateway request (control table, an item under 1 KB); a refused
-    # or mis-guessed write is billed too, so a saturated source pays a little more per refetch
+    # the refetch rate limit's conditional writes (control table, an item under 1 KB): one per batch's gathered
+    # requests to a source; a refused or mis-guessed write is billed too, so a saturated source pays a little more
     write_units_rate_limit: float
     read_units_processing: float
     pipe_events: float  # events the dispatch Pipe passes (its filter drops the processor's own status changes)
@@ -309,7 +312,7 @@ def assumed_usage(a: Assumptions) -> Usage:
         + settle_index_writes * _wru(projected_kb),
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
-        write_units_rate_limit=a.gateway_requests_per_event * 1,
+        write_units_rate_limit=min(a.gateway_requests_per_event, a.rate_limit_writes_per_batch * per_batch),
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
         # + the gateway breaker's and rate limiter's consistent reads of their control items (cached per instance
         # for a second: timing-dependent; 0.36 to 0.77 per event measured on 2026-12-01)

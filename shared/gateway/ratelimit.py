@@ -14,13 +14,27 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   max_wait`) and sleep until it. Instances then take turns instead of racing: with fewer requesters in flight than
   `rate * max_wait`, nobody is ever told "not now". Beyond that horizon the limiter raises RateLimited with the
   time until the schedule has room: the processor delays the message (visibility) without counting an attempt.
-- One conditional UpdateItem per admitted request, no read. DynamoDB cannot compute `max(tat, now)`, so there
-  are two writes to choose from: "idle" (`tat <= now`: SET tat = now + interval) and "busy" (`now - interval <=
-  tat <= now + horizon`: SET tat = tat + interval; they overlap by one interval, so a source near its rate does
-  not flip between them, at the price of at most one request early). The instance guesses from what it saw last;
-  a wrong guess fails its condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other
-  write is tried: two writes only when the source switches between idle and busy. A refused request costs one
-  (failed) write too.
+- Several slots in one write (`reserve(count)`): `tat` moves by `count / rate` at once, admitted when the last of
+  them is within the horizon (`tat - now <= horizon - (count - 1) / rate`); when fewer fit, as many as fit are
+  granted (a second write: the first one's refusal returned the schedule) and the rest are told when the schedule
+  has room. The slots are those `count` single requests would have taken one after the other, so the window bound
+  above is unchanged: slot i of a write that left `tat` at T is due at `T - (count - i) / rate` and may be used
+  from `tolerance` before that time until that time (`Slot`), never after: a slot used later could coincide with
+  slots the schedule has since handed to others. (A request goes out once its write has returned, so a write that
+  takes L seconds may send its first slot's request L late, as one write per request always did: milliseconds in
+  AWS, a fraction of one request's interval.)
+- A processor batch takes its slots this way (`BatchSlots`): the requests its groups are about to make to one
+  source are gathered, and one write takes a slot for each of them, used at once (after the same sleep for its
+  turn a single request would have). Only requests that are being made take slots: nothing is reserved for a
+  request that may never come, so nothing is left over to lose but the slots of a request that never went out
+  (a crash between the write and the request).
+- One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - interval <=
+  tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one
+  interval, so a source near its rate does not flip between them, at the price of at most one request early).
+  The instance guesses from what it saw last; a wrong guess fails its condition, returns the item
+  (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only when the source
+  switches between idle and busy (or when fewer slots fit than were asked). A refused write costs one write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
@@ -40,8 +54,10 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
@@ -63,6 +79,10 @@ MAX_BLOCK_SECONDS = 600.0  # a longer Retry-After is capped: the processor's lon
 MAX_CLOCK_AHEAD_SECONDS = 30.0
 _NEGLIGIBLE_WAIT_SECONDS = 0.001
 _WRITE_ROUNDS = 4  # idle or busy guess, the other, and twice more when other instances moved the schedule between
+_EPSILON = 1e-6  # slots are counted from times stored to 0.1 ms: a boundary must not lose a slot to rounding
+# The longest the first request of a batch to a source waits for the batch's other running groups to ask too
+# (BatchSlots): in AWS they ask within a DynamoDB read of each other; this only bounds a group that is slow to.
+GATHER_MAX_SECONDS = 0.5
 
 
 class RateLimited(GatewayUnavailable):
@@ -92,6 +112,30 @@ class LimiterState:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """When one taken slot may be used (epoch seconds): not before `not_before` (sleep until then), not after
+    `not_after` (a slot used later is lost: the schedule may have handed the slots after it to others)."""
+
+    not_before: float
+    not_after: float
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What one write took: its slots in order, and, when fewer were granted than asked, when the schedule has room
+    for one more (`rest_retry_at`, epoch seconds)."""
+
+    slots: tuple[Slot, ...]
+    rest_retry_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    state: LimiterState  # what the refusing condition found
+    fits: int  # slots that state has room for
+
+
 def _epoch(value: float) -> str:
     return f"{value:.4f}"
 
@@ -105,6 +149,10 @@ class _ConditionFailed(Exception):
     def __init__(self, state: LimiterState) -> None:
         super().__init__("condition failed")
         self.state = state
+
+
+# The batch (and its group) the current thread refetches for: `BatchSlots.group` sets it.
+_BATCH: ContextVar[tuple[BatchSlots, Hashable] | None] = ContextVar("refetch_batch_slots", default=None)
 
 
 class RateLimiter:
@@ -145,41 +193,82 @@ class RateLimiter:
         """How far ahead of now `tat` may be for a request still to be admitted (after its wait)."""
         return self.tolerance + self.max_wait_seconds
 
+    @property
+    def max_slots(self) -> int:
+        """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds`."""
+        return max(1, math.floor((self.horizon + self.interval) / self.interval + _EPSILON))
+
     # ------------------------------------------------------------------------------------------------ API
 
     def acquire(self) -> float:
         """Take a slot for one request, sleeping up to `max_wait_seconds` for it; returns the seconds slept.
-        Raises RateLimited when the schedule is full further ahead than that, or the source is blocked."""
+        Raises RateLimited when the schedule is full further ahead than that, or the source is blocked.
+
+        Inside a processor batch (`BatchSlots.group`), the slot comes from the batch's reservation for this source
+        (one write for the batch's groups), and a write is made only when that has none left in time."""
+        batch = _BATCH.get()
+        if batch is not None:
+            return batch[0].take(self, batch[1])
+        slot = self.reserve(1).slots[0]
+        return self.wait_for(slot)
+
+    def reserve(self, count: int = 1) -> Grant:
+        """Take up to `count` slots in one conditional write (two when the guess between idle and busy was wrong,
+        or when fewer slots fit than asked: the refusal returned the schedule). Never sleeps. Raises RateLimited
+        when not even one fits within the horizon, or the source is blocked; a Grant with fewer slots than asked
+        says when the schedule has room for the rest (`rest_retry_at`)."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        want = min(count, self.max_slots)
         with self._lock:  # which write to try first: what this instance saw last
             busy = self._seen_tat >= self._clock() - self.interval
         for _ in range(_WRITE_ROUNDS):
             # Read the clock for every write: a slow write must not make the next one judge by a stale time.
             now = self._clock()
             try:
-                outcome = self._write(now, busy=busy)
+                outcome = self._write(now, want, busy=busy)
             except RateLimited:
                 raise
             except Exception as error:
                 self._storage_failed("take a slot", error)
-                return 0.0
-            if isinstance(outcome, LimiterState):  # the other write applies to what is there: try it
-                busy = outcome.tat >= self._clock() - self.interval
+                return Grant(tuple(Slot(now, math.inf) for _ in range(count)))
+            if isinstance(outcome, _Refused):  # the other write, or fewer slots, apply to what is there: try it
+                busy = outcome.state.tat >= self._clock() - self.interval
+                want = min(want, outcome.fits)
                 continue
             with self._lock:
                 self._seen_tat = outcome
-            wait = outcome - self.interval - self.tolerance - self._clock()  # the slot, from after the write
-            wait = 0.0 if wait < _NEGLIGIBLE_WAIT_SECONDS else wait  # times are stored to 0.1 ms: rounding
-            if wait > 0:
-                self._sleep(wait)
-            return wait
+            return self._grant(outcome, want, count, now)
         # The schedule kept moving under us (many instances at once): it is busy, come back after one interval.
         raise RateLimited(f"refetch rate of {self.source} is saturated", retry_after=self.interval)
 
-    def _write(self, now: float, *, busy: bool) -> float | LimiterState:
-        """One conditional write: the new `tat` when it took a slot, else the state that refused it (RateLimited
-        when that state leaves no slot within the horizon)."""
+    def wait_for(self, slot: Slot) -> float:
+        """Sleep until the slot may be used; the seconds slept."""
+        wait = slot.not_before - self._clock()
+        wait = 0.0 if wait < _NEGLIGIBLE_WAIT_SECONDS else wait  # times are stored to 0.1 ms: rounding
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+    def now(self) -> float:
+        return self._clock()
+
+    def _grant(self, tat: float, granted: int, asked: int, now: float) -> Grant:
+        """The slots a write that left the schedule at `tat` took: those `granted` single requests would have
+        taken one after the other. A slot may be used from `tolerance` before its due time until that time (or at
+        once, when the write found the schedule up to one interval in the past: the busy write's overlap)."""
+        slots = []
+        for index in range(granted):
+            due = tat - (granted - index) * self.interval
+            slots.append(Slot(not_before=due - self.tolerance, not_after=max(due, now)))
+        rest = tat - self.horizon if asked > granted else None  # when one more slot fits
+        return Grant(tuple(slots), rest_retry_at=rest)
+
+    def _write(self, now: float, count: int, *, busy: bool) -> float | _Refused:
+        """One conditional write of `count` slots: the new `tat` when it took them, else the state that refused
+        them and how many slots that state has room for (RateLimited when none)."""
         try:
-            return self._take_busy(now) if busy else self._take_idle(now)
+            return self._take_busy(now, count) if busy else self._take_idle(now, count)
         except _ConditionFailed as failed:
             state = failed.state
         with self._lock:
@@ -189,9 +278,16 @@ class RateLimiter:
         now = max(now, self._clock())
         self._refuse_if_full(state, now)
         if state.tat > now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
-            replaced = self._replace_skewed(state, now)
-            return state if replaced is None else replaced
-        return state
+            replaced = self._replace_skewed(state, now, count)
+            return _Refused(state, count) if replaced is None else replaced
+        return _Refused(state, self._fits(state, now))
+
+    def _fits(self, state: LimiterState, now: float) -> int:
+        """How many slots `state` has room for at `now` (at least one: `_refuse_if_full` passed)."""
+        if state.tat <= now:
+            return self.max_slots
+        room = math.floor((now + self.horizon + self.interval - state.tat) / self.interval + _EPSILON)
+        return max(1, min(self.max_slots, room))
 
     def block(self, retry_after: float | None) -> None:
         """The gateway answered 429: no instance sends for this source before `retry_after` seconds from now."""
@@ -247,43 +343,46 @@ class RateLimiter:
     def _not_blocked(self) -> str:
         return "(attribute_not_exists(blocked_until) OR blocked_until <= :now)"
 
-    def _take_idle(self, now: float) -> float:
-        tat = now + self.interval
+    def _take_idle(self, now: float, count: int) -> float:
+        tat = now + count * self.interval
         self._update(
-            "SET tat = :tat, updated_at = :now ADD admitted :one",
+            "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
             f"(attribute_not_exists(tat) OR tat <= :now) AND {self._not_blocked()}",
-            {":tat": {"N": _epoch(tat)}, ":now": {"N": _epoch(now)}, ":one": {"N": "1"}},
+            {":tat": {"N": _epoch(tat)}, ":now": {"N": _epoch(now)}, ":count": {"N": str(count)}, ":one": {"N": "1"}},
         )
         return tat
 
-    def _take_busy(self, now: float) -> float:
+    def _take_busy(self, now: float, count: int) -> float:
         attributes = self._update(
-            "SET tat = tat + :interval, updated_at = :now ADD admitted :one",
+            "SET tat = tat + :slots, updated_at = :now ADD admitted :count, writes :one",
             # From one interval in the past: the two writes overlap there, so a source running near its rate
             # (tat close to now, either side) is not sent back and forth between them; at most one request more
-            # than the exact schedule is admitted when it goes from idle to busy.
+            # than the exact schedule is admitted when it goes from idle to busy. Up to the horizon less the
+            # slots after the first: the last slot taken must be within the horizon.
             f"tat >= :floor AND tat <= :limit AND {self._not_blocked()}",
             {
-                ":interval": {"N": _epoch(self.interval)},
+                ":slots": {"N": _epoch(count * self.interval)},
                 ":now": {"N": _epoch(now)},
                 ":floor": {"N": _epoch(now - self.interval)},
-                ":limit": {"N": _epoch(now + self.horizon)},
+                ":limit": {"N": _epoch(now + self.horizon - (count - 1) * self.interval)},
+                ":count": {"N": str(count)},
                 ":one": {"N": "1"},
             },
             return_new=True,
         )
         return LimiterState.from_item(attributes).tat
 
-    def _replace_skewed(self, state: LimiterState, now: float) -> float | None:
-        tat = now + self.interval
+    def _replace_skewed(self, state: LimiterState, now: float, count: int) -> float | None:
+        tat = now + count * self.interval
         try:
             self._update(
-                "SET tat = :tat, updated_at = :now ADD admitted :one",
+                "SET tat = :tat, updated_at = :now ADD admitted :count, writes :one",
                 f"tat = :seen AND {self._not_blocked()}",
                 {
                     ":tat": {"N": _epoch(tat)},
                     ":now": {"N": _epoch(now)},
                     ":seen": {"N": _epoch(state.tat)},
+                    ":count": {"N": str(count)},
                     ":one": {"N": "1"},
                 },
             )
@@ -324,3 +423,147 @@ class RateLimiter:
             "rate limiter storage failed; proceeding unlimited",
             extra={"source": self.source, "action": action, "error": type(error).__name__},
         )
+
+
+@dataclass(eq=False)
+class _Ask:
+    """One request waiting for its slot in a batch."""
+
+    group: Hashable
+    slot: Slot | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
+class _Pool:
+    """One source's requests in one batch."""
+
+    asking: list[_Ask] = field(default_factory=list)  # gathered, not yet written for
+    writing: bool = False  # a request is gathering, or writing for those gathered
+    asked: set[Hashable] = field(default_factory=set)  # groups that asked at least once
+    retry_at: float = 0.0  # a write was refused (or granted fewer): no slot before this (epoch seconds)
+
+
+class BatchSlots:
+    """The refetch slots of one processor batch (shared/process/app.py): the requests the batch's groups are about
+    to make to a source are gathered, and one write takes a slot for each of them, instead of one write each.
+
+    `groups` maps each FIFO group of the batch (one payment each) to its source. The first request of a source
+    waits, at most GATHER_MAX_SECONDS, until every group of that source that is running (its thread started it and
+    it has not finished) and has not asked yet has asked too or finished: the batch's groups run concurrently and
+    reach their refetch together (each after reading its event; coalescing makes it one refetch per payment), so
+    that wait is about the slowest of those reads. Then one write takes a slot for each request gathered, used at
+    once (each after the sleep for its turn a single request would have). A request that comes after (a group
+    started when another finished, a group's second request, a retry) gathers again. Groups not started yet are
+    not waited for, and a group that needs no refetch (its event already settled, a type nobody handles) simply
+    finishes: no slot is taken for a request that is not being made.
+
+    When the schedule grants fewer slots than were gathered, the requests left over are told when to come back
+    (RateLimited, the wait a single refused request gets: the processor delays the message and counts no attempt),
+    and so is every later request of this batch to that source until then, without another write.
+    `writes`, `reserved` and `used` count what the batch did."""
+
+    def __init__(self, groups: Mapping[Hashable, str | None], *, starting: Iterable[Hashable] = ()) -> None:
+        """`starting`: the groups that start at once (the batch's first groups, one per worker thread), running
+        from now on even if a thread of theirs is a little late to start."""
+        self._cond = threading.Condition()
+        self._source_of = dict(groups)
+        self._running: dict[str, set[Hashable]] = {}
+        for group in starting:
+            source = self._source_of.get(group)
+            if source:
+                self._running.setdefault(source, set()).add(group)
+        self._pools: dict[tuple[str, str], _Pool] = {}
+        self.reserved = 0  # slots taken by this batch's writes
+        self.used = 0  # slots handed to its requests
+        self.writes = 0  # its writes that took slots
+
+    @property
+    def lost(self) -> int:
+        return self.reserved - self.used
+
+    @contextmanager
+    def group(self, group: Hashable) -> Iterator[None]:
+        """The current thread runs `group`: its requests take this batch's slots."""
+        source = self._source_of.get(group)
+        with self._cond:
+            if source:
+                self._running.setdefault(source, set()).add(group)
+        token = _BATCH.set((self, group))
+        try:
+            yield
+        finally:
+            _BATCH.reset(token)
+            with self._cond:
+                if source:
+                    self._running[source].discard(group)
+                self._cond.notify_all()  # a gathering request stops waiting for it
+
+    def take(self, limiter: RateLimiter, group: Hashable) -> float:
+        """A slot of `limiter`'s source for one request of `group`, sleeping until it may be used; the seconds
+        slept. RateLimited as `RateLimiter.acquire`."""
+        ask = _Ask(group)
+        with self._cond:
+            pool = self._pools.setdefault((limiter.table_name, limiter.source), _Pool())
+            now = limiter.now()
+            if pool.retry_at > now:
+                raise RateLimited(
+                    f"refetch rate of {limiter.source} is booked for this batch", retry_after=pool.retry_at - now
+                )
+            pool.asking.append(ask)
+            pool.asked.add(group)
+            self._cond.notify_all()  # a gathering request may have waited for this one
+            while not ask.done:
+                if pool.writing:
+                    self._cond.wait()
+                else:
+                    self._write_for_gathered(limiter, pool)
+        if ask.error is not None:
+            raise ask.error
+        assert ask.slot is not None
+        return limiter.wait_for(ask.slot)
+
+    def _write_for_gathered(self, limiter: RateLimiter, pool: _Pool) -> None:
+        """Gather (the condition held), then one write for the requests gathered (released meanwhile)."""
+        pool.writing = True
+        deadline = time.monotonic() + GATHER_MAX_SECONDS
+        while True:
+            pending = self._running.get(limiter.source, set()) - pool.asked
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                break
+            self._cond.wait(left)
+        gathered, pool.asking = pool.asking, []
+        outcome: Grant | BaseException
+        self._cond.release()
+        try:
+            outcome = limiter.reserve(len(gathered))
+        except BaseException as error:  # RateLimited; anything else reaches every request gathered
+            outcome = error
+        finally:
+            self._cond.acquire()
+        now = limiter.now()
+        if isinstance(outcome, Grant):
+            self.writes += 1
+            self.reserved += len(outcome.slots)
+            rest_after = (outcome.rest_retry_at or now) - now
+            for index, waiting in enumerate(gathered):
+                if index < len(outcome.slots):
+                    waiting.slot = outcome.slots[index]
+                    self.used += 1
+                else:
+                    waiting.error = RateLimited(
+                        f"refetch rate of {limiter.source} ({limiter.rate:g}/s) is booked for this batch",
+                        retry_after=max(rest_after, 0.0),
+                    )
+            pool.retry_at = outcome.rest_retry_at or 0.0
+        else:
+            for waiting in gathered:
+                waiting.error = outcome
+            if isinstance(outcome, RateLimited):
+                pool.retry_at = now + (outcome.retry_after or 0.0)
+        for waiting in gathered:
+            waiting.done = True
+        pool.writing = False
+        self._cond.notify_all()

@@ -24,14 +24,24 @@ from shared.definitions import (
     ENV_RETRY_BASE_SECONDS,
     MAX_PROCESSING_ATTEMPTS,
     RETRY_BASE_SECONDS,
+    source_of,
 )
+from shared.gateway.ratelimit import BatchSlots
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
 from shared.process.coalesce import Refetches
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
 from shared.process.router import Router
-from shared.process.service import Delivery, EventProcessor, Outcome, ReconcileMessage, RetryLater, parse_message
+from shared.process.service import (
+    Delivery,
+    DispatchMessage,
+    EventProcessor,
+    Outcome,
+    ReconcileMessage,
+    RetryLater,
+    parse_message,
+)
 from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
@@ -41,8 +51,10 @@ if TYPE_CHECKING:
 # FIFO groups of one batch processed at once. A batch holds at most PROCESSOR_BATCH_SIZE (10) messages; each group's
 # time is the gateway's round trip and DynamoDB's, so threads overlap them. Bounded: the gateway connection pool
 # keeps 10 connections (shared/gateway/http.py) and each group may hold one; the source's rate limit and circuit
-# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances.
+# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
+# a batch's groups take their rate-limit slots together (`BatchSlots`: their requests to a source, one write).
 MAX_CONCURRENT_GROUPS = 4
+GROUP_THREAD_PREFIX = "group"  # the groups' threads are named `group_{n}` (bench/item_sizes.py attributes by it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +168,20 @@ def message_groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(groups.values())
 
 
+def group_source(records: list[dict[str, Any]]) -> str | None:
+    """The source a FIFO group's messages refetch from (one group is one payment of one source): an event's key
+    starts with its source, a reconciliation names it. None when no message of the group can be read."""
+    for record in records:
+        try:
+            message = parse_message(record.get("body") or "")
+        except (ValueError, TypeError):
+            continue
+        if isinstance(message, DispatchMessage):
+            return source_of({"pk": message.pk})
+        return message.source
+    return None
+
+
 def run_group(
     records: list[dict[str, Any]], handle: Callable[[dict[str, Any], Refetches], object], *, coalesce: bool = True
 ) -> GroupRun:
@@ -182,7 +208,7 @@ def run_groups(
     round trips, not CPU); one group runs in the calling thread."""
     if workers <= 1 or len(groups) <= 1:
         return [run(group) for group in groups]
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix="group")
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix=GROUP_THREAD_PREFIX)
     try:
         return list(pool.map(run, groups))
     finally:
@@ -198,6 +224,7 @@ def process_batch(
     *,
     max_concurrent_groups: int = MAX_CONCURRENT_GROUPS,
     coalesce: bool = True,
+    batch_slots: bool = True,
 ) -> dict[str, Any]:
     """One SQS FIFO batch, with a partial batch response (`batchItemFailures`, ReportBatchItemFailures).
 
@@ -207,6 +234,10 @@ def process_batch(
     SQS FIFO will not hand them out before the failed message ahead of them in their group, which is hidden for its
     own backoff, so nothing waits a full visibility timeout for no reason. Within a group, one refetch serves the
     group's events in this batch (`coalesce`, shared/process/coalesce.py).
+
+    The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/ratelimit.py
+    `BatchSlots`): the requests its running groups are about to make to a source are gathered into one
+    conditional write of the source's schedule, instead of one write per request.
     """
     processor = processor or default_processor()
     records: list[dict[str, Any]] = event.get("Records", [])
@@ -217,7 +248,21 @@ def process_batch(
     def handle(record: dict[str, Any], refetches: Refetches) -> object:
         return handle_record(SQSRecord(record), processor, refetches)
 
-    runs = run_groups(groups, lambda group: run_group(group, handle, coalesce=coalesce), workers=max_concurrent_groups)
+    slots = None
+    if batch_slots:
+        at_once = max_concurrent_groups if len(groups) > 1 else 1  # as run_groups starts them
+        slots = BatchSlots(
+            {group[0]["messageId"]: group_source(group) for group in groups},
+            starting=[group[0]["messageId"] for group in groups[: max(1, at_once)]],
+        )
+
+    def run_one(group: list[dict[str, Any]]) -> GroupRun:
+        if slots is None:
+            return run_group(group, handle, coalesce=coalesce)
+        with slots.group(group[0]["messageId"]):
+            return run_group(group, handle, coalesce=coalesce)
+
+    runs = run_groups(groups, run_one, workers=max_concurrent_groups)
     failed = {message_id for run in runs for message_id in (*run.failed, *run.skipped)}
     skipped = {message_id for run in runs for message_id in run.skipped}
     for record in records:

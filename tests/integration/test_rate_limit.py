@@ -1,9 +1,12 @@
 """The refetch rate limit shared through the control table (moto), with real threads and the real clock: two
 processor instances (each its own limiter and HTTP client, as two Lambda instances) refetching from the gateway
-simulator never exceed the source's rate over any second, spend no attempt waiting, and every payment matches."""
+simulator never exceed the source's rate over any second, spend no attempt waiting, and every payment matches;
+a batch takes its slots in one write (shared/gateway/ratelimit.py `BatchSlots`), two instances' batches at once
+stay within the rate all the same."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +24,7 @@ from shared.gateway.stripe import StripeClient
 from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
+from shared.process.app import process_batch
 from shared.process.handlers import default_router
 from shared.process.service import EventProcessor, Outcome, RetryLater
 from tests.integration.processing_support import RecordingQueue, run, store_event
@@ -147,3 +151,91 @@ def test_two_instances_sharing_the_control_table_keep_the_source_within_its_rate
     # And with 8 requesters and a second of reservations (20 slots) they took turns in process: at most a few were
     # sent back to the queue (only when the schedule moved under a slow write several times in a row)
     assert len(first_queue.delays) + len(second_queue.delays) <= EVENTS // 10
+
+
+def record(pk: str, group: str) -> dict[str, Any]:
+    """A queue record as Lambda hands it over (the receipt handle is only used by the recording queue)."""
+    return {
+        "messageId": f"m-{pk}",
+        "receiptHandle": f"r-{pk}",
+        "body": json.dumps({"pk": pk}),
+        "attributes": {"MessageGroupId": group, "ApproximateReceiveCount": "1"},
+    }
+
+
+def paid_events(world: Any, simulator: GatewaySimulator, count: int) -> list[dict[str, Any]]:
+    """`count` paid payments at the gateway, each with its webhook in the inbox: their queue records."""
+    records = []
+    for _ in range(count):
+        resource_id = simulator.create_payment("stripe", 1000, "BRL")
+        simulator.advance_to("stripe", resource_id, PaymentStatus.PAID)
+        pk = store_event(world.names, resource_id=resource_id, status="paid", amount=1000)
+        records.append(record(pk, f"stripe#{resource_id}"))
+    return records
+
+
+def limiter_counts(world: Any) -> tuple[int, int]:
+    item = boto3.client("dynamodb").get_item(
+        TableName=world.names.control_table, Key={"pk": {"S": "ratelimit#stripe"}}
+    )["Item"]
+    return int(item["admitted"]["N"]), int(item["writes"]["N"])
+
+
+def test_a_batch_of_several_payments_takes_its_slots_in_one_write(aws_world, gateway, atomic_writes):
+    # Given four paid payments of one source, a webhook each, in one FIFO batch (a group per payment)
+    records = paid_events(aws_world, gateway, 4)
+    processor, _ = instance(aws_world, gateway)
+
+    # When the processor handles the batch (its groups four at a time)
+    response = process_batch({"Records": records}, None, processor)
+
+    # Then every event is processed, with one request each to the gateway and one control-table write in all
+    assert response == {"batchItemFailures": []}
+    assert sum(s["requests"] for s in gateway.rate_stats()["seconds"]) == 4
+    assert limiter_counts(aws_world) == (4, 1)
+    # And a fifth payment, started when one of the first four finished, gathers again: two writes for five
+    records = paid_events(aws_world, gateway, 5)
+    assert process_batch({"Records": records}, None, processor) == {"batchItemFailures": []}
+    assert limiter_counts(aws_world) == (9, 3)
+
+
+def test_two_instances_processing_batches_at_once_keep_the_source_within_its_rate(aws_world, gateway, atomic_writes):
+    # Given 40 paid payments, a webhook each, in batches of five payments
+    records = paid_events(aws_world, gateway, 40)
+    batches = [records[start : start + 5] for start in range(0, len(records), 5)]
+    instances = [instance(aws_world, gateway), instance(aws_world, gateway)]
+    lock = threading.Lock()
+    rounds = 0
+
+    def work(processor: EventProcessor) -> None:
+        nonlocal rounds
+        while True:
+            with lock:
+                if not batches or rounds > 200:
+                    return
+                batch, rounds = batches.pop(0), rounds + 1
+            failed = {
+                f["itemIdentifier"] for f in process_batch({"Records": batch}, None, processor)["batchItemFailures"]
+            }
+            if failed:  # told to wait (the visibility delay, shortened: the test is about the rate, not the queue)
+                time.sleep(0.1)
+                with lock:
+                    batches.append([r for r in batch if r["messageId"] in failed])
+
+    # When two processor instances, two batches at a time each, process them all
+    threads = [threading.Thread(target=work, args=(processor,)) for processor, _ in instances for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    # Then every event is processed in one attempt (waiting was never an attempt)
+    inbox = InboxStore(aws_world.names.inbox_table)
+    items = [inbox.get(json.loads(r["body"])["pk"]) or {} for r in records]
+    assert {(item.get("status"), item.get("attempts")) for item in items} == {("processed", 1)}
+    # And the gateway never saw more than the burst plus one second's rate in any second
+    seconds = gateway.rate_stats()["seconds"]
+    assert max(s["requests"] for s in seconds) <= RATE + BURST
+    # And the slots took fewer writes than requests
+    admitted, writes = limiter_counts(aws_world)
+    assert admitted >= sum(s["requests"] for s in seconds) > writes

@@ -284,15 +284,20 @@ def test_the_forwarding_log_costs_a_write_per_attempt_and_its_storage_only_with_
     assert retried["lines"][line] == pytest.approx(2 * on["lines"][line], rel=0.01)
 
 
-def test_the_refetch_rate_limit_costs_one_write_per_gateway_request(tmp_path):
-    # Given events that each ask the gateway twice, and events that never do (ordered by event time)
-    twice = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=2.0))
-    never = monthly_cost(1_000_000, "us-east-1", Assumptions(gateway_requests_per_event=0.0))
-    # Then the limiter's line is one write request unit per request, and nothing without requests
+def test_the_refetch_rate_limit_costs_its_writes_per_batch_never_more_than_one_per_request(tmp_path):
+    # Given batches of 3 events taking 1.5 limiter writes each, events that ask the gateway once, once in a while,
+    # and never (ordered by event time)
+    batched = Assumptions(events_per_processor_batch=3.0, rate_limit_writes_per_batch=1.5)
+    once = monthly_cost(1_000_000, "us-east-1", replace(batched, gateway_requests_per_event=1.0))
+    rarely = monthly_cost(1_000_000, "us-east-1", replace(batched, gateway_requests_per_event=0.1))
+    never = monthly_cost(1_000_000, "us-east-1", replace(batched, gateway_requests_per_event=0.0))
+    # Then the limiter's line is its writes per batch spread over the batch's events (0.5 write units per event),
+    # at most one per request, and nothing without requests
     price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["dynamodb_per_million_write_request_units"]
-    assert twice["lines"]["Refetch rate limit (control table)"] == pytest.approx(2 * price, rel=1e-3)
+    assert once["write_units_per_event"]["rate_limit"] == pytest.approx(0.5)
+    assert once["lines"]["Refetch rate limit (control table)"] == pytest.approx(0.5 * price, rel=1e-3)
+    assert rarely["write_units_per_event"]["rate_limit"] == pytest.approx(0.1)
     assert never["lines"]["Refetch rate limit (control table)"] == 0
-    assert twice["write_units_per_event"]["rate_limit"] == 2.0
     # And a measurement that has the figure is used; one from before the rate limit falls back to the formula
     per_event: dict[str, Any] = {**MEASURED_ITEM_SIZES["per_event"], "write_units_rate_limit": 1.2}  # type: ignore[dict-item]
     with_figure = measured_usage(_results(tmp_path, {**MEASURED_ITEM_SIZES, "per_event": per_event}))

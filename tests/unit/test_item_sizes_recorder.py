@@ -4,12 +4,14 @@ billed, how a Stripe body is padded to the documented example's size, what a bur
 from __future__ import annotations
 
 import json
+import threading
 import zlib
 from typing import Any
 
 from bench.ingest_burst import figures
 from bench.item_size import IndexShape
 from bench.item_sizes import STRIPE_DOCUMENTED_EVENT_BYTES, Recorder, WriteRecord, pad_stripe_body
+from shared.process.app import GROUP_THREAD_PREFIX
 
 OPEN = IndexShape(name="open", keys=("open_pk",), projection="INCLUDE", included=("provider",))
 
@@ -85,3 +87,22 @@ def test_a_burst_counts_only_stored_deliveries_and_says_when_something_is_missin
     assert (throttled["absorbed_per_s"], throttled["nothing_lost"]) == (4.0, False)
     unlisted = figures(10, {"stored": 10}, 2.0, stored=9)  # answered 200 but an item is missing
     assert unlisted["nothing_lost"] is False
+
+
+def test_the_processors_group_threads_are_the_processor():
+    # Given the recorder once the functions are installed (the processor's group threads named `group_{n}`)
+    recorder = Recorder(processor_threads=(f"{GROUP_THREAD_PREFIX}_",))
+    seen: dict[str, Any] = {}
+
+    def in_thread() -> None:
+        seen["function"], seen["handler"] = recorder.function(), recorder.handler()
+
+    # When a batch's group thread and a plumbing thread make calls
+    for name in (f"{GROUP_THREAD_PREFIX}_0", "local-pipe"):
+        thread = threading.Thread(target=in_thread, name=name)
+        thread.start()
+        thread.join()
+        seen[name] = (seen["function"], seen["handler"])
+    # Then the group thread's writes and log lines are the processor's, the Pipe's its own (and logs none)
+    assert seen[f"{GROUP_THREAD_PREFIX}_0"] == ("processor", "processor")
+    assert seen["local-pipe"] == ("dispatch pipe", None)
