@@ -25,6 +25,10 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
+from tests import aws_speedups  # once the environment above is set
+
+aws_speedups.install()
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _aws_limits() -> None:
