@@ -105,7 +105,9 @@ class Assumptions:
     # finished, a retry), a wrong idle/busy guess or a refused write adds one. Measured (item_sizes, Stripe): 0.607
     # writes per event at 0.339 batches per event, 1.79 per batch (0.589 at 0.357, 1.65, in another run; it was
     # one write per request: 1.25 to 1.71 per event). Never more than one per request.
-    rate_limit_writes_per_batch: float = 1.79
+    rate_limit_writes_per_batch: float = (
+        1.65  # 22:12 on the merged code: 0.536 per event at 0.321 batches per event, 1.67 per batch
+    )
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -198,7 +200,7 @@ PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times 
 ITEM_ATTRIBUTES_KB = 0.57
 # An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
 KEYS_ONLY_ENTRY_KB = 0.12
-CONTROL_READS_PER_EVENT = 0.4
+CONTROL_READS_PER_EVENT = 0.25  # see read_units_processing: 0.11 to 0.77 measured, timing-dependent
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
@@ -315,7 +317,7 @@ def assumed_usage(a: Assumptions) -> Usage:
         write_units_rate_limit=min(a.gateway_requests_per_event, a.rate_limit_writes_per_batch * per_batch),
         # strongly consistent reads of the item and the payment, and the outbox's last record on a transition
         # + the gateway breaker's and rate limiter's consistent reads of their control items (cached per instance
-        # for a second: timing-dependent; 0.36 to 0.77 per event measured on 2026-12-01)
+        # for a second: timing-dependent; 0.11 to 0.77 per event measured on 2026-12-01)
         read_units_processing=math.ceil(item_kb / 4) + 1 + a.transitions_per_event + CONTROL_READS_PER_EVENT,
         pipe_events=1.0,
         processor_invocations=per_batch,
