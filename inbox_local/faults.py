@@ -370,7 +370,8 @@ class FaultInjector:
 
 
 class _ThrottlingDynamoDB:
-    """A DynamoDB client whose PutItem may answer as throttled DynamoDB does; everything else passes through."""
+    """A DynamoDB client whose PutItem and TransactWriteItems may answer as throttled DynamoDB does; everything else
+    passes through."""
 
     def __init__(self, client: Callable[[], DynamoDBClient], injector: FaultInjector) -> None:
         self._client = client
@@ -389,6 +390,28 @@ class _ThrottlingDynamoDB:
             }
             raise ClientError(response, "PutItem")
         return self._client().put_item(**kwargs)
+
+    def transact_write_items(self, **kwargs: Any) -> Any:
+        """A delivery of several events is one TransactWriteItems (shared/ingest_batch.py): throttled, DynamoDB
+        cancels the whole transaction and names the throttled action's reason (`ThrottlingError`, the other
+        actions `None`; TransactWriteItems API reference, CancellationReasons). Nothing is written."""
+        actions = kwargs.get("TransactItems", [])
+        first = actions[0].get("Put", {}).get("Item", {}) if actions else {}
+        pk = str(first.get("pk", {}).get("S", ""))
+        if actions and self._injector.should_inject(FaultKind.INGEST_THROTTLE, pk):
+            reasons = [{"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity for the table"}]
+            reasons += [{"Code": "None"}] * (len(actions) - 1)
+            response: Any = {
+                "Error": {
+                    "Code": "TransactionCanceledException",
+                    "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+                    "(injected by the local stack)",
+                },
+                "CancellationReasons": reasons,
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            }
+            raise ClientError(response, "TransactWriteItems")
+        return self._client().transact_write_items(**kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client(), name)

@@ -11,7 +11,9 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.models import DynamoDBBackend
 
 from inbox_local.config import DEV_SECRETS
+from inbox_local.faults import FaultInjector
 from inbox_local.senders import sender_for
+from shared import aws
 from shared.definitions import MAX_EVENTS_PER_DELIVERY, MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
 from shared.inbox.model import inline_body
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
@@ -213,6 +215,21 @@ def test_an_unknown_refusal_is_a_storage_failure_not_a_duplicate(aws_world):
     # Then it is StorageUnavailable (a 5xx: the gateway retries), never counted as stored or duplicate
     with pytest.raises(StorageUnavailable, match="TransactionCanceledException"):
         put_all_new(store, items)
+
+
+def test_the_local_stacks_throttle_fault_cancels_a_delivery_of_several_events_whole(aws_world):
+    # Given the local stack's ingest throttle (the fault `inbox chaos` and the ingest fuzz use) on every write: it
+    # used to throttle PutItem only, so a delivery of several events (one TransactWriteItems) went through it
+    injector = FaultInjector()
+    store = injector.throttled_inbox_store(InboxStore(aws_world.names.inbox_table), aws.dynamodb)
+    injector.configure({"ingest_throttle_rate": 1.0})
+    items = _items_of(aws_world, adyen_delivery("A", "B"))
+    # When the delivery's events are stored, Then the transaction is cancelled as a throttled one is (a 5xx the
+    # gateway retries), the fault is counted once, and nothing is written
+    with pytest.raises(StorageUnavailable, match="TransactionCanceledException"):
+        put_all_new(store, items)
+    assert injector.counters()["ingest_throttle"] == 1
+    assert stored_items(aws_world) == []
 
 
 def test_conflicts_are_retried_then_given_up_as_a_storage_failure(aws_world):
