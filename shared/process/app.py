@@ -177,7 +177,7 @@ def group_source(records: list[dict[str, Any]]) -> str | None:
         except (ValueError, TypeError):
             continue
         if isinstance(message, DispatchMessage):
-            return source_of({"pk": message.pk})
+            return source_of({"pk": message.pk}) if "#" in message.pk else None  # a key always has one
         return message.source
     return None
 

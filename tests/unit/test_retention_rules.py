@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from typing import Any
 
@@ -66,7 +67,11 @@ def test_a_body_with_nothing_to_redact_keeps_its_exact_bytes():
 
 def test_without_redaction_the_body_is_archived_exactly():
     body = b'{"email": "a@b.c"}'
-    assert archived_body(body, frozenset()) == {"body": '{"email": "a@b.c"}', "body_encoding": "utf-8"}
+    assert archived_body(body, frozenset()) == {
+        "body": '{"email": "a@b.c"}',
+        "body_encoding": "utf-8",
+        "body_sha256": hashlib.sha256(body).hexdigest(),  # the raw body's: the item no longer carries it
+    }
 
 
 def test_a_non_json_body_is_archived_as_it_is_and_says_why_it_was_not_redacted():
