@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.gateway.ratelimit import RateLimiter
+
 
 class FakeResponse:
     def __init__(
@@ -84,3 +86,15 @@ class Spy:
             return attribute(*args, **kwargs)
 
         return call
+
+
+CONTROL_TABLE = "test-control"
+
+
+def limiter(dynamodb: Any, clock: Any, sleeps: Any, rate: float = 10.0, **kwargs: Any) -> RateLimiter:
+    """A Stripe source's rate limiter on the test control table."""
+    return RateLimiter(CONTROL_TABLE, "stripe", rate, clock=clock, sleep=sleeps, dynamodb=dynamodb, **kwargs)
+
+
+def stored_limiter_state(dynamodb: Any, source: str = "stripe") -> dict[str, Any]:
+    return dynamodb.get_item(TableName=CONTROL_TABLE, Key={"pk": {"S": f"ratelimit#{source}"}}).get("Item") or {}

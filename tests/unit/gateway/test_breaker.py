@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -10,22 +9,12 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
 
-from inbox_local.resources import simple_table_spec
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
 from shared.gateway.breaker import BreakerState, CircuitBreaker, GuardedClient, guarded_call
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
+from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
 from tests.unit.gateway.fakes import Clock, Spy
-
-TABLE = "test-control"
-
-
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(**simple_table_spec(TABLE, "pk"))
-        yield client
 
 
 def item(dynamodb: Any, provider: str = "stripe") -> Any:

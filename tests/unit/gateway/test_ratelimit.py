@@ -5,39 +5,19 @@ breaker and the processor treat its waits."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError
-from moto import mock_aws
 
-from inbox_local.resources import simple_table_spec
 from shared.gateway.base import GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, guarded_call
 from shared.gateway.http import JsonHttpClient
 from shared.gateway.ratelimit import MAX_BLOCK_SECONDS, RateLimited, RateLimiter, burst_size
 from shared.process.service import MAX_BACKOFF_SECONDS, wait_seconds
-from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps, Spy
-
-TABLE = "test-control"
-
-
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(**simple_table_spec(TABLE, "pk"))
-        yield client
-
-
-def limiter(dynamodb: Any, clock: Clock, sleeps: Sleeps, rate: float = 10.0, **kwargs: Any) -> RateLimiter:
-    return RateLimiter(TABLE, "stripe", rate, clock=clock, sleep=sleeps, dynamodb=dynamodb, **kwargs)
-
-
-def stored(dynamodb: Any, source: str = "stripe") -> dict[str, Any]:
-    return dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": f"ratelimit#{source}"}}).get("Item") or {}
+from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
+from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps, Spy, limiter
+from tests.unit.gateway.fakes import stored_limiter_state as stored
 
 
 def admitted_within(limit: RateLimiter, clock: Clock, sleeps: Sleeps, seconds: float, step: float) -> list[float]:

@@ -8,36 +8,16 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
-from inbox_local.resources import simple_table_spec
 from shared.gateway import ratelimit
 from shared.gateway.ratelimit import BatchSlots, RateLimited, RateLimiter, Slot
-from tests.unit.gateway.fakes import Clock, Spy
-
-TABLE = "test-control"
-
-
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(**simple_table_spec(TABLE, "pk"))
-        yield client
-
-
-def limiter(dynamodb: Any, clock: Any, sleeps: Any, rate: float = 10.0, **kwargs: Any) -> RateLimiter:
-    return RateLimiter(TABLE, "stripe", rate, clock=clock, sleep=sleeps, dynamodb=dynamodb, **kwargs)
-
-
-def stored(dynamodb: Any, source: str = "stripe") -> dict[str, Any]:
-    return dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": f"ratelimit#{source}"}}).get("Item") or {}
+from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
+from tests.unit.gateway.fakes import Clock, Spy, limiter
+from tests.unit.gateway.fakes import stored_limiter_state as stored
 
 
 def waits_of(limit: RateLimiter, clock: Clock, count: int) -> list[float]:
