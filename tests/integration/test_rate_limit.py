@@ -28,6 +28,7 @@ from shared.process.app import process_batch
 from shared.process.handlers import default_router
 from shared.process.service import EventProcessor, Outcome, RetryLater
 from tests.integration.processing_support import RecordingQueue, run, store_event
+from tests.integration.test_coalescing import record
 
 RATE = 20.0
 BURST = 2
@@ -151,16 +152,6 @@ def test_two_instances_sharing_the_control_table_keep_the_source_within_its_rate
     # And with 8 requesters and a second of reservations (20 slots) they took turns in process: at most a few were
     # sent back to the queue (only when the schedule moved under a slow write several times in a row)
     assert len(first_queue.delays) + len(second_queue.delays) <= EVENTS // 10
-
-
-def record(pk: str, group: str) -> dict[str, Any]:
-    """A queue record as Lambda hands it over (the receipt handle is only used by the recording queue)."""
-    return {
-        "messageId": f"m-{pk}",
-        "receiptHandle": f"r-{pk}",
-        "body": json.dumps({"pk": pk}),
-        "attributes": {"MessageGroupId": group, "ApproximateReceiveCount": "1"},
-    }
 
 
 def paid_events(world: Any, simulator: GatewaySimulator, count: int) -> list[dict[str, Any]]:
