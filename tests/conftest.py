@@ -25,9 +25,11 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
+from inbox_local import moto_speedups
 from tests import aws_speedups  # once the environment above is set
 
 aws_speedups.install()
+moto_speedups.install()  # the embedded AWS's caches of moto's per-request work, in-process moto too
 
 
 @pytest.fixture(autouse=True, scope="session")
