@@ -32,7 +32,6 @@ from moto.sqs.models import Queue
 from werkzeug.serving import make_server
 
 from inbox_local import aws_limits, moto_speedups
-from inbox_local.step_functions import install as install_step_functions_limits
 
 _SERIALIZED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 
@@ -163,8 +162,10 @@ def enable_step_functions_execution(port: int) -> None:
 def serve(host: str, port: int) -> None:
     """Run the embedded AWS in this process until it is terminated."""
     DynamoDBBackend.transact_write_items = transact_write_items_conditions_first  # type: ignore[method-assign]
+    moto_speedups.install()  # caches of what moto recomputes per request; first: it defers an import
+    from inbox_local.step_functions import install as install_step_functions_limits  # noqa: PLC0415 (after it)
+
     aws_limits.install()  # refuse what AWS refuses (ids, sizes, batch lengths): moto is more lenient
-    moto_speedups.install()  # caches of what moto recomputes per request
     Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
     enable_step_functions_execution(port)
     install_step_functions_limits()  # the 25,000-event history quota and startExecution as AWS runs them
