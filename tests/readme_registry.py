@@ -39,7 +39,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
     ),
     "make test": (
         Run(
-            MAKE + "test_make_test_is_lint_then_every_tier",
+            MAKE + "test_make_test_is_lint_beside_every_tier",
             f"{NOT_IN_FULL} (it is the suite itself): `make -n test` shows lint, then pytest on every tier",
         ),
     ),
