@@ -116,5 +116,8 @@ def install() -> None:
         return
     _installed = True
     _defer_batch_package()
+    from inbox_local import moto_query_speedup  # noqa: PLC0415 (moto's DynamoDB models, once the package is deferred)
+
+    moto_query_speedup.install()  # every Query and Scan sorted the whole table with a Python call per comparison
     _cache_module_list()
     _cache_serializer_value_picks()

@@ -10,7 +10,7 @@ Measured in CPU seconds on this machine (tests/README.md says how):
   class instead.
 - moto's Step Functions parses a state machine's definition (ANTLR, ~0.4 CPU s for the replay workflow's) when it is
   created and again for every execution: the parse tree once per definition (the components built anew each time).
-And faster implementations that answer the same (tests/moto_query_speedup.py says why they are the same, and
+And faster implementations that answer the same (inbox_local/moto_query_speedup.py says why they are the same, and
 tests/integration/test_moto_query_speedup.py compares the answers): moto's DynamoDB sorted the whole table for every
 Query and Scan with a Python call per comparison (it now computes each item's sort key once), and a string's
 `cast_value` went through five type tests. With the parse trees, the replay workflow's 1,000-event test (1,000
@@ -91,6 +91,5 @@ def install() -> None:
     botocore.session.create_loader = _shared_loader
     _cache_method_names()
     _cache_state_machine_parse_trees()
-    from tests import moto_query_speedup  # moto only once the environment is set
-
-    moto_query_speedup.install()
+    # moto's faster Query/Scan sort (inbox_local/moto_query_speedup.py) comes with inbox_local/moto_speedups.py,
+    # which tests/conftest.py installs too: the local stack's embedded AWS runs it as well.

@@ -1,5 +1,5 @@
-"""tests/moto_query_speedup.py answers as moto does: every Query and Scan below, run with moto's own `all_items` and
-`DynamoType.cast_value` and with the faster ones, gets the same items, in the same order, with the same
+"""inbox_local/moto_query_speedup.py answers as moto does: every Query and Scan below, run with moto's own
+`all_items` and `DynamoType.cast_value` and with the faster ones, gets the same items, in the same order, with the same
 LastEvaluatedKey, or the same error."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 
-from tests import moto_query_speedup
+from inbox_local import moto_query_speedup
 
 ACCOUNT = "123456789012"
 MAX_PAGES = 40  # more than any request below has (30 items a table, pages of one)
@@ -187,7 +187,7 @@ def _answers(client: Any) -> list[list[Any]]:
 
 
 def test_every_query_and_scan_answers_as_moto_does(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Table.all_items is moto_query_speedup.all_items  # installed by tests/conftest.py
+    assert Table.all_items is moto_query_speedup.all_items  # installed by inbox_local/moto_speedups.py
     moto_all_items = moto_query_speedup.MOTO_ALL_ITEMS
     fell_back: list[str] = []
 
