@@ -32,6 +32,30 @@ aws_speedups.install()
 moto_speedups.install()  # the embedded AWS's caches of moto's per-request work, in-process moto too
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` groups by `xdist_group` again. pytest-xdist (3.8) tells the scheduler an item's group by
+    suffixing its node id (`...::test@infra`) through `item._nodeid`, which pytest 9.2's structured node ids no
+    longer read (pytest-xdist issue 1386): every group was silently spread over the workers like `--dist load`, so
+    each worker synthesized the infra tier's apps and started an e2e module's stack. Same suffix, written where
+    pytest 9.2 keeps the id; nothing is done when xdist's own suffix took (an xdist with the fix, an older pytest)."""
+    if not getattr(config.option, "loadgroup", False):  # set on a worker when `--dist loadgroup`
+        return
+    for item in items:
+        nodeid = item.nodeid
+        groups = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if groups and nodeid.rfind("@") <= nodeid.rfind("]"):  # xdist's own test for a suffix
+            from _pytest.nodeid import NodeId  # pytest 9.2's; an older pytest took xdist's suffix above
+
+            grouped = f"{nodeid}@{'_'.join(sorted(groups))}"
+            item._id = NodeId.parse(grouped)
+            if item.nodeid != grouped:  # a pytest that keeps the id elsewhere again: say so, never spread silently
+                raise pytest.UsageError(f"--dist loadgroup: could not group {nodeid} (tests/conftest.py)")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _aws_limits() -> None:
     """In-process moto refuses what AWS refuses, as the local stack's embedded AWS does (inbox_local/aws_limits.py).

@@ -48,23 +48,59 @@ def recipe(target: str, *assignments: str) -> list[str]:
     return [line for line in lines if "uv sync" not in line and ".synced" not in line and "pip install" not in line]
 
 
-def test_make_test_is_lint_then_every_tier():
-    # When `make test` is dry-run
+LINT = ".venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy ."
+
+
+def make_test_recipe() -> str:
+    """`make test`'s own recipe (after its prerequisites': the set-up and the browser), as bash would run it."""
     lines = recipe("test")
-    # Then it lints (ruff check, format check, mypy), then runs pytest on every tier: no path, and no marker filter
-    # but the soak runs' (minutes at scale, which `make chaos` runs)
-    assert lines[:3] == [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy ."], lines
-    [pytest_line] = [line for line in lines if "/pytest" in line]
-    assert pytest_line.startswith('.venv/bin/pytest -n 2 --dist loadgroup -m "not soak"'), pytest_line
+    start = next(index for index, line in enumerate(lines) if line.startswith("set -o pipefail;"))
+    return "\n".join(lines[start:])
+
+
+def test_make_test_is_lint_beside_every_tier():
+    # When `make test` is dry-run
+    script = make_test_recipe()
+    # Then it lints (ruff check, format check, mypy) in the background while pytest runs every tier: no path, and no
+    # marker filter but the soak runs' (minutes at scale, which `make chaos` runs)
+    assert f"({LINT}) > .test.log.lint 2>&1 & lint=$!;" in script, script
+    [pytest_line] = [line for line in script.splitlines() if "/pytest" in line]
+    assert pytest_line.startswith('.venv/bin/pytest -n 3 --dist loadgroup -m "not soak"'), pytest_line
     assert pytest_line.count(" -m ") == 1 and " tests/" not in pytest_line, pytest_line
+    # And either failing fails it: the lint's exit status is waited for and decides when the tests passed
+    assert "wait $lint; linted=$?;" in script and "exit $(( tests != 0 ? tests : linted ))" in script, script
+    assert script.startswith("set -o pipefail;"), script  # pytest's status, not tee's
+
+
+def test_make_test_fails_when_lint_fails_and_ends_on_pytests_closing_line(tmp_path):
+    # Given `make test`'s recipe with a lint that fails and a pytest that passes (stand-ins, run by bash as make would)
+    recipe_text = make_test_recipe()
+    pytest_command = '.venv/bin/pytest -n 3 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
+    assert pytest_command in recipe_text, recipe_text
+
+    def with_stand_ins(lint: str, tests_status: int) -> str:
+        tests = f"{{ printf 'tests ran\\n=== 5 passed in 1.00s ===\\n'; exit {tests_status}; }}"
+        return recipe_text.replace(LINT, lint).replace(pytest_command, tests)
+
+    script = with_stand_ins("echo lint-output; false", 0)
+    # When it runs
+    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
+    # Then it fails, shows the lint's output, and its last line is pytest's closing line
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "lint-output" in result.stdout and "lint failed" in result.stdout
+    assert result.stdout.splitlines()[-1] == "=== 5 passed in 1.00s ===", result.stdout
+    # And when the tests fail, their status is the target's (lint passing)
+    failing = with_stand_ins("true", 2)
+    assert subprocess.run(["bash", "-c", failing], cwd=tmp_path, capture_output=True, check=False).returncode == 2
 
 
 def test_make_check_is_lint_then_unit_and_integration_without_slow_tests():
     # When `make check` is dry-run
     lines = recipe("check")
     # Then it lints like `make test`, then runs only the unit and integration tiers, leaving slow tests out
-    assert lines[:3] == [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy ."], lines
+    assert lines[0] == LINT, lines
     [pytest_line] = [line for line in lines if "/pytest" in line]
+    assert pytest_line.startswith(".venv/bin/pytest -n 2 "), pytest_line  # in-process tiers: a worker a core
     assert '-m "not e2e and not infra and not slow"' in pytest_line, pytest_line
     assert pytest_line.endswith("tests/unit tests/integration"), pytest_line
 
