@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> str:
     # Run as a user would from a shell, not as a sub-make of the `make test` that runs this suite: without the
     # parent's MAKEFLAGS/MAKELEVEL, and without make's "Entering directory" lines.
-    base = {key: value for key, value in (env or os.environ).items() if key not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
+    # And the Makefile's own defaults: a PYTEST_WORKERS of the caller's would change the recipes asserted here.
+    ignored = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTEST_WORKERS"}
+    base = {key: value for key, value in (env or os.environ).items() if key not in ignored}
     result = subprocess.run(
         ["make", "--no-print-directory", *args],
         cwd=ROOT,
@@ -65,7 +67,7 @@ def test_make_test_is_lint_beside_every_tier():
     # marker filter but the soak runs' (minutes at scale, which `make chaos` runs)
     assert f"({LINT}) > .test.log.lint 2>&1 & lint=$!;" in script, script
     [pytest_line] = [line for line in script.splitlines() if "/pytest" in line]
-    assert pytest_line.startswith('.venv/bin/pytest -n 3 --dist loadgroup -m "not soak"'), pytest_line
+    assert pytest_line.startswith('.venv/bin/pytest -n 2 --dist loadgroup -m "not soak"'), pytest_line
     assert pytest_line.count(" -m ") == 1 and " tests/" not in pytest_line, pytest_line
     # And either failing fails it: the lint's exit status is waited for and decides when the tests passed
     assert "wait $lint; linted=$?;" in script and "exit $(( tests != 0 ? tests : linted ))" in script, script
@@ -75,7 +77,7 @@ def test_make_test_is_lint_beside_every_tier():
 def test_make_test_fails_when_lint_fails_and_ends_on_pytests_closing_line(tmp_path):
     # Given `make test`'s recipe with a lint that fails and a pytest that passes (stand-ins, run by bash as make would)
     recipe_text = make_test_recipe()
-    pytest_command = '.venv/bin/pytest -n 3 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
+    pytest_command = '.venv/bin/pytest -n 2 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
     assert pytest_command in recipe_text, recipe_text
 
     def with_stand_ins(lint: str, tests_status: int) -> str:
@@ -100,7 +102,7 @@ def test_make_check_is_lint_then_unit_and_integration_without_slow_tests():
     # Then it lints like `make test`, then runs only the unit and integration tiers, leaving slow tests out
     assert lines[0] == LINT, lines
     [pytest_line] = [line for line in lines if "/pytest" in line]
-    assert pytest_line.startswith(".venv/bin/pytest -n 2 "), pytest_line  # in-process tiers: a worker a core
+    assert pytest_line.startswith(".venv/bin/pytest -n 2 "), pytest_line
     assert '-m "not e2e and not infra and not slow"' in pytest_line, pytest_line
     assert pytest_line.endswith("tests/unit tests/integration"), pytest_line
 
