@@ -13,6 +13,8 @@ And at start: moto's Step Functions interpreter imports `moto.batch.utils` (an e
 whose package imports Batch's models and, with them, EC2's: 1.7 of the embedded AWS's 2.6 CPU s of imports, paid by
 every local stack and test process for services nothing here calls. The package's own code now runs the first time
 one of its names is asked for, as it would have (`_defer_batch_package`).
+And one faster implementation that answers the same: moto's DynamoDB Query/Scan sort (inbox_local/moto_query_speedup.py,
+compared with moto's own by tests/integration/test_moto_query_speedup.py).
 """
 
 from __future__ import annotations

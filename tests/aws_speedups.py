@@ -10,12 +10,13 @@ Measured in CPU seconds on this machine (tests/README.md says how):
   class instead.
 - moto's Step Functions parses a state machine's definition (ANTLR, ~0.4 CPU s for the replay workflow's) when it is
   created and again for every execution: the parse tree once per definition (the components built anew each time).
-And faster implementations that answer the same (inbox_local/moto_query_speedup.py says why they are the same, and
-tests/integration/test_moto_query_speedup.py compares the answers): moto's DynamoDB sorted the whole table for every
-Query and Scan with a Python call per comparison (it now computes each item's sort key once), and a string's
-`cast_value` went through five type tests. With the parse trees, the replay workflow's 1,000-event test (1,000
-index queries on a 1,000-item table, six executions): 77 -> 53 CPU s; tests/integration/test_replay_workflow.py
-with test_step_functions_limits.py: 186 -> 91 CPU s.
+Not here but installed beside these (tests/conftest.py installs inbox_local/moto_speedups.py, which the local
+stack's embedded AWS runs too): faster implementations that answer the same (inbox_local/moto_query_speedup.py says
+why they are the same, and tests/integration/test_moto_query_speedup.py compares the answers): moto's DynamoDB
+sorted the whole table for every Query and Scan with a Python call per comparison (it now computes each item's sort
+key once), and a string's `cast_value` went through five type tests. With the parse trees, the replay workflow's
+1,000-event test (1,000 index queries on a 1,000-item table, six executions): 77 -> 53 CPU s;
+tests/integration/test_replay_workflow.py with test_step_functions_limits.py: 186 -> 91 CPU s.
 """
 
 from __future__ import annotations
