@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,33 @@ def test_make_test_fails_when_lint_fails_and_ends_on_pytests_closing_line(tmp_pa
     # And when the tests fail, their status is the target's (lint passing)
     failing = with_stand_ins("true", 2)
     assert subprocess.run(["bash", "-c", failing], cwd=tmp_path, capture_output=True, check=False).returncode == 2
+
+
+def test_make_test_says_where_it_stands_against_its_12_minute_budget(tmp_path):
+    # Given `make test`'s recipe with stand-ins for lint and pytest, and make started `elapsed` seconds ago
+    recipe_text = make_test_recipe()
+    pytest_command = '.venv/bin/pytest -n 2 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
+    started = re.search(r"\$\(date \+%s\) - (\d+) \)\)", recipe_text)
+    assert started, recipe_text  # counted from make's start: the set-up of a fresh clone is in the budget
+
+    def run(elapsed: int) -> list[str]:
+        script = (
+            recipe_text.replace(LINT, "true")
+            .replace(pytest_command, "echo '=== 5 passed in 1.00s ==='")
+            .replace(started.group(0), f"$(date +%s) - {int(time.time()) - elapsed} ))")
+        )
+        result = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout.splitlines()
+
+    # When it ran for 300 s, Then it says so against the 720 s budget, and pytest's closing line stays the last
+    within = run(300)
+    assert any(re.fullmatch(r"make test took 30[0-9] s of its 720 s budget", line) for line in within), within
+    assert not any("OVER ITS BUDGET" in line for line in within) and within[-1] == "=== 5 passed in 1.00s ==="
+    # When it ran for 800 s, Then it says it is over its budget (said, not failed: the machine may be the slow one)
+    over = run(800)
+    assert any(line.startswith("make test is OVER ITS BUDGET") for line in over), over
+    assert over[-1] == "=== 5 passed in 1.00s ==="
 
 
 def test_make_check_is_lint_then_unit_and_integration_without_slow_tests():
