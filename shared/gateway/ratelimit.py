@@ -22,7 +22,10 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   from `tolerance` before that time until that time (`Slot`), never after: a slot used later could coincide with
   slots the schedule has since handed to others. (A request goes out once its write has returned, so a write that
   takes L seconds may send its first slot's request L late, as one write per request always did: milliseconds in
-  AWS, a fraction of one request's interval.)
+  AWS, a fraction of one request's interval.) `not_after` is the rule, not a check: a request whose thread wakes
+  after it (a process starved of CPU) still goes out, late, and can share a gateway's second with the requests of
+  later slots (tests/integration/test_rate_limit.py saw 24 and 26 in a second against a bound of 22, on two cores
+  shared by three busy processes); the gateway's 429 and `block` below remain the backstop.
 - A processor batch takes its slots this way (`BatchSlots`): the requests its groups are about to make to one
   source are gathered, and one write takes a slot for each of them, used at once (after the same sleep for its
   turn a single request would have). Only requests that are being made take slots: nothing is reserved for a
@@ -115,7 +118,8 @@ class LimiterState:
 @dataclass(frozen=True, slots=True)
 class Slot:
     """When one taken slot may be used (epoch seconds): not before `not_before` (sleep until then), not after
-    `not_after` (a slot used later is lost: the schedule may have handed the slots after it to others)."""
+    `not_after` (the schedule may have handed the slots after it to others). Not enforced: a request released late
+    goes out late (see the module's docstring)."""
 
     not_before: float
     not_after: float
