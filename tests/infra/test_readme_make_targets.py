@@ -76,53 +76,54 @@ def test_make_test_is_lint_beside_every_tier():
     assert script.startswith("set -o pipefail;"), script  # pytest's status, not tee's
 
 
-def test_make_test_fails_when_lint_fails_and_ends_on_pytests_closing_line(tmp_path):
-    # Given `make test`'s recipe with a lint that fails and a pytest that passes (stand-ins, run by bash as make would)
+PYTEST_COMMAND = '.venv/bin/pytest -n 2 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
+CLOSING_LINE = "=== 5 passed in 1.00s ==="
+MAKE_STARTED = re.compile(r"\$\(date \+%s\) - (\d+) \)\)")  # the recipe's elapsed time: now - make's start
+
+
+def run_make_test_recipe(
+    cwd: Path, *, lint: str = "true", tests_status: int = 0, elapsed: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """`make test`'s own recipe run by bash as make would, with stand-ins for lint and pytest (which prints a line,
+    then pytest's closing line, and exits `tests_status`), as if make had started `elapsed` seconds ago."""
     recipe_text = make_test_recipe()
-    pytest_command = '.venv/bin/pytest -n 2 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
-    assert pytest_command in recipe_text, recipe_text
+    assert PYTEST_COMMAND in recipe_text, recipe_text
+    started = MAKE_STARTED.search(recipe_text)
+    assert started, recipe_text  # counted from make's start: the set-up of a fresh clone is in the budget
+    tests = f"{{ printf 'tests ran\\n{CLOSING_LINE}\\n'; exit {tests_status}; }}"
+    script = (
+        recipe_text.replace(LINT, lint)
+        .replace(PYTEST_COMMAND, tests)
+        .replace(started.group(0), f"$(date +%s) - {int(time.time()) - elapsed} ))")
+    )
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, check=False)
 
-    def with_stand_ins(lint: str, tests_status: int) -> str:
-        tests = f"{{ printf 'tests ran\\n=== 5 passed in 1.00s ===\\n'; exit {tests_status}; }}"
-        return recipe_text.replace(LINT, lint).replace(pytest_command, tests)
 
-    script = with_stand_ins("echo lint-output; false", 0)
+def test_make_test_fails_when_lint_fails_and_ends_on_pytests_closing_line(tmp_path):
+    # Given `make test`'s recipe with a lint that fails and a pytest that passes
     # When it runs
-    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
+    result = run_make_test_recipe(tmp_path, lint="echo lint-output; false")
     # Then it fails, shows the lint's output, and its last line is pytest's closing line
     assert result.returncode == 1, result.stdout + result.stderr
     assert "lint-output" in result.stdout and "lint failed" in result.stdout
-    assert result.stdout.splitlines()[-1] == "=== 5 passed in 1.00s ===", result.stdout
+    assert result.stdout.splitlines()[-1] == CLOSING_LINE, result.stdout
     # And when the tests fail, their status is the target's (lint passing)
-    failing = with_stand_ins("true", 2)
-    assert subprocess.run(["bash", "-c", failing], cwd=tmp_path, capture_output=True, check=False).returncode == 2
+    assert run_make_test_recipe(tmp_path, tests_status=2).returncode == 2
 
 
 def test_make_test_says_where_it_stands_against_its_12_minute_budget(tmp_path):
-    # Given `make test`'s recipe with stand-ins for lint and pytest, and make started `elapsed` seconds ago
-    recipe_text = make_test_recipe()
-    pytest_command = '.venv/bin/pytest -n 2 --dist loadgroup -m "not soak" --durations=15 --durations-min=2'
-    started = re.search(r"\$\(date \+%s\) - (\d+) \)\)", recipe_text)
-    assert started, recipe_text  # counted from make's start: the set-up of a fresh clone is in the budget
-
-    def run(elapsed: int) -> list[str]:
-        script = (
-            recipe_text.replace(LINT, "true")
-            .replace(pytest_command, "echo '=== 5 passed in 1.00s ==='")
-            .replace(started.group(0), f"$(date +%s) - {int(time.time()) - elapsed} ))")
-        )
-        result = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
-        assert result.returncode == 0, result.stdout + result.stderr
-        return result.stdout.splitlines()
-
+    # Given `make test`'s recipe with passing stand-ins for lint and pytest
     # When it ran for 300 s, Then it says so against the 720 s budget, and pytest's closing line stays the last
-    within = run(300)
-    assert any(re.fullmatch(r"make test took 30[0-9] s of its 720 s budget", line) for line in within), within
-    assert not any("OVER ITS BUDGET" in line for line in within) and within[-1] == "=== 5 passed in 1.00s ==="
+    within = run_make_test_recipe(tmp_path, elapsed=300)
+    assert within.returncode == 0, within.stdout + within.stderr
+    lines = within.stdout.splitlines()
+    assert any(re.fullmatch(r"make test took 30[0-9] s of its 720 s budget", line) for line in lines), lines
+    assert "OVER ITS BUDGET" not in within.stdout and lines[-1] == CLOSING_LINE
     # When it ran for 800 s, Then it says it is over its budget (said, not failed: the machine may be the slow one)
-    over = run(800)
-    assert any(line.startswith("make test is OVER ITS BUDGET") for line in over), over
-    assert over[-1] == "=== 5 passed in 1.00s ==="
+    over = run_make_test_recipe(tmp_path, elapsed=800)
+    assert over.returncode == 0, over.stdout + over.stderr
+    lines = over.stdout.splitlines()
+    assert any(line.startswith("make test is OVER ITS BUDGET") for line in lines) and lines[-1] == CLOSING_LINE
 
 
 def test_make_check_is_lint_then_unit_and_integration_without_slow_tests():

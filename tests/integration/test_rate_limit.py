@@ -284,8 +284,7 @@ def test_two_instances_processing_batches_at_once_keep_the_source_within_its_rat
     items = [inbox.get(json.loads(r["body"])["pk"]) or {} for r in records]
     assert {(item.get("status"), item.get("attempts")) for item in items} == {("processed", 1)}
     # And neither the shared schedule nor the gateway saw more than the burst plus one second's rate in any second
-    assert_within_the_rate(log, gateway)
-    seconds = gateway.rate_stats()["seconds"]
+    assert_within_the_rate(log, gateway)  # which holds that the gateway saw one request for each slot released
     # And the slots took fewer writes than requests
     admitted, writes = limiter_counts(aws_world)
-    assert admitted >= sum(s["requests"] for s in seconds) > writes
+    assert admitted >= len(log.released) > writes

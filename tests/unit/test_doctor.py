@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import stripe
+from standardwebhooks import webhooks
 
 from inbox_cli.doctor import Case, Diagnosis, diagnose
 from inbox_cli.doctor.candidates import SecretCandidate, body_variants
@@ -365,7 +367,6 @@ def test_a_stale_kiwify_banking_delivery_is_out_of_tolerance_with_its_skew_in_se
 
 
 def test_a_delivery_signed_by_stripe_python_and_re_serialized_is_diagnosed():
-    stripe = pytest.importorskip("stripe")
     secret = SECRETS["stripe"]
     # Given Stripe's own signature of the pretty-printed event (stripe-python's signer)
     signature = stripe.WebhookSignature._compute_signature(f"{NOW}.{PRETTY.decode()}", secret)
@@ -378,7 +379,6 @@ def test_a_delivery_signed_by_stripe_python_and_re_serialized_is_diagnosed():
 
 
 def test_a_delivery_signed_by_the_standard_webhooks_library_and_re_serialized_is_diagnosed():
-    webhooks = pytest.importorskip("standardwebhooks.webhooks")
     secret = SECRETS["standard"]
     when = datetime.fromtimestamp(NOW, tz=UTC)
     signature = webhooks.Webhook(secret).sign("msg_1", when, PRETTY.decode())
