@@ -7,8 +7,11 @@ the previous secret sign, so a receiver holding either verifies. The signing fun
 provider driver verifies with (`shared.providers.standard.compute_signature`), not a copy.
 
 Delivery is at least once: a 2xx is success; anything else (or a network error) is retried with exponential
-backoff. The caller decides what a delivery that keeps failing blocks (the local publisher and the forwarder
-Lambda: everything after it on the stream).
+backoff. A redirect is never followed: a 3xx is a failed attempt like a 500 (its `Location` recorded without its
+query, which may hold a token), so every attempt goes to the configured URL, https in AWS, and nothing signed ever
+goes where the endpoint points it (urllib's default opener would re-send a 301/302/303 as a GET, to any scheme).
+The caller decides what a delivery that keeps failing blocks (the local publisher and the forwarder Lambda:
+everything after it on the stream).
 
 Exactly once in effect, in order (`forward_in_order`): after each delivery the last sequence delivered per outbox
 partition is checkpointed in the control table (`outbox-forward#{pk}`), and records at or below it are skipped.
@@ -27,9 +30,10 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +49,7 @@ from shared.definitions import (
     FORWARD_LOG_BODY_BYTES,
     MAXIMUM_FORWARD_LOG_RETENTION_DAYS,
 )
-from shared.forwarding_log import SENDER_FORWARDER, Answer, ForwardLog, is_accepted
+from shared.forwarding_log import SENDER_FORWARDER, Answer, ForwardLog, endpoint_label, is_accepted
 from shared.providers.standard import SCHEME, compute_signature, decode_secret
 from shared.settings import EnvironmentSettings, text, whole
 
@@ -53,6 +57,22 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 CHECKPOINT_PREFIX = "outbox-forward#"
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """No redirect is followed: returning None makes urllib raise the 3xx as an HTTPError, an answer like any other."""
+
+    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+# The opener every forwarding attempt goes through: urllib's default handlers (proxies from the environment,
+# https) with redirects refused.
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
+
+
+def is_redirect(status: int) -> bool:
+    return 300 <= status < 400
 
 
 class DeliveryFailed(Exception):
@@ -142,16 +162,19 @@ class Forwarder:
 
     def exchange(self, event: Mapping[str, Any]) -> Answer:
         """One signed POST and what came back: status, headers, the body's first bytes (never all of it: an
-        endpoint may answer with anything), or the error. The answer goes to `record` before it is returned."""
+        endpoint may answer with anything), or the error. The answer goes to `record` before it is returned.
+        A 3xx is not followed: its answer says where it pointed (`error`: the Location's scheme, host and path)."""
         request = signed_request(self.url, event, self.secrets)
         self.attempts += 1
         started, clock = time.time(), time.monotonic()
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310
+            with _OPENER.open(request, timeout=self.timeout_seconds) as response:
                 answer = _answer(int(response.status), response, clock)
         except urllib.error.HTTPError as error:
             try:
                 answer = _answer(int(error.code), error, clock)
+                if is_redirect(answer.status):
+                    answer = replace(answer, error=_redirect_note(self.url, error.headers))
             finally:
                 error.close()  # its response is open: release the connection
         except (urllib.error.URLError, OSError) as error:
@@ -171,6 +194,15 @@ class Forwarder:
             if attempt < self.max_attempts:
                 self.sleep(backoff(attempt, self.base_delay_seconds, self.max_delay_seconds))
         raise DeliveryFailed(f"{event.get('id')}: no 2xx after {self.max_attempts} attempts (last status {status})")
+
+
+def _redirect_note(url: str, headers: Any) -> str:
+    """What a refused redirect pointed to, for the log: the Location resolved against the URL, as
+    `endpoint_label` shows an endpoint (no credentials, no query, no fragment: a token may travel there)."""
+    location = headers.get("Location") if headers is not None else None
+    if not location:
+        return "redirect not followed (no Location)"
+    return f"redirect not followed (Location: {endpoint_label(urllib.parse.urljoin(url, str(location)))})"
 
 
 def _elapsed_ms(clock: float) -> float:

@@ -4,8 +4,9 @@ One item per HTTP attempt (the forwarder Lambda's, the local publisher's, `inbox
 forwarding log table (`definitions.FORWARD_LOG_*`), keyed by the event's `webhook-id` and the attempt's time, so
 one Query gives an event's attempts oldest first. The item holds the payment, the event's sequence and type,
 the endpoint (scheme, host, port and path: never the URL's credentials or query), the HTTP status (0 when there
-was no answer, then `error` says why), the latency, the response headers (at most FORWARD_LOG_MAX_HEADERS, each
-name and value cut, secret-bearing ones such as Set-Cookie kept by name only) and the first
+was no answer, then `error` says why; a 3xx, never followed, has `error` name its Location), the latency, the
+response headers (at most FORWARD_LOG_MAX_HEADERS, each name and value cut, secret-bearing ones such as Set-Cookie
+kept by name only, a Location without its query) and the first
 FORWARD_LOG_BODY_BYTES of the response body. An item is written once (PutItem) and only ever deleted by its TTL
 (`expires_at`, INBOX_FORWARD_LOG_RETENTION_DAYS days, default DEFAULT_FORWARD_LOG_RETENTION_DAYS): whoever
 forwards owns the write, nobody updates it.
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 # Response headers that can carry a credential or a session of the endpoint: kept by name, their value never.
 _SECRET_HEADER_NAMES = frozenset({"set-cookie", "set-cookie2", "authorization", "proxy-authorization", "cookie"})
 _SECRET_HEADER_WORDS = ("token", "secret", "api-key", "apikey", "password", "signature")
+# Response headers holding a URL (a redirect's target): kept as `endpoint_label` shows one, its query dropped.
+_URL_HEADER_NAMES = frozenset({"location", "content-location"})
 REDACTED = "[redacted]"
 # Who made an attempt (the item's `sender`): the forwarding itself (Lambda or local publisher) or a resend.
 SENDER_FORWARDER = "forwarder"
@@ -93,13 +96,19 @@ def _secret_header(name: str) -> bool:
 
 def bounded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     """At most FORWARD_LOG_MAX_HEADERS headers, names lower-cased and cut, values cut, repeated names joined
-    with ", " (RFC 9110 §5.3), secret-bearing values replaced by REDACTED."""
+    with ", " (RFC 9110 §5.3), secret-bearing values replaced by REDACTED, a URL (a redirect's Location) without
+    its credentials, query or fragment."""
     kept: dict[str, str] = {}
     for raw_name, raw_value in headers:
         name = str(raw_name).strip().lower()[:FORWARD_LOG_HEADER_NAME_CHARS]
         if not name:
             continue
-        value = REDACTED if _secret_header(name) else str(raw_value)[:FORWARD_LOG_HEADER_VALUE_CHARS]
+        if _secret_header(name):
+            value = REDACTED
+        elif name in _URL_HEADER_NAMES:
+            value = endpoint_label(str(raw_value))[:FORWARD_LOG_HEADER_VALUE_CHARS]
+        else:
+            value = str(raw_value)[:FORWARD_LOG_HEADER_VALUE_CHARS]
         if name in kept:
             if kept[name] != REDACTED:
                 kept[name] = f"{kept[name]}, {value}"[:FORWARD_LOG_HEADER_VALUE_CHARS]
