@@ -32,21 +32,25 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   request that may never come, so nothing is left over to lose but the slots of a request that never went out
   (a crash between the write and the request).
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
-  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - interval <=
-  tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval; they overlap by one
-  interval, so a source near its rate does not flip between them, at the price of at most one request early).
-  The instance guesses from what it saw last; a wrong guess fails its condition, returns the item
-  (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is tried: two writes only when the source
-  switches between idle and busy (or when fewer slots fit than were asked). A refused write costs one write too.
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now <= tat <= now +
+  horizon - (count - 1) x interval`: SET tat = tat + count x interval). They meet at `tat = now` and never
+  overlap: a busy write on a schedule already in the past would hand out a slot due before now, and the request
+  after it would come less than one interval after this one (for a source of one request per 250 s, two requests
+  a second apart). The instance guesses from what it saw last (busy while that schedule is still ahead); a wrong
+  guess fails its condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is
+  tried: two writes only when the source switches between idle and busy, or another instance moved it since this
+  one looked (or when fewer slots fit than were asked). A refused write costs one write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
 
 Clocks: `tat` is written from each instance's clock. Two instances whose clocks differ by d seconds can admit about
 `d * rate` requests more (or fewer) than the rate in the moment their roles switch; with clocks synchronised to a
-few milliseconds that is a fraction of one request. A `tat` further ahead than any clock in agreement could have
-written (more than `horizon + MAX_CLOCK_AHEAD_SECONDS` past now) is treated as written by a clock far ahead and
-replaced (conditioned on the value seen), so one bad clock cannot stall a source.
+few milliseconds that is a fraction of one request. No write leaves `tat` further past its writer's clock than the
+horizon plus one interval (`furthest_ahead`: the last slot of a write taken at the horizon's edge); a `tat` more
+than MAX_CLOCK_AHEAD_SECONDS beyond that is treated as written by a clock far ahead and replaced (conditioned on
+the value seen), so one bad clock cannot stall a source. The bound is the source's own: a source limited to one
+request per 250 s legitimately books 250 s ahead, and that is a schedule to keep, not a clock to distrust.
 
 The limiter is an optimisation, never a gate: if the control table cannot be read or written, the failure is
 logged and the request proceeds (the gateway's own 429s remain the last word), as the circuit breaker does.
@@ -198,6 +202,16 @@ class RateLimiter:
         return self.tolerance + self.max_wait_seconds
 
     @property
+    def furthest_ahead(self) -> float:
+        """How far past its writer's clock a write can leave `tat`: the horizon plus the interval of the last slot
+        (an idle write of `max_slots`, or a busy write admitted at the horizon's edge). Further is a clock ahead."""
+        return self.horizon + self.interval
+
+    def _written_ahead(self, state: LimiterState, now: float) -> bool:
+        """Whether `state`'s schedule is further ahead than a clock within MAX_CLOCK_AHEAD_SECONDS could write."""
+        return state.tat > now + self.furthest_ahead + MAX_CLOCK_AHEAD_SECONDS
+
+    @property
     def max_slots(self) -> int:
         """The most slots one write can take: a rested source's burst and the slots of `max_wait_seconds`."""
         return max(1, math.floor((self.horizon + self.interval) / self.interval + _EPSILON))
@@ -225,7 +239,7 @@ class RateLimiter:
             raise ValueError("count must be at least 1")
         want = min(count, self.max_slots)
         with self._lock:  # which write to try first: what this instance saw last
-            busy = self._seen_tat >= self._clock() - self.interval
+            busy = self._seen_tat > self._clock()
         for _ in range(_WRITE_ROUNDS):
             # Read the clock for every write: a slow write must not make the next one judge by a stale time.
             now = self._clock()
@@ -237,7 +251,7 @@ class RateLimiter:
                 self._storage_failed("take a slot", error)
                 return Grant(tuple(Slot(now, math.inf) for _ in range(count)))
             if isinstance(outcome, _Refused):  # the other write, or fewer slots, apply to what is there: try it
-                busy = outcome.state.tat >= self._clock() - self.interval
+                busy = outcome.state.tat > self._clock()
                 want = min(want, outcome.fits)
                 continue
             with self._lock:
@@ -259,8 +273,8 @@ class RateLimiter:
 
     def _grant(self, tat: float, granted: int, asked: int, now: float) -> Grant:
         """The slots a write that left the schedule at `tat` took: those `granted` single requests would have
-        taken one after the other. A slot may be used from `tolerance` before its due time until that time (or at
-        once, when the write found the schedule up to one interval in the past: the busy write's overlap)."""
+        taken one after the other. A slot may be used from `tolerance` before its due time until that time (never
+        before now: both writes start from a schedule at or after now)."""
         slots = []
         for index in range(granted):
             due = tat - (granted - index) * self.interval
@@ -281,7 +295,7 @@ class RateLimiter:
         # instances' writes are younger than our `now`, and the schedule would look booked further ahead than it is.
         now = max(now, self._clock())
         self._refuse_if_full(state, now)
-        if state.tat > now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
+        if self._written_ahead(state, now):
             replaced = self._replace_skewed(state, now, count)
             return _Refused(state, count) if replaced is None else replaced
         return _Refused(state, self._fits(state, now))
@@ -338,7 +352,7 @@ class RateLimiter:
                 f"{self.source} is blocked by the gateway for another {state.blocked_until - now:.1f} s",
                 retry_after=state.blocked_until - now,
             )
-        if now + self.horizon < state.tat <= now + self.horizon + MAX_CLOCK_AHEAD_SECONDS:
+        if state.tat > now + self.horizon and not self._written_ahead(state, now):
             raise RateLimited(
                 f"refetch rate of {self.source} ({self.rate:g}/s) is booked for {state.tat - now:.1f} s",
                 retry_after=state.tat - self.horizon - now,
@@ -359,15 +373,12 @@ class RateLimiter:
     def _take_busy(self, now: float, count: int) -> float:
         attributes = self._update(
             "SET tat = tat + :slots, updated_at = :now ADD admitted :count, writes :one",
-            # From one interval in the past: the two writes overlap there, so a source running near its rate
-            # (tat close to now, either side) is not sent back and forth between them; at most one request more
-            # than the exact schedule is admitted when it goes from idle to busy. Up to the horizon less the
-            # slots after the first: the last slot taken must be within the horizon.
-            f"tat >= :floor AND tat <= :limit AND {self._not_blocked()}",
+            # From now (an earlier schedule is the idle write's: its slots start at now, not before) up to the
+            # horizon less the slots after the first: the last slot taken must be within the horizon.
+            f"tat >= :now AND tat <= :limit AND {self._not_blocked()}",
             {
                 ":slots": {"N": _epoch(count * self.interval)},
                 ":now": {"N": _epoch(now)},
-                ":floor": {"N": _epoch(now - self.interval)},
                 ":limit": {"N": _epoch(now + self.horizon - (count - 1) * self.interval)},
                 ":count": {"N": str(count)},
                 ":one": {"N": "1"},

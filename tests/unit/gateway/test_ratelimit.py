@@ -191,6 +191,54 @@ def test_sources_are_limited_apart(dynamodb, clock, sleeps):
     assert stripe_br.acquire() == 0.0  # the other account's bucket and block are its own
 
 
+# ------------------------------------------------------------------------------------------- slow sources
+SLOW_RATE = 1 / 250  # one request per 250 s: its schedule is booked far beyond any clock-skew allowance
+
+
+def at_most_one_per_interval(sent: list[float], interval: float) -> bool:
+    return all(sum(1 for t in sent if start <= t < start + interval) <= 1 for start in sent)
+
+
+def test_a_source_slower_than_one_request_per_30_s_is_still_limited(dynamodb, clock, sleeps):
+    # Given a source limited to one request per 250 s, offered a request every 5 s for 1,000 s
+    limit = limiter(dynamodb, clock, sleeps, rate=SLOW_RATE)
+    sent = admitted_within(limit, clock, sleeps, seconds=1000, step=5)
+
+    # Then it makes at most one in any 250 s window, and still makes them: one per interval, not none
+    assert at_most_one_per_interval(sent, 250)
+    assert len(sent) == 4
+    # And its schedule was kept, never mistaken for one written by a clock far ahead
+    assert float(stored(dynamodb)["admitted"]["N"]) == 4
+
+
+def test_a_slow_source_shared_by_instances_stays_within_its_rate(dynamodb, clock, sleeps):
+    # Given three processor instances limiting one source of one request per 250 s
+    instances = [limiter(dynamodb, clock, sleeps, rate=SLOW_RATE) for _ in range(3)]
+    sent: list[float] = []
+    # When they take turns offering a request every 3 s for 2,000 s
+    for step in range(2000 // 3):
+        try:
+            sent.append(clock.now + instances[step % 3].acquire())
+        except RateLimited as refused:
+            # Then a refusal says when the schedule has room, no later than the source's own interval
+            assert 0 < refused.retry_after <= 250
+        clock.advance(3)
+    # And the source made at most one request in any 250 s window, eight in the 2,000 s
+    assert at_most_one_per_interval(sent, 250)
+    assert len(sent) == 8
+
+
+def test_a_slow_sources_refusal_says_when_its_next_slot_opens(dynamodb, clock, sleeps):
+    # Given a source of one request per 250 s whose slot was taken 100 s ago
+    limit = limiter(dynamodb, clock, sleeps, rate=SLOW_RATE)
+    assert limit.acquire() == 0.0
+    clock.advance(100)
+    # When another request comes, then it is told to come back when the next slot is within the wait allowed
+    with pytest.raises(RateLimited) as refused:
+        limit.acquire()
+    assert refused.value.retry_after == pytest.approx(150 - limit.max_wait_seconds, abs=1e-3)
+
+
 # ------------------------------------------------------------------------------------------------ clock skew
 
 
@@ -205,6 +253,24 @@ def test_a_schedule_written_by_a_clock_far_ahead_is_replaced(dynamodb, clock, sl
     # Then it is not stalled for an hour: the schedule is replaced from its own clock
     assert admitted == 0.0
     assert float(stored(dynamodb)["tat"]["N"]) == pytest.approx(clock.now + 0.1)
+
+
+def test_a_slow_sources_schedule_written_by_a_clock_far_ahead_is_replaced_too(dynamodb, clock, sleeps):
+    # Given an instance whose clock is an hour ahead took the slot of a source of one request per 250 s
+    limiter(dynamodb, Clock(clock.now + 3600), sleeps, rate=SLOW_RATE).acquire()
+    # When an instance with the right time asks, then the schedule is replaced from its own clock
+    assert limiter(dynamodb, clock, sleeps, rate=SLOW_RATE).acquire() == 0.0
+    assert float(stored(dynamodb)["tat"]["N"]) == pytest.approx(clock.now + 250)
+
+
+def test_a_slow_sources_schedule_a_little_ahead_is_kept(dynamodb, clock, sleeps):
+    # Given an instance 20 s ahead (within MAX_CLOCK_AHEAD_SECONDS) took the slot of a source of one per 250 s
+    limiter(dynamodb, Clock(clock.now + 20), sleeps, rate=SLOW_RATE).acquire()
+    # When an instance with the right time asks, then it waits for the slot after it, the skew included
+    with pytest.raises(RateLimited) as refused:
+        limiter(dynamodb, clock, sleeps, rate=SLOW_RATE).acquire()
+    assert refused.value.retry_after == pytest.approx(270 - 1.0, abs=1e-3)
+    assert float(stored(dynamodb)["tat"]["N"]) == pytest.approx(clock.now + 270)
 
 
 def test_a_small_skew_only_shifts_a_slot(dynamodb, clock, sleeps):
