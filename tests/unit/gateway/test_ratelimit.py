@@ -221,7 +221,7 @@ def test_a_slow_source_shared_by_instances_stays_within_its_rate(dynamodb, clock
             sent.append(clock.now + instances[step % 3].acquire())
         except RateLimited as refused:
             # Then a refusal says when the schedule has room, no later than the source's own interval
-            assert 0 < refused.retry_after <= 250
+            assert refused.retry_after is not None and 0 < refused.retry_after <= 250
         clock.advance(3)
     # And the source made at most one request in any 250 s window, eight in the 2,000 s
     assert at_most_one_per_interval(sent, 250)
