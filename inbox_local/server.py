@@ -6,6 +6,9 @@ reaches the function (docs/aws-limits.md has the figures and their sources):
 - an event whose JSON exceeds Lambda's synchronous invoke payload (6 MB, base64 of a binary body included) never
   reaches the function: API Gateway answers 413 `{"message": "Request Too Long"}`. So the real ceiling for a
   text body is just under 6 MB, and for a binary (base64-encoded) body about 4.5 MB.
+Its request log (one line per request on stderr) prints no secret of a URL: a query value is shown only when the
+source's driver keeps that parameter with the event (`replay_query`), every other one as "[redacted]"
+(shared/redaction.py: iugu's `?token=` and Efí's `?hmac=` are the secret itself).
 It holds a burst: the listen backlog is far above `socketserver`'s default of 5 (a gateway's retry storm of a few
 hundred concurrent connections is normal traffic, and a full backlog resets connections).
 """
@@ -21,10 +24,13 @@ import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from inbox_local.lambda_context import LocalLambdaContext
 from shared import definitions
+from shared.providers.registry import get_driver
+from shared.redaction import redact_query
+from shared.sources import declared_sources
 
 # HTTP API quota "Payload size: 10 MB" (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html);
 # above it API Gateway answers 413 with this plain-text message.
@@ -149,6 +155,29 @@ def api_gateway_event(
     return event
 
 
+def loggable_path(raw: str) -> str:
+    """The request target as the request log prints it: the path, and the query with every value redacted that
+    the route's source does not keep (`query_kept`)."""
+    parts = urlsplit(raw)
+    if not parts.query:
+        return raw
+    return urlunsplit(("", "", parts.path, redact_query(parts.query, query_kept(parts.path)), ""))
+
+
+def query_kept(path: str) -> tuple[str, ...]:
+    """The query parameters a delivery to `path` keeps with its event: its source's driver's `replay_query`
+    (Mercado Pago's `data.id` and `type`); none for any other route, an unknown source, or a declaration that
+    cannot be read (a log line must not fail a request)."""
+    segments = path.strip("/").split("/")
+    if len(segments) not in (2, 3) or segments[0] != "webhooks":
+        return ()
+    try:
+        provider = declared_sources().provider_of(segments[1])
+        return tuple(get_driver(provider).replay_query) if provider else ()
+    except Exception:  # SourcesInvalid, an unknown provider: the ingest answers it; the log shows no value
+        return ()
+
+
 class _ApiRequestHandler(BaseHTTPRequestHandler):
     server: ApiServer
     protocol_version = "HTTP/1.1"
@@ -205,7 +234,8 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         if self.server.access_log:
             elapsed = (time.perf_counter() - started) * 1000
-            print(f"{self.command} {self.path} -> {status} ({elapsed:.1f} ms)", file=sys.stderr, flush=True)
+            line = f"{self.command} {loggable_path(self.path)} -> {status} ({elapsed:.1f} ms)"
+            print(line, file=sys.stderr, flush=True)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 

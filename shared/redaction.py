@@ -1,13 +1,20 @@
-"""Personal-data redaction (LGPD): one rule for every copy of a body that leaves the inbox table.
+"""Redaction: one rule for every copy of a body that leaves the inbox table, and one for a URL's query in a log.
 
-With `INBOX_REDACT_FIELDS` (comma-separated JSON key names, matched case-insensitively), every value under such a
-key, at any depth of a JSON document, is replaced by "[redacted]". The archive (shared/retention.py) and the
-rejected-delivery log (shared/rejections.py) apply it; stdlib only, cheap to import on the ingest's path.
+Personal data (LGPD): with `INBOX_REDACT_FIELDS` (comma-separated JSON key names, matched case-insensitively),
+every value under such a key, at any depth of a JSON document, is replaced by "[redacted]". The archive
+(shared/retention.py) and the rejected-delivery log (shared/rejections.py) apply it.
+
+Query values: some gateways put the secret itself in the URL (iugu's `?token=`, Efí's `?hmac=`). A log shows a
+query parameter's value only when its driver stores that parameter with the event anyway (`replay_query`: the
+parameters the driver declares safe to keep, as signed data); every other value is "[redacted]", its name kept.
+Stdlib only, cheap to import on the ingest's path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
+from urllib.parse import unquote_plus
 
 REDACTED = "[redacted]"
 
@@ -40,3 +47,21 @@ def redact(document: Any, fields: frozenset[str]) -> tuple[Any, int]:
             count += inner
         return items, count
     return document, 0
+
+
+def redact_query(query: str, shown: Collection[str]) -> str:
+    """A URL's query (without its `?`) as a log may print it: each `name=value` whose decoded name is in `shown`
+    kept as it came, every other value replaced by "[redacted]" (the name kept), a bare value with no name
+    replaced whole (it may be the secret itself)."""
+    parts = []
+    for part in query.split("&"):
+        name, equals, _value = part.partition("=")
+        if unquote_plus(name) in shown:
+            parts.append(part)
+        elif equals:
+            parts.append(f"{name}={REDACTED}")
+        elif part:
+            parts.append(REDACTED)
+        else:
+            parts.append(part)
+    return "&".join(parts)
