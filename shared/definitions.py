@@ -139,6 +139,7 @@ class DispatchReason(StrEnum):
     REDISPATCH = "redispatch"  # the sweeper's re-dispatch of a stale event
     REPLAY = "replay"  # an operator's replay
     ATTEMPT = "attempt"  # the processor's own bookkeeping while the event is still pending: never re-enqueues
+    WAIT = "wait"  # the processor's note that the event waits for its source (never re-enqueues either)
 
 
 DISPATCHING_REASONS: Final = frozenset({DispatchReason.RECEIVED, DispatchReason.REDISPATCH, DispatchReason.REPLAY})
@@ -151,6 +152,7 @@ class Write(StrEnum):
     SETTLE = "settle"  # the processor applied it (processed) or found nothing to change (ignored)
     FAIL = "fail"  # the processor's attempt found it cannot be processed (that attempt counts)
     GIVE_UP = "give_up"  # the processor's attempts are exhausted (the last one was already counted)
+    WAIT = "wait"  # the processor notes that the event waits for its source (open circuit, rate limit): no attempt
     REDISPATCH = "redispatch"  # the sweeper dispatches a pending event whose dispatch got lost
     REPLAY = "replay"  # an operator sets a failed (or pending) event back to pending
 
@@ -198,6 +200,18 @@ class Transition(NamedTuple):
 
 
 _PENDING = frozenset({EventStatus.PENDING})
+# What a wait for the source writes (Write.WAIT): when its message comes back (ISO-8601 UTC, as every stamp) and what
+# it waits for (WaitingFor).
+WAIT_UNTIL: Final = "wait_until"
+WAIT_FIELDS: Final = (WAIT_UNTIL, "waiting_for")
+
+
+class WaitingFor(StrEnum):
+    """What an event that waits without an attempt waits for (`waiting_for`)."""
+
+    CIRCUIT = "circuit"  # its source's circuit breaker is open (shared/gateway/breaker.py)
+    RATE_LIMIT = "rate_limit"  # its source's refetch rate limit, or the gateway's 429 (shared/gateway/ratelimit.py)
+
 
 LIFECYCLE: Final[Mapping[Write, Transition]] = {
     Write.RECEIVE: Transition(
@@ -225,8 +239,9 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         stamps=("processed_at",),
         fields=("note",),
         # A settled event is never dispatched again (only failed or pending ones are replayed, with fresh marks):
-        # its dispatch marks go, so that the settle's item is no larger than the received one.
-        clears=("dispatch_id", "dispatch_reason", "dispatched_at"),
+        # its dispatch marks go, and so does a wait it was in, so that the settle's item is no larger than the
+        # received one.
+        clears=("dispatch_id", "dispatch_reason", "dispatched_at", *WAIT_FIELDS),
     ),
     Write.FAIL: Transition(
         sources=_PENDING,
@@ -246,6 +261,16 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         stamps=("failed_at",),
         optional_fields=("failures",),
     ),
+    Write.WAIT: Transition(
+        sources=_PENDING,
+        targets=_PENDING,
+        dispatch_reason=DispatchReason.WAIT,  # not a dispatching reason: the message it waits in is the one
+        attempts=Attempts.KEEP,  # no call was made: a wait is never one of the event's attempts
+        last_error=LastError.KEEP,
+        # Until when its message is hidden, and what it waits for: the sweeper leaves it alone until that time
+        # plus its stale threshold (shared/sweeper.py), however long the source keeps it waiting.
+        fields=WAIT_FIELDS,
+    ),
     Write.REDISPATCH: Transition(
         sources=_PENDING,
         targets=_PENDING,
@@ -254,9 +279,11 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         last_error=LastError.KEEP,
         # The group id is written again, valid: the Pipe copies it, and SQS would refuse an old raw key.
         fields=("group_id",),
-        # Nobody dispatched or attempted it since the sweeper read it: two sweepers at once re-dispatch it once.
+        # Nobody dispatched or attempted it since the sweeper read it, and it does not wait for its source (a wait
+        # that ended before the cutoff is quiet too): two sweepers at once re-dispatch it once, and an event whose
+        # message is only hidden until its source has room is never enqueued a second time.
         unchanged=("dispatch_id",),
-        quiet=("last_attempt_at",),
+        quiet=("last_attempt_at", WAIT_UNTIL),
     ),
     Write.REPLAY: Transition(
         sources=frozenset({EventStatus.FAILED, EventStatus.PENDING}),
@@ -471,7 +498,7 @@ def _condition(
 # Which stream records become queue messages. A write dispatches when it leaves the item pending AND says it
 # wants a dispatch (`dispatch_reason`): the ingest's insert ("received"), the sweeper's re-dispatch
 # ("redispatch") and a replay ("replay"). The processor's own bookkeeping writes while an event is still
-# pending set `dispatch_reason` to "attempt", so they never re-enqueue the event they are working on.
+# pending set `dispatch_reason` to "attempt" (or "wait"), so they never re-enqueue the event they are working on.
 PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {
     "eventName": ["INSERT", "MODIFY"],
     "dynamodb": {

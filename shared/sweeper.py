@@ -9,7 +9,14 @@ Each run, bounded in items and time, and safe to run twice at once (every write 
    deduplication id).
    A stale event whose FIFO group shows recent activity (another pending event of the same payment is being
    retried ahead of it) is left alone: it is waiting its turn, not lost.
-2. Measure: StuckPendingEvents (stale pending events seen), OldestPendingAgeSeconds, FailedEvents.
+   An event that waits for its source (the processor's `wait_until`, written when an open circuit or the
+   source's rate limit sends its message back to the queue without an attempt: Write.WAIT) is not stale until
+   that wait is over plus the stale threshold, and neither is an event behind it in its FIFO group: its message is
+   hidden, not lost, however long the outage. The open-events index does not project `wait_until`, so the marks
+   of the events that look quiet are read from the table (BatchGetItem); the re-dispatch's condition checks it
+   too, so an event that starts waiting between the read and the write is not re-dispatched either.
+2. Measure: StuckPendingEvents (stale pending events seen, not those waiting for their source),
+   OldestPendingAgeSeconds, FailedEvents.
 3. Reconcile payments stuck in an intermediate status (pending, authorized) for `reconcile_after_seconds`: they
    are claimed (a conditional write of `checked_at`, so one sweeper claims each) and a `reconcile` message is sent
    to the FIFO queue in the payment's own group. The processor refetches the payment from the gateway and applies
@@ -43,6 +50,7 @@ from shared.definitions import (
     OPEN_EVENTS_INDEX,
     OPEN_EVENTS_SHARDS,
     RECONCILE_INDEX,
+    WAIT_UNTIL,
     SourceSpec,
     source_key,
 )
@@ -69,6 +77,10 @@ READ_FACTOR = 10
 # What the re-dispatch decision reads of each event (not the body).
 _REDISPATCH_ATTRIBUTES = ("pk", "group_id", "received_at", "dispatched_at", "last_attempt_at", "dispatch_id")
 _PAGE_SIZE = 100
+_BATCH_GET_KEYS = 100  # BatchGetItem's limit per request
+_BATCH_GET_ROUNDS = 4  # rounds for the keys DynamoDB left unprocessed (throttling); past them, unknown = not waiting
+# The marks of a pending event that say it was worked on: received, (re-)dispatched, attempted.
+_WORK_MARKS = ("received_at", "dispatched_at", "last_attempt_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +104,9 @@ class SweepSummary:
     redispatched: int = 0  # stale pending events re-dispatched by this run
     stuck: int = 0  # stale pending events seen (re-dispatched, or waiting behind a busy FIFO group)
     waiting: int = 0  # stale by themselves, but another event of their payment is being worked on
+    # Quiet, but waiting for their source (an open circuit, its rate limit), or behind such an event in their
+    # FIFO group: not stale, not stuck, not re-dispatched.
+    waiting_for_source: int = 0
     oldest_age_s: float = 0.0  # age of the oldest pending event (0 when none is pending)
     failed: int = 0  # failed events in the open-events index (they wait for a replay)
     reconciled: int = 0  # reconciliation requests sent to the queue
@@ -106,10 +121,19 @@ def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+def _latest(item: Mapping[str, Any], names: Iterable[str]) -> str:
+    return max((mark for mark in (item.get(name) for name in names) if isinstance(mark, str)), default="")
+
+
+def last_work(item: Mapping[str, Any]) -> str:
+    """When a pending event was last worked on: received, (re-)dispatched or attempted."""
+    return _latest(item, _WORK_MARKS)
+
+
 def last_activity(item: Mapping[str, Any]) -> str:
-    """When something last happened to a pending event: received, (re-)dispatched or attempted."""
-    marks = [item.get(name) for name in ("received_at", "dispatched_at", "last_attempt_at")]
-    return max((mark for mark in marks if isinstance(mark, str)), default="")
+    """When something last happened, or is due to happen, to a pending event: its work, or the end of a wait for
+    its source (`wait_until`, a time that may be ahead: its message comes back then)."""
+    return _latest(item, (*_WORK_MARKS, WAIT_UNTIL))
 
 
 def dispatch_group(item: Mapping[str, Any]) -> str:
@@ -118,24 +142,39 @@ def dispatch_group(item: Mapping[str, Any]) -> str:
     return fifo_group_id(str(item.get("group_id") or item["pk"]))
 
 
-def stale_events(items: Iterable[Mapping[str, Any]], cutoff: str) -> tuple[list[Mapping[str, Any]], int]:
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """How a sweep's old pending events stand (`stale_events`)."""
+
+    chosen: list[Mapping[str, Any]]  # to re-dispatch: quiet, in a quiet FIFO group
+    waiting: int  # quiet, but another event of their FIFO group is being worked on (stuck behind it)
+    waiting_for_source: int  # quiet, but they (or an event ahead in their group) wait for their source
+
+
+def stale_events(items: Iterable[Mapping[str, Any]], cutoff: str) -> Staleness:
     """Which of these pending events to re-dispatch: each one quiet since before `cutoff`, in a FIFO group where
-    nothing happened since `cutoff` either. Returns (to re-dispatch, stale but waiting on their group)."""
+    nothing happened since `cutoff` either. A wait for the source (`wait_until`) that ends at or after `cutoff`
+    keeps its event and its FIFO group from being stale: the group's messages are held by it, not lost."""
     items = list(items)
-    group_activity: dict[str, str] = {}
+    group_work: dict[str, str] = {}
+    group_wait: dict[str, str] = {}
     for item in items:
         group = dispatch_group(item)
-        group_activity[group] = max(group_activity.get(group, ""), last_activity(item))
+        group_work[group] = max(group_work.get(group, ""), last_work(item))
+        group_wait[group] = max(group_wait.get(group, ""), str(item.get(WAIT_UNTIL) or ""))
     chosen: list[Mapping[str, Any]] = []
-    waiting = 0
+    waiting = waiting_for_source = 0
     for item in items:
-        if last_activity(item) >= cutoff:
-            continue
-        if group_activity[dispatch_group(item)] >= cutoff:
+        group = dispatch_group(item)
+        if last_work(item) >= cutoff:
+            continue  # being worked on
+        if group_wait[group] >= cutoff:
+            waiting_for_source += 1  # it, or the event its group is held by, waits for the source
+        elif group_work[group] >= cutoff:
             waiting += 1
-            continue
-        chosen.append(item)
-    return chosen, waiting
+        else:
+            chosen.append(item)
+    return Staleness(chosen, waiting, waiting_for_source)
 
 
 class SweepStore:
@@ -223,6 +262,29 @@ class SweepStore:
             for page in paginator.paginate(**self._open_query(status, shard, None), Select="COUNT"):
                 total += int(page.get("Count", 0))
         return total
+
+    def wait_marks(self, pks: list[str]) -> dict[str, str]:
+        """`wait_until` of each of these events that has one (BatchGetItem, 100 keys a request, the keys DynamoDB
+        left unprocessed asked again a few times). An event whose mark could not be read is missing: as if it did
+        not wait (the re-dispatch's condition still refuses one that does)."""
+        marks: dict[str, str] = {}
+        for start in range(0, len(pks), _BATCH_GET_KEYS):
+            request: dict[str, Any] = {
+                self.inbox_table: {
+                    "Keys": [{"pk": {"S": pk}} for pk in pks[start : start + _BATCH_GET_KEYS]],
+                    "ProjectionExpression": "#pk, #wait",
+                    "ExpressionAttributeNames": {"#pk": "pk", "#wait": WAIT_UNTIL},
+                }
+            }
+            for _ in range(_BATCH_GET_ROUNDS):
+                response = self.dynamodb.batch_get_item(RequestItems=request)
+                for raw in response.get("Responses", {}).get(self.inbox_table, []):
+                    if WAIT_UNTIL in raw:
+                        marks[raw["pk"]["S"]] = raw[WAIT_UNTIL]["S"]
+                request = dict(response.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+        return marks
 
     def redispatch(self, item: Mapping[str, Any], *, now: str, quiet_since: str) -> bool:
         """Dispatch a still-pending event again, unless anyone dispatched or attempted it since we read it (two
@@ -331,7 +393,10 @@ class Sweeper:
                 summary.truncated = True
                 break
             candidates.append(item)
-        chosen, summary.waiting = stale_events(candidates, cutoff)
+        self._read_waits(candidates, cutoff, summary)
+        staleness = stale_events(candidates, cutoff)
+        chosen, summary.waiting = staleness.chosen, staleness.waiting
+        summary.waiting_for_source = staleness.waiting_for_source
         summary.stuck = len(chosen) + summary.waiting
         if len(chosen) > self.settings.max_items:
             chosen = chosen[: self.settings.max_items]  # the oldest first; the next run carries on
@@ -344,6 +409,23 @@ class Sweeper:
             if self.store.redispatch(event, now=stamp, quiet_since=cutoff):
                 summary.redispatched += 1
                 logger.info("event re-dispatched", extra={"pk": event["pk"], "last_activity": last_activity(event)})
+
+    def _read_waits(self, candidates: list[dict[str, Any]], cutoff: str, summary: SweepSummary) -> None:
+        """Add `wait_until` to the candidates that look quiet by what the index projects (only those: an event
+        worked on since the cutoff is not stale whatever it waits for)."""
+        quiet = [str(item["pk"]) for item in candidates if last_work(item) < cutoff]
+        if not quiet:
+            return
+        try:
+            marks = self.store.wait_marks(quiet)
+        except Exception as error:  # the write's condition still guards a waiting event against a re-dispatch
+            logger.warning("wait marks not read", extra={"error": type(error).__name__})
+            summary.errors.append(f"wait marks: {type(error).__name__}")
+            return
+        for item in candidates:
+            mark = marks.get(str(item["pk"]))
+            if mark is not None:
+                item[WAIT_UNTIL] = mark
 
     def _due_payments(self, cutoff: str) -> Iterator[tuple[SourceSpec, str, str, str]]:
         """(source, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""

@@ -72,6 +72,8 @@ class SweeperFunction(Construct):
 
         _grant(self.function, "dynamodb:Query", f"{inbox.table.table_arn}/index/{definitions.OPEN_EVENTS_INDEX}")
         _grant(self.function, "dynamodb:UpdateItem", inbox.table.table_arn)
+        # The waits of the events that look stale (`wait_until`, which the open-events index does not project).
+        _grant(self.function, "dynamodb:BatchGetItem", inbox.table.table_arn)
         _grant(
             self.function,
             "dynamodb:Query",

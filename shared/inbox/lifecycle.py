@@ -7,9 +7,10 @@ every Lambda writes through: it fills in the values of each write (fresh dispatc
 item's open-events shard) and re-exports the table, so callers have one place to import the lifecycle from:
 
 - the ingest's conditional put (`received_attributes`, `RECEIVE_CONDITION`; executed by shared/inbox/store.py),
-- the processor's attempt and failure (`attempt_update`, `fail_update`; executed by shared/inbox/store.py, or
-  composed with an outbox record by shared/payments/store.py) and its settle (`settle_update`: the owner builds
-  the transaction item, shared/payments/store.py composes it with the payment's write),
+- the processor's attempt, wait and failure (`attempt_update`, `wait_update`, `fail_update`; executed by
+  shared/inbox/store.py, or the failure composed with an outbox record by shared/payments/store.py) and its
+  settle (`settle_update`: the owner builds the transaction item, shared/payments/store.py composes it with the
+  payment's write),
 - the sweeper's re-dispatch (`redispatch_update`; executed by shared/inbox/store.py),
 - the replay (`replay_update`, from shared/definitions.py): infra/replay_definition.py embeds its request, the
   varying values given as Step Functions paths.
@@ -28,12 +29,14 @@ from shared.definitions import (
     OPEN_STATUSES,
     RECEIVE_CONDITION,
     REPLAYABLE_STATUSES,
+    WAIT_UNTIL,
     Attempts,
     AttributeValue,
     DispatchReason,
     EventStatus,
     LastError,
     Transition,
+    WaitingFor,
     Write,
     allowed_transitions,
     compose_update,
@@ -51,12 +54,14 @@ __all__ = [
     "OPEN_STATUSES",
     "RECEIVE_CONDITION",
     "REPLAYABLE_STATUSES",
+    "WAIT_UNTIL",
     "Attempts",
     "AttributeValue",
     "DispatchReason",
     "EventStatus",
     "LastError",
     "Transition",
+    "WaitingFor",
     "Write",
     "allowed_transitions",
     "attempt_update",
@@ -70,6 +75,7 @@ __all__ = [
     "replay_update",
     "settle_update",
     "text_value",
+    "wait_update",
     "writes_between",
 ]
 
@@ -114,6 +120,16 @@ def received_attributes(pk: str, status: EventStatus, *, received_at: str, error
 
 def attempt_update(*, error: str, now: str) -> dict[str, Any]:
     return compose_update(Write.ATTEMPT, EventStatus.PENDING, now=text_value(now), error=text_value(cut(error)))
+
+
+def wait_update(*, until: str, waiting_for: WaitingFor, now: str) -> dict[str, Any]:
+    """The event waits for its source until `until` (its message is hidden until then): no attempt counted."""
+    return compose_update(
+        Write.WAIT,
+        EventStatus.PENDING,
+        now=text_value(now),
+        fields={WAIT_UNTIL: text_value(until), "waiting_for": text_value(waiting_for.value)},
+    )
 
 
 def settle_update(outcome: EventStatus, *, note: str, now: str) -> dict[str, Any]:

@@ -116,6 +116,12 @@ class InboxStore:
         response = self._update(pk, request, EventAlreadySettled, ReturnValues="UPDATED_NEW")
         return int(response["Attributes"]["attempts"]["N"])
 
+    def record_wait(self, pk: str, *, until: str, waiting_for: lifecycle.WaitingFor, now: str) -> None:
+        """Note on a still-pending item that it waits for its source until `until` (no attempt counted): the
+        sweeper does not take it for lost meanwhile. EventAlreadySettled when it is not pending any more."""
+        request = self.update_request(pk, lifecycle.wait_update(until=until, waiting_for=waiting_for, now=now))
+        self._update(pk, request, EventAlreadySettled)
+
     def settle(self, pk: str, outcome: EventStatus, *, note: str, now: str) -> None:
         """pending -> processed | ignored with nothing else to write (no payment change): one conditional
         UpdateItem, not a transaction. The condition (still pending) is what makes a redelivery harmless; with no

@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import aws
 from shared.definitions import ENV_OUTBOX_TABLE
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import EventStatus
+from shared.inbox.lifecycle import EventStatus, WaitingFor
 from shared.inbox.model import iso_utc
 from shared.inbox.store import (
     EventAlreadySettled,
@@ -184,6 +184,11 @@ class ProcessingStore:
 
         `last_attempt_at` tells the sweeper the event is being worked on (it is not stale)."""
         return self.inbox.record_attempt(event_pk, error, now=now or iso_utc(datetime.now(UTC)))
+
+    def record_wait(self, event_pk: str, *, until: str, waiting_for: WaitingFor, now: str) -> None:
+        """The event waits for its source (an open circuit, the rate limit) until `until`: `wait_until` tells the
+        sweeper it is not lost. No attempt is counted."""
+        self.inbox.record_wait(event_pk, until=until, waiting_for=waiting_for, now=now)
 
     def mark_failed(self, event_pk: str, error: str, *, now: str, count_attempt: bool) -> None:
         """pending -> failed, with the reason. Failed events wait in the sparse index for a replay.

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
-from shared.inbox.lifecycle import EventStatus
+from shared.inbox.lifecycle import EventStatus, WaitingFor
 from shared.inbox.model import iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, count_outcome, logger
@@ -238,6 +238,7 @@ class EventProcessor:
             if not error.counts_as_attempt:  # a wait (open circuit, rate limit): delay, spend no attempt
                 delay = wait_seconds(error.retry_after, self.retry_base_seconds)
                 self.queue.delay(delivery, delay)
+                self._note_wait(event, delay, error)
                 logger.info("event waits", extra={"pk": event.pk, "delay_s": delay, "reason": str(error)})
                 raise RetryLater(str(error)) from error
             return self._retry(event, delivery, f"GatewayUnavailable: {error}", error.retry_after)
@@ -275,6 +276,25 @@ class EventProcessor:
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
         raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
+
+    def _note_wait(self, event: InboxEvent, delay: int, error: GatewayUnavailable) -> None:
+        """Record on the item that it waits for its source until its message comes back, so that the sweeper does
+        not take a long wait (an outage behind an open circuit, a slow rate limit) for a lost dispatch. Bookkeeping
+        only: when it cannot be written, the wait goes on all the same (the sweeper may then re-dispatch the event
+        once it is stale, a duplicate the processor skips)."""
+        now = self.clock()
+        waiting_for = WaitingFor.CIRCUIT if error.circuit_open else WaitingFor.RATE_LIMIT
+        try:
+            self.store.record_wait(
+                event.pk,
+                until=iso_utc(datetime.fromtimestamp(now + delay, tz=UTC)),
+                waiting_for=waiting_for,
+                now=iso_utc(datetime.fromtimestamp(now, tz=UTC)),
+            )
+        except EventAlreadySettled:
+            pass  # settled meanwhile (a duplicate message's twin): nothing waits
+        except StorageUnavailable as failure:
+            logger.warning("wait not recorded", extra={"pk": event.pk, "error": type(failure).__name__})
 
     def _settle(self, event: InboxEvent, status: EventStatus, note: str) -> Outcome:
         self.store.settle(event.pk, status, now=self._now(), note=note)

@@ -130,6 +130,7 @@ def test_the_sweeper_role_is_least_privilege(synthesized: Synthesized) -> None:
             _index_arn(ids["payments"], definitions.RECONCILE_INDEX),
         ),
         "dynamodb:UpdateItem": _rendered(_get_att(ids["inbox"], "Arn"), _get_att(ids["payments"], "Arn")),
+        "dynamodb:BatchGetItem": _rendered(_get_att(ids["inbox"], "Arn")),
         "sqs:SendMessage": _rendered(_get_att(ids["queue"], "Arn")),
         "logs:CreateLogStream": _rendered(_get_att(log_group, "Arn")),
         "logs:PutLogEvents": _rendered(_get_att(log_group, "Arn")),

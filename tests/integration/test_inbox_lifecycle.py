@@ -46,6 +46,8 @@ def request_of(write: Write, source: EventStatus) -> dict[str, Any]:
             return lifecycle.settle_update(EventStatus.PROCESSED, note="paid", now="t1")
         case Write.FAIL | Write.GIVE_UP:
             return lifecycle.fail_update(PK, error="rejected", now="t1", counts_attempt=write is Write.FAIL)
+        case Write.WAIT:
+            return lifecycle.wait_update(until="t2", waiting_for=lifecycle.WaitingFor.CIRCUIT, now="t1")
         case Write.REDISPATCH:
             return lifecycle.redispatch_update(group_id="g", now="t1", seen_dispatch_id="d0", quiet_since="t0")
         case Write.REPLAY:  # the replay selects the status it read

@@ -94,8 +94,8 @@ def test_the_sweeper_groups_and_redispatches_with_the_same_derivation() -> None:
     assert dispatch_group(bare) == fifo_group_id("generic#evt é")
     # ... and a recent activity of the new item holds the old one back as waiting in the same group
     new["last_attempt_at"] = "2026-01-01T01:00:00Z"
-    chosen, waiting = stale_events([old, new], cutoff="2026-01-01T00:30:00Z")
-    assert (chosen, waiting) == ([], 1)
+    result = stale_events([old, new], cutoff="2026-01-01T00:30:00Z")
+    assert (result.chosen, result.waiting) == ([], 1)
 
 
 class _RecordingSqs:

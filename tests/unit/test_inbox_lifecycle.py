@@ -27,7 +27,7 @@ PENDING, PROCESSED, IGNORED, FAILED = (
 EXPECTED: dict[tuple[EventStatus | None, EventStatus], set[Write]] = {
     (None, PENDING): {Write.RECEIVE},
     (None, FAILED): {Write.RECEIVE},  # signed but unparseable: stored, never dropped
-    (PENDING, PENDING): {Write.ATTEMPT, Write.REDISPATCH, Write.REPLAY},
+    (PENDING, PENDING): {Write.ATTEMPT, Write.WAIT, Write.REDISPATCH, Write.REPLAY},
     (PENDING, PROCESSED): {Write.SETTLE},
     (PENDING, IGNORED): {Write.SETTLE},
     (PENDING, FAILED): {Write.FAIL, Write.GIVE_UP},
@@ -46,6 +46,8 @@ def a_request(write: Write) -> dict[str, Any]:
             return lifecycle.settle_update(PROCESSED, note="paid", now="t1")
         case Write.FAIL | Write.GIVE_UP:
             return lifecycle.fail_update(pk, error="rejected", now="t1", counts_attempt=write is Write.FAIL)
+        case Write.WAIT:
+            return lifecycle.wait_update(until="t2", waiting_for=lifecycle.WaitingFor.CIRCUIT, now="t1")
         case Write.REDISPATCH:
             return lifecycle.redispatch_update(group_id="g", now="t1", seen_dispatch_id="d0", quiet_since="t0")
         case Write.REPLAY:
@@ -90,9 +92,10 @@ def test_the_writes_that_dispatch_are_the_ones_the_pipe_filter_passes():
         Write.REDISPATCH,
         Write.REPLAY,
     }
-    # And the processor's own write on a pending item says "attempt", which the filter drops
+    # And the processor's own writes on a pending item say "attempt" or "wait", which the filter drops
     assert LIFECYCLE[Write.ATTEMPT].dispatch_reason is DispatchReason.ATTEMPT
-    assert DispatchReason.ATTEMPT.value not in passing
+    assert LIFECYCLE[Write.WAIT].dispatch_reason is DispatchReason.WAIT
+    assert DispatchReason.ATTEMPT.value not in passing and DispatchReason.WAIT.value not in passing
 
 
 @pytest.mark.parametrize("write", UPDATES)
@@ -135,10 +138,15 @@ def test_what_each_update_does_to_attempts_errors_and_the_open_events_index():
     }
     assert "attempts = :zero" in expressions[Write.REPLAY]
     assert "attempts" not in expressions[Write.REDISPATCH] and "attempts" not in expressions[Write.GIVE_UP]
-    # And a settled item leaves the open-events index, forgets its last error and its dispatch marks (it is never
-    # dispatched again: the settle's item is no larger than the received one); a failed one stays in the index
+    # And a wait is no attempt: it only says until when the event waits and for what
+    assert expressions[Write.WAIT] == (
+        "SET dispatch_reason = :dispatch_reason, wait_until = :wait_until, waiting_for = :waiting_for"
+    )
+    # And a settled item leaves the open-events index, forgets its last error, its dispatch marks and any wait (it
+    # is never dispatched again: the settle's item is no larger than the received one); a failed one stays in the
+    # index
     assert expressions[Write.SETTLE].endswith(
-        "REMOVE open_status, last_error, dispatch_id, dispatch_reason, dispatched_at"
+        "REMOVE open_status, last_error, dispatch_id, dispatch_reason, dispatched_at, wait_until, waiting_for"
     )
     assert "open_status = :open_status" in expressions[Write.FAIL]
     assert expressions[Write.REPLAY].endswith("REMOVE last_error")
@@ -156,12 +164,13 @@ def test_a_failure_that_feeds_the_outbox_is_conditioned_on_the_count_it_read():
     assert first["ConditionExpression"].endswith("AND attribute_not_exists(failures)")
 
 
-def test_a_redispatch_is_refused_once_anyone_else_dispatched_or_attempted_the_event():
+def test_a_redispatch_is_refused_once_anyone_else_dispatched_or_attempted_the_event_or_while_it_waits():
     read = lifecycle.redispatch_update(group_id="g", now="t1", seen_dispatch_id="d0", quiet_since="t0")
     never = lifecycle.redispatch_update(group_id="g", now="t1", seen_dispatch_id=None, quiet_since="t0")
     assert read["ConditionExpression"] == (
         "#status = :expected_status AND dispatch_id = :seen_dispatch_id"
         " AND (attribute_not_exists(last_attempt_at) OR last_attempt_at < :quiet_since)"
+        " AND (attribute_not_exists(wait_until) OR wait_until < :quiet_since)"
     )
     assert "attribute_not_exists(dispatch_id)" in never["ConditionExpression"]
 

@@ -19,7 +19,7 @@ from shared.process.service import (
     parse_message,
 )
 from shared.settings import ConfigurationError
-from shared.sweeper import SweeperSettings, last_activity, stale_events
+from shared.sweeper import Staleness, SweeperSettings, last_activity, last_work, stale_events
 
 CUTOFF = "2026-11-29T10:00:00.000000Z"
 BEFORE = "2026-11-29T09:00:00.000000Z"
@@ -34,10 +34,10 @@ def test_an_event_quiet_since_before_the_cutoff_is_stale():
     # Given a pending event received and dispatched an hour before the cutoff, never attempted
     quiet = pending("stripe#evt_1", dispatched_at=BEFORE)
     # When the rule is applied
-    chosen, waiting = stale_events([quiet], CUTOFF)
+    result = stale_events([quiet], CUTOFF)
     # Then it is re-dispatched
-    assert [item["pk"] for item in chosen] == ["stripe#evt_1"]
-    assert waiting == 0
+    assert [item["pk"] for item in result.chosen] == ["stripe#evt_1"]
+    assert result.waiting == result.waiting_for_source == 0
 
 
 @pytest.mark.parametrize("mark", ["dispatched_at", "last_attempt_at"])
@@ -45,14 +45,14 @@ def test_a_recent_dispatch_or_attempt_means_the_event_is_not_stale(mark):
     # Given an old event that was re-dispatched (or attempted) after the cutoff
     busy = pending("stripe#evt_1", **{mark: AFTER})
     # Then it is left alone
-    assert stale_events([busy], CUTOFF) == ([], 0)
+    assert stale_events([busy], CUTOFF) == Staleness([], 0, 0)
     assert last_activity(busy) == AFTER
 
 
 def test_an_event_written_before_dispatched_at_existed_falls_back_to_received_at():
     legacy = {"pk": "stripe#evt_old", "received_at": BEFORE}
     assert last_activity(legacy) == BEFORE
-    assert len(stale_events([legacy], CUTOFF)[0]) == 1
+    assert len(stale_events([legacy], CUTOFF).chosen) == 1
 
 
 def test_a_stale_event_behind_a_busy_event_of_its_payment_waits_its_turn():
@@ -62,10 +62,45 @@ def test_a_stale_event_behind_a_busy_event_of_its_payment_waits_its_turn():
     queued = pending("stripe#evt_2", group="stripe#pi_1", dispatched_at=BEFORE)
     other = pending("stripe#evt_3", group="stripe#pi_2", dispatched_at=BEFORE)
     # When the rule is applied
-    chosen, waiting = stale_events([retried, queued, other], CUTOFF)
+    result = stale_events([retried, queued, other], CUTOFF)
     # Then only the event of the quiet payment is re-dispatched; the queued one is counted as waiting
-    assert [item["pk"] for item in chosen] == ["stripe#evt_3"]
-    assert waiting == 1
+    assert [item["pk"] for item in result.chosen] == ["stripe#evt_3"]
+    assert result.waiting == 1 and result.waiting_for_source == 0
+
+
+WAIT_ENDS = "2026-11-29T10:10:00.000000Z"  # after the cutoff: the wait is over only then
+
+
+def test_an_event_waiting_for_its_source_is_neither_stale_nor_stuck():
+    # Given an event received long ago whose message waits for its source's circuit until after the cutoff
+    waiting = pending("stripe#evt_1", dispatched_at=BEFORE, wait_until=WAIT_ENDS)
+    # When the rule is applied
+    result = stale_events([waiting], CUTOFF)
+    # Then it is not re-dispatched, nor counted as waiting behind its group (which stuck counts): it waits for its
+    # source
+    assert result == Staleness([], 0, 1)
+    assert last_activity(waiting) == WAIT_ENDS and last_work(waiting) == BEFORE
+
+
+def test_events_behind_a_waiting_event_in_their_group_wait_for_the_source_too():
+    # Given a payment whose first event waits for its source and whose second is queued behind it (FIFO: its
+    # message is not handed out before the first's), and an event of another payment whose wait is long over
+    head = pending("stripe#evt_1", group="stripe#pi_1", wait_until=WAIT_ENDS)
+    behind = pending("stripe#evt_2", group="stripe#pi_1", dispatched_at=BEFORE)
+    over = pending("stripe#evt_3", group="stripe#pi_2", wait_until=BEFORE)
+    # When the rule is applied
+    result = stale_events([head, behind, over], CUTOFF)
+    # Then the payment held by the wait is left alone, and the event whose wait ended before the cutoff is stale
+    assert [item["pk"] for item in result.chosen] == ["stripe#evt_3"]
+    assert (result.waiting, result.waiting_for_source) == (0, 2)
+
+
+def test_a_wait_in_a_group_being_retried_keeps_its_events_waiting_for_the_source():
+    # Given one event of a payment attempted after the cutoff and another of it that waits for the source
+    attempted = pending("stripe#evt_1", group="stripe#pi_1", last_attempt_at=AFTER)
+    waits = pending("stripe#evt_2", group="stripe#pi_1", wait_until=WAIT_ENDS)
+    # Then the one being worked on is not counted at all, the waiting one waits for its source
+    assert stale_events([attempted, waits], CUTOFF) == Staleness([], 0, 1)
 
 
 def test_the_stale_threshold_must_exceed_the_processors_longest_backoff():
