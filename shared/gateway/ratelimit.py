@@ -32,14 +32,17 @@ The arithmetic (`rate` requests per second, `burst` requests at once):
   request that may never come, so nothing is left over to lose but the slots of a request that never went out
   (a crash between the write and the request).
 - One conditional UpdateItem per write, no read. DynamoDB cannot compute `max(tat, now)`, so there are two
-  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now <= tat <= now +
-  horizon - (count - 1) x interval`: SET tat = tat + count x interval). They meet at `tat = now` and never
-  overlap: a busy write on a schedule already in the past would hand out a slot due before now, and the request
-  after it would come less than one interval after this one (for a source of one request per 250 s, two requests
-  a second apart). The instance guesses from what it saw last (busy while that schedule is still ahead); a wrong
-  guess fails its condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other write is
-  tried: two writes only when the source switches between idle and busy, or another instance moved it since this
-  one looked (or when fewer slots fit than were asked). A refused write costs one write too.
+  writes to choose from: "idle" (`tat <= now`: SET tat = now + count x interval) and "busy" (`now - overlap <=
+  tat <= now + horizon - (count - 1) x interval`: SET tat = tat + count x interval). For a source with a burst
+  (two requests or more at once) they overlap by one interval, so a source near its rate does not flip between
+  them, at the price of at most one request early (one more than the burst) when it goes from idle to busy. A
+  source without one (`burst` 1: every source slower than 8 requests a second at the default burst window, and
+  any slow one) gets no overlap (`overlap` = min(interval, tolerance) = 0): a busy write on a schedule already in
+  the past hands out a slot due before now, and for a source of one request per 250 s that early request is two
+  requests a second apart, not a fraction of a second's rate. The instance guesses from what it saw last; a
+  wrong guess fails its condition, returns the item (ReturnValuesOnConditionCheckFailure=ALL_OLD) and the other
+  write is tried: two writes only when the source switches between idle and busy (or when fewer slots fit than
+  were asked). A refused write costs one write too.
 - A 429 from the gateway (`block`) sets `blocked_until = now + Retry-After` (or a second when the gateway said
   nothing), only ever extending it: both writes above are conditioned on it being past, so every instance waits,
   not only the one that was answered 429.
@@ -188,6 +191,9 @@ class RateLimiter:
         self.burst = burst if burst is not None else burst_size(rate)
         self.interval = 1.0 / rate
         self.tolerance = (self.burst - 1) * self.interval
+        # How far in the past the busy write still takes the schedule: one interval for a source with a burst (it
+        # does not flip between the writes near its rate), none for one without (no slot is ever due before now).
+        self.overlap = min(self.interval, self.tolerance)
         self.max_wait_seconds = max_wait_seconds
         self._clock = clock
         self._sleep = sleep
@@ -239,7 +245,7 @@ class RateLimiter:
             raise ValueError("count must be at least 1")
         want = min(count, self.max_slots)
         with self._lock:  # which write to try first: what this instance saw last
-            busy = self._seen_tat > self._clock()
+            busy = self._seen_tat >= self._clock() - self.overlap
         for _ in range(_WRITE_ROUNDS):
             # Read the clock for every write: a slow write must not make the next one judge by a stale time.
             now = self._clock()
@@ -251,7 +257,7 @@ class RateLimiter:
                 self._storage_failed("take a slot", error)
                 return Grant(tuple(Slot(now, math.inf) for _ in range(count)))
             if isinstance(outcome, _Refused):  # the other write, or fewer slots, apply to what is there: try it
-                busy = outcome.state.tat > self._clock()
+                busy = outcome.state.tat >= self._clock() - self.overlap
                 want = min(want, outcome.fits)
                 continue
             with self._lock:
@@ -273,8 +279,8 @@ class RateLimiter:
 
     def _grant(self, tat: float, granted: int, asked: int, now: float) -> Grant:
         """The slots a write that left the schedule at `tat` took: those `granted` single requests would have
-        taken one after the other. A slot may be used from `tolerance` before its due time until that time (never
-        before now: both writes start from a schedule at or after now)."""
+        taken one after the other. A slot may be used from `tolerance` before its due time until that time (or at
+        once, when the write found the schedule up to `overlap` in the past: the busy write's overlap)."""
         slots = []
         for index in range(granted):
             due = tat - (granted - index) * self.interval
@@ -373,12 +379,13 @@ class RateLimiter:
     def _take_busy(self, now: float, count: int) -> float:
         attributes = self._update(
             "SET tat = tat + :slots, updated_at = :now ADD admitted :count, writes :one",
-            # From now (an earlier schedule is the idle write's: its slots start at now, not before) up to the
+            # From `overlap` in the past (none for a source without a burst: see the module's docstring) up to the
             # horizon less the slots after the first: the last slot taken must be within the horizon.
-            f"tat >= :now AND tat <= :limit AND {self._not_blocked()}",
+            f"tat >= :floor AND tat <= :limit AND {self._not_blocked()}",
             {
                 ":slots": {"N": _epoch(count * self.interval)},
                 ":now": {"N": _epoch(now)},
+                ":floor": {"N": _epoch(now - self.overlap)},
                 ":limit": {"N": _epoch(now + self.horizon - (count - 1) * self.interval)},
                 ":count": {"N": str(count)},
                 ":one": {"N": "1"},
