@@ -24,8 +24,8 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
   month that is most invocations, billed per trace recorded (`inbox cost --tracing` prices it; docs/cost.md). The
   traces hold the Lambda segments only (no Tracer in the code): what the logs and Lambda's own metrics already say.
 - ``inbox_replay_log_level``: what the replay state machine logs, ``ERROR`` (default: failed executions and states,
-  with their error and cause), ``FATAL`` (failed executions only) or ``ALL`` (every state entered and exited: a few
-  lines per replayed event, billed as log ingestion, for what the execution history already holds). With
+  with their error and cause), ``FATAL`` (failed executions only) or ``ALL`` (every history event: several lines
+  per replayed event, billed as log ingestion, for what the execution history already holds). With
   ``inbox_tracing``, the state machine is traced too.
 - ``inbox_log_level``: the functions' application log level, ``INFO`` (default) or ``DEBUG`` (Lambda's log-level
   filtering, which Powertools follows: every line of every invocation, for an incident; docs/operations.md, "Logs").

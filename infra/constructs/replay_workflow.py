@@ -20,9 +20,11 @@ Choices:
 - Logs: at ``-c inbox_replay_log_level`` (ERROR by default: failed executions and states, with their error and
   cause), without execution data (inputs and outputs stay out of the logs; they hold event ids only, but there is
   no reason to copy them), to a log group under /aws/vendedlogs/ (infra/constructs/vended_logs.py) with a retention
-  period. ALL would log every state entered and exited: a few lines per replayed event, billed as log ingestion,
-  for what the execution history already holds (Step Functions keeps it 90 days after the execution closes, at no
-  charge, and `inbox replay` reads it).
+  period. ALL would log every history event: several lines per replayed event (its Map iteration, its task
+  entered, scheduled, started, succeeded, exited), billed as log ingestion, for what the execution history already
+  holds (a Standard execution's history is kept 90 days,
+  https://docs.aws.amazon.com/step-functions/latest/dg/express-at-least-once-execution.html; `inbox replay` reads
+  it).
 - X-Ray tracing follows ``-c inbox_tracing``, like the functions' (off by default: billed per trace recorded).
 """
 
@@ -116,9 +118,9 @@ class ReplayWorkflow(Construct):
                 self.state_machine,
                 "AwsSolutions-SF1",
                 f"The replay logs at {log_level} (-c inbox_replay_log_level, ALL on request): failed executions "
-                "and states with their error and cause. ALL would add a few log lines per replayed event, billed as "
-                "CloudWatch Logs ingestion, for what the execution history already records step by step (kept 90 "
-                "days after each execution closes, at no charge; `inbox replay` reads it).",
+                "and states with their error and cause. ALL would add several log lines per replayed event, billed "
+                "as CloudWatch Logs ingestion, for what the execution history already records step by step (kept "
+                "90 days by Step Functions; `inbox replay` reads it).",
             )
         if not tracing:
             acknowledge(

@@ -18,8 +18,7 @@ from moto import mock_aws
 
 from inbox_local.resources import inbox_table_spec
 from inbox_local.step_functions import install as install_step_functions_limits
-from infra.application import build_app, cdk_json_context
-from infra.config import SettingsError
+from infra.application import cdk_json_context
 from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
 from shared import definitions
@@ -120,11 +119,6 @@ def test_the_log_level_is_a_context_value_and_all_needs_no_acknowledgement(level
     acknowledged = {s["ruleName"] for s in nag["suppressedViolations"] if _on_the_workflow(s)}
     assert ("AwsSolutions-SF1" in acknowledged) == (level != "ALL")
     assert ("AwsSolutions-SF2" in acknowledged) == (not tracing)
-
-
-def test_an_unknown_replay_log_level_stops_the_synth() -> None:
-    with pytest.raises(SettingsError, match="'inbox_replay_log_level' must be one of ERROR, FATAL, ALL"):
-        build_app(context={"inbox_replay_log_level": "verbose"})
 
 
 def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_only(synthesized: Synthesized) -> None:
