@@ -19,14 +19,14 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``inbox_dashboard``: ``true`` deploys the CloudWatch dashboard of the flow (default ``false``: a dashboard is
   billed $3 a month, more than the alarms of a one-source deployment; every failure it graphs has its alarm, and
   `inbox cost` prices both settings). ``true``/``false`` (or ``1``/``0``, ``yes``/``no``).
-- ``inbox_tracing``: ``true`` turns on X-Ray active tracing of every function (default ``false``). Lambda then
-  samples 1 request per second and 5 % of the rest, a rate that cannot be configured; at a million webhooks a
-  month that is most invocations, billed per trace recorded (`inbox cost --tracing` prices it; docs/cost.md). The
-  traces hold the Lambda segments only (no Tracer in the code): what the logs and Lambda's own metrics already say.
+- ``inbox_tracing``: ``true`` turns on X-Ray active tracing of every function and of the replay state machine
+  (default ``false``). Lambda then samples 1 request per second and 5 % of the rest, a rate that cannot be
+  configured; at a million webhooks a month that is most invocations, billed per trace recorded (`inbox cost
+  --tracing` prices it; docs/cost.md). The traces hold the Lambda segments only (no Tracer in the code): what the
+  logs and Lambda's own metrics already say.
 - ``inbox_replay_log_level``: what the replay state machine logs, ``ERROR`` (default: failed executions and states,
   with their error and cause), ``FATAL`` (failed executions only) or ``ALL`` (every history event: several lines
-  per replayed event, billed as log ingestion, for what the execution history already holds). With
-  ``inbox_tracing``, the state machine is traced too.
+  per replayed event, billed as log ingestion, for what the execution history already holds).
 - ``inbox_log_level``: the functions' application log level, ``INFO`` (default) or ``DEBUG`` (Lambda's log-level
   filtering, which Powertools follows: every line of every invocation, for an incident; docs/operations.md, "Logs").
   Nothing above INFO: the EMF metric lines carry no level, Lambda files them as INFO and a WARN filter would drop
