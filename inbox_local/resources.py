@@ -137,6 +137,10 @@ def provision(session: Any, names: LocalNames) -> dict[str, str]:
     )
     dynamodb.create_table(**payments_table_spec(names.payments_table))
     dynamodb.create_table(**simple_table_spec(names.control_table, definitions.CONTROL_PARTITION_KEY))
+    dynamodb.update_time_to_live(
+        TableName=names.control_table,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": definitions.CONTROL_TTL_ATTRIBUTE},
+    )
     dynamodb.create_table(**outbox_table_spec(names.outbox_table))
     dynamodb.update_time_to_live(
         TableName=names.outbox_table,

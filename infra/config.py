@@ -19,10 +19,14 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
 - ``inbox_dashboard``: ``true`` deploys the CloudWatch dashboard of the flow (default ``false``: a dashboard is
   billed $3 a month, more than the alarms of a one-source deployment; every failure it graphs has its alarm, and
   `inbox cost` prices both settings). ``true``/``false`` (or ``1``/``0``, ``yes``/``no``).
-- ``inbox_tracing``: ``true`` turns on X-Ray active tracing of every function (default ``false``). Lambda then
-  samples 1 request per second and 5 % of the rest, a rate that cannot be configured; at a million webhooks a
-  month that is most invocations, billed per trace recorded (`inbox cost --tracing` prices it; docs/cost.md). The
-  traces hold the Lambda segments only (no Tracer in the code): what the logs and Lambda's own metrics already say.
+- ``inbox_tracing``: ``true`` turns on X-Ray active tracing of every function and of the replay state machine
+  (default ``false``). Lambda then samples 1 request per second and 5 % of the rest, a rate that cannot be
+  configured; at a million webhooks a month that is most invocations, billed per trace recorded (`inbox cost
+  --tracing` prices it; docs/cost.md). The traces hold the Lambda segments only (no Tracer in the code): what the
+  logs and Lambda's own metrics already say.
+- ``inbox_replay_log_level``: what the replay state machine logs, ``ERROR`` (default: failed executions and states,
+  with their error and cause), ``FATAL`` (failed executions only) or ``ALL`` (every history event: several lines
+  per replayed event, billed as log ingestion, for what the execution history already holds).
 - ``inbox_log_level``: the functions' application log level, ``INFO`` (default) or ``DEBUG`` (Lambda's log-level
   filtering, which Powertools follows: every line of every invocation, for an incident; docs/operations.md, "Logs").
   Nothing above INFO: the EMF metric lines carry no level, Lambda files them as INFO and a WARN filter would drop
@@ -47,7 +51,10 @@ e.g. Efí Pix; docs/deploy.md, "Mutual TLS"), all four are required, and refused
 
 - ``inbox_mtls_domain``: the custom domain name the gateway posts to (e.g. ``pix.webhooks.example.com``).
 - ``inbox_mtls_certificate_arn``: the ACM certificate for that name, in the stack's own region (API Gateway's
-  mutual TLS needs a regional domain; a CloudFront-region certificate does not do).
+  mutual TLS needs a regional domain; a CloudFront-region certificate does not do). The stack is
+  environment-agnostic, so the region is checked where it is known: by a template rule
+  (infra/constructs/mutual_tls_domain.py) that refuses the change set before anything is created, and at synth
+  when the stack is given a region.
 - ``inbox_mtls_truststore_uri``: ``s3://bucket/key`` of the PEM bundle of the CAs whose client certificates are
   trusted (e.g. Efí's chain), uploaded by the operator to a versioned bucket of the stack's region.
 - ``inbox_mtls_truststore_version``: that object's S3 version id. API Gateway reads the truststore when the domain
@@ -78,6 +85,12 @@ REMOVED_LAYER_SETTING = "powertools_layer_version"
 # (https://docs.amazonaws.cn/en_us/amazondynamodb/latest/developerguide/pre-warming-on-demand-capacity-mode.html).
 # Warm throughput below it would change nothing.
 ON_DEMAND_INITIAL_WRITE_UNITS = 4_000
+
+
+# Step Functions' log levels (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html), OFF left out: the
+# failures of a replay are what its log is for.
+REPLAY_LOG_LEVELS: tuple[str, ...] = ("ERROR", "FATAL", "ALL")
+DEFAULT_REPLAY_LOG_LEVEL = "ERROR"
 
 
 class SettingsError(ValueError):
@@ -137,8 +150,14 @@ class StackSettings:
     forward_log_retention_days: int = definitions.DEFAULT_FORWARD_LOG_RETENTION_DAYS
     inbox_warm_write_units: int | None = None  # None: no warm throughput set (DynamoDB's own)
     previous_resource_index: bool = False  # context value inbox_previous_resource_index
+    replay_log_level: str = DEFAULT_REPLAY_LOG_LEVEL  # context value inbox_replay_log_level
 
     def __post_init__(self) -> None:
+        if self.replay_log_level not in REPLAY_LOG_LEVELS:
+            raise SettingsError(
+                f"context value 'inbox_replay_log_level' must be one of {', '.join(REPLAY_LOG_LEVELS)}, "
+                f"got {self.replay_log_level!r}"
+            )
         if self.inbox_warm_write_units is not None and self.inbox_warm_write_units <= ON_DEMAND_INITIAL_WRITE_UNITS:
             raise SettingsError(
                 f"context value 'inbox_warm_write_units' must be above {ON_DEMAND_INITIAL_WRITE_UNITS} (what a new "
@@ -223,6 +242,7 @@ class StackSettings:
             ),
             inbox_warm_write_units=_optional_integer(node, "inbox_warm_write_units"),
             previous_resource_index=_boolean(node, definitions.PREVIOUS_RESOURCE_INDEX_CONTEXT, False),
+            replay_log_level=(_text(node, "inbox_replay_log_level") or DEFAULT_REPLAY_LOG_LEVEL).upper(),
         )
 
 
@@ -277,6 +297,13 @@ class MutualTlsSettings:
     @property
     def truststore_uri(self) -> str:
         return f"s3://{self.truststore_bucket}/{self.truststore_key}"
+
+    @property
+    def certificate_region(self) -> str:
+        """The Region of the ACM certificate (its ARN's fourth field): the stack must deploy there."""
+        matched = _CERTIFICATE_ARN.fullmatch(self.certificate_arn)
+        assert matched is not None, "validated by mutual_tls_settings"
+        return matched.group(1)
 
 
 def mutual_tls_settings(

@@ -8,7 +8,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack, Token
 from constructs import Construct
 
-from infra.config import StackSettings, mutual_tls_settings
+from infra.config import FunctionObservability, StackSettings, mutual_tls_settings
 from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
 from infra.constructs.dispatch_queue import DispatchQueue
@@ -26,6 +26,7 @@ from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.constructs.secrets import environment_share
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.constructs.sweeper_function import SweeperFunction
+from infra.regions import require_supported_region
 from shared import definitions
 
 
@@ -44,6 +45,7 @@ class WebhookInboxStack(Stack):
         # Validated first: a bad context value stops the synth before any resource is described.
         settings = StackSettings.from_context(self.node)
         self.settings = settings
+        require_supported_region(self)
         self.sources = sources
         sources_environment = {definitions.ENV_SOURCES: definitions.sources_json(sources)}
         # What the declaration takes of each function's 4 KB environment, besides the secret maps.
@@ -100,7 +102,13 @@ class WebhookInboxStack(Stack):
         )
 
         # Operations: replay (Step Functions) sets selected events back to pending; the Pipe dispatches them.
-        self.replay = ReplayWorkflow(self, "ReplayWorkflow", table=self.storage.table)
+        self.replay = ReplayWorkflow(
+            self,
+            "ReplayWorkflow",
+            table=self.storage.table,
+            tracing=FunctionObservability.from_context(self.node).tracing,
+            log_level=settings.replay_log_level,
+        )
         # The sweeper (schedule): re-dispatch lost dispatches, measure, reconcile stuck payments.
         self.sweeper = SweeperFunction(
             self,

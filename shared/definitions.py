@@ -608,9 +608,14 @@ LAMBDA_ENVIRONMENT_RESERVE_BYTES: Final = 1024
 
 # ------------------------------------------------------------------------------------------- control table
 # Small operational state shared by every function instance: the refetch circuit breakers
-# (pk = "breaker#{source}") and the refetch rate limits (pk = "ratelimit#{source}", shared/gateway/ratelimit.py).
+# (pk = "breaker#{source}"), the refetch rate limits (pk = "ratelimit#{source}", shared/gateway/ratelimit.py) and,
+# with forwarding, one checkpoint per outbox partition (pk = "outbox-forward#{outbox pk}", shared/forwarding.py).
 # Kept apart from the payments table so payment scans never see it.
 CONTROL_PARTITION_KEY: Final = "pk"
+# The table's TTL attribute: only the checkpoints carry it (a breaker and a rate limit are one item per source,
+# rewritten in place; a checkpoint is one per payment ever forwarded, and would otherwise accumulate for ever).
+CONTROL_TTL_ATTRIBUTE: Final = "expires_at"
+FORWARD_CHECKPOINT_PREFIX: Final = "outbox-forward#"
 
 # ---------------------------------------------------------------------------------------------- environment
 # Environment variable names: the contract between the stack (and the local runtime) and the functions.
@@ -839,6 +844,20 @@ FORWARD_PIPE_BATCH_SIZE: Final = 10
 # and the shard moves on. The events stay on the bus and in the outbox table (7 days) for a manual re-send.
 FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185
 FORWARD_PIPE_MAXIMUM_RECORD_AGE_SECONDS: Final = 86_400
+# DynamoDB Streams keeps a table's changes "in a log for up to 24 hours"
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Streams.html).
+DYNAMODB_STREAM_RETENTION_SECONDS: Final = 86_400
+# TTL: "DynamoDB typically deletes expired items within two days of expiration"; until then they "still show up in
+# reads, queries, and scans" (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html).
+DYNAMODB_TTL_DELETION_LAG_SECONDS: Final = 2 * 86_400
+# A forwarding checkpoint lives as long as a record of its partition can still be handed over again: by the stream
+# (its 24 hours) or by `inbox outbox resend`, which reads the outbox table (its records' TTL, and the TTL's lag, since
+# an expired record is read until it is deleted). Each save writes it anew: it expires this long after the last
+# delivery of its payment. Once it is gone, a record older than it can no longer come back; a new one has a higher
+# sequence than any the checkpoint held, so nothing is sent twice and nothing is skipped.
+FORWARD_CHECKPOINT_RETENTION_SECONDS: Final = (
+    DYNAMODB_STREAM_RETENTION_SECONDS + OUTBOX_RETENTION_DAYS * 86_400 + DYNAMODB_TTL_DELETION_LAG_SECONDS
+)
 OUTPUT_FORWARD_SECRET: Final = "ForwardSigningSecretArn"
 OUTPUT_OUTBOX_DEAD_LETTER_QUEUE_URL: Final = "OutboxDeadLetterQueueUrl"
 OUTPUT_FORWARD_DEAD_LETTER_QUEUE_URL: Final = "ForwardDeadLetterQueueUrl"

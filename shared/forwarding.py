@@ -38,6 +38,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.definitions import (
+    CONTROL_TTL_ATTRIBUTE,
     DEFAULT_FORWARD_LOG_RETENTION_DAYS,
     ENV_CONTROL_TABLE,
     ENV_FORWARD_LOG_RETENTION_DAYS,
@@ -46,6 +47,8 @@ from shared.definitions import (
     ENV_FORWARD_SECRET_NAME,
     ENV_FORWARD_SECRET_PREVIOUS,
     ENV_FORWARD_URL,
+    FORWARD_CHECKPOINT_PREFIX,
+    FORWARD_CHECKPOINT_RETENTION_SECONDS,
     FORWARD_LOG_BODY_BYTES,
     MAXIMUM_FORWARD_LOG_RETENTION_DAYS,
 )
@@ -55,8 +58,6 @@ from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-CHECKPOINT_PREFIX = "outbox-forward#"
 
 
 class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
@@ -228,26 +229,24 @@ def _answer(status: int, response: Any, clock: float) -> Answer:
 
 
 class ForwardCheckpoints:
-    """The last sequence delivered per outbox partition, in the control table (consistent reads)."""
+    """The last sequence delivered per outbox partition, in the control table (consistent reads). Each write sets
+    the checkpoint's expiry anew (definitions.FORWARD_CHECKPOINT_RETENTION_SECONDS from `clock()`): a payment
+    forwarded once does not keep an item for ever."""
 
-    def __init__(self, dynamodb: DynamoDBClient, control_table: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, control_table: str, *, clock: Callable[[], float] = time.time) -> None:
         self.dynamodb = dynamodb
         self.control_table = control_table
+        self.clock = clock
         self._known: dict[str, int] = {}
 
     def delivered(self, pk: str) -> int:
         if pk not in self._known:
-            response = self.dynamodb.get_item(
-                TableName=self.control_table, Key={"pk": {"S": CHECKPOINT_PREFIX + pk}}, ConsistentRead=True
-            )
+            response = self.dynamodb.get_item(TableName=self.control_table, Key=self._key(pk), ConsistentRead=True)
             self._known[pk] = int(response.get("Item", {}).get("sequence", {}).get("N", "0"))
         return self._known[pk]
 
     def save(self, pk: str, sequence: int) -> None:
-        self.dynamodb.put_item(
-            TableName=self.control_table,
-            Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
-        )
+        self.dynamodb.put_item(TableName=self.control_table, Item=self._item(pk, sequence))
         self._known[pk] = sequence
 
     def advance(self, pk: str, sequence: int) -> None:
@@ -258,7 +257,7 @@ class ForwardCheckpoints:
         try:
             self.dynamodb.put_item(
                 TableName=self.control_table,
-                Item={"pk": {"S": CHECKPOINT_PREFIX + pk}, "sequence": {"N": str(sequence)}},
+                Item=self._item(pk, sequence),
                 ConditionExpression="attribute_not_exists(pk) OR #sequence < :sequence",
                 ExpressionAttributeNames={"#sequence": "sequence"},
                 ExpressionAttributeValues={":sequence": {"N": str(sequence)}},
@@ -269,6 +268,14 @@ class ForwardCheckpoints:
             self._known.pop(pk, None)  # someone else is further: read it again when asked
             return
         self._known[pk] = sequence
+
+    @staticmethod
+    def _key(pk: str) -> dict[str, Any]:
+        return {"pk": {"S": FORWARD_CHECKPOINT_PREFIX + pk}}
+
+    def _item(self, pk: str, sequence: int) -> dict[str, Any]:
+        expires_at = int(self.clock()) + FORWARD_CHECKPOINT_RETENTION_SECONDS
+        return {**self._key(pk), "sequence": {"N": str(sequence)}, CONTROL_TTL_ATTRIBUTE: {"N": str(expires_at)}}
 
 
 def forward_in_order(

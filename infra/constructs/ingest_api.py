@@ -18,6 +18,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.constructs.vended_logs import vended_log_group
 from infra.nag import acknowledge
 from shared import definitions
 
@@ -77,7 +78,11 @@ class IngestApi(Construct):
                 "GET /health is public by design and reveals nothing.",
             )
 
-        self.access_log_group = logs.LogGroup(self, "AccessLogs", retention=ACCESS_LOG_RETENTION)
+        # Under /aws/vendedlogs/: API Gateway adds the group to the account's CloudWatch Logs resource policy
+        # otherwise, and that policy's size cap would fail the deploy (infra/constructs/vended_logs.py).
+        self.access_log_group = vended_log_group(
+            self, "AccessLogs", service="apigateway", purpose="access", retention=ACCESS_LOG_RETENTION
+        )
         self.stage = apigwv2.HttpStage(
             self,
             "DefaultStage",

@@ -16,12 +16,17 @@ post to it. What keeps a ``mutual_tls`` source safe on it is the ingest itself: 
 client certificate (every event of the default endpoint) is refused 403 before any secret is read
 (shared/ingest.py, reason ``client_certificate_missing``).
 
+The certificate must be in the stack's Region (a regional domain), and the stack is environment-agnostic: a template
+rule compares the certificate ARN's Region with the Region CloudFormation deploys to and refuses the change set
+before anything is created, rather than failing at the domain, half-way through a deploy.
+
 The truststore is the operator's S3 object, read by API Gateway with the deploying principal's access when the
 domain is created or updated; the stack grants nothing on it, and no function ever reads it.
 """
 
 from __future__ import annotations
 
+from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Fn
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_s3 as s3
@@ -35,6 +40,21 @@ class MutualTlsDomain(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: MutualTlsSettings, api: IngestApi) -> None:
         super().__init__(scope, construct_id)
         self.settings = settings
+        self.certificate_region_rule = CfnRule(
+            self,
+            "CertificateRegion",
+            assertions=[
+                CfnRuleAssertion(
+                    assert_=Fn.condition_equals(settings.certificate_region, Aws.REGION),
+                    assert_description=(
+                        f"The mutual-TLS certificate (context value inbox_mtls_certificate_arn) is in "
+                        f"{settings.certificate_region}: API Gateway's mutual TLS needs a regional custom domain, "
+                        f"whose certificate is in the stack's own Region. Deploy to {settings.certificate_region}, "
+                        "or request or import the certificate in this Region."
+                    ),
+                )
+            ],
+        )
         self.domain = apigwv2.DomainName(
             self,
             "DomainName",

@@ -268,11 +268,16 @@ class Outbox(Construct):
             cfn_function.reserved_concurrent_executions = settings.forwarder_reserved_concurrency
         self.forwarder = forwarder.function
         self.forward_secret.grant_read(self.forwarder)
-        # The checkpoints: one item per payment in the control table, read and written by key.
-        iam.Grant.add_to_principal(
-            grantee=self.forwarder,
-            actions=["dynamodb:GetItem", "dynamodb:PutItem"],
-            resource_arns=[payments.control_table.table_arn],
+        # The checkpoints: one item per payment in the control table, read and written by key, and only theirs
+        # (their partition keys' prefix): the breakers and rate limits of the same table stay out of its reach.
+        self.forwarder.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+                resources=[payments.control_table.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{definitions.FORWARD_CHECKPOINT_PREFIX}*"]}
+                },
+            )
         )
         # The forwarding log: one new item per attempt; the forwarder never reads, updates or deletes one.
         iam.Grant.add_to_principal(

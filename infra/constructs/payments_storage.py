@@ -6,8 +6,10 @@ Choices:
   inbox, see inbox_storage.py), deletion protection and RETAIN. It is the money-state everyone reads: it is never
   deleted with the stack. No stream: nothing consumes payment changes yet (adding one later is an in-place update).
   One sparse index, ``definitions.RECONCILE_INDEX``: payments in an intermediate status, for the sweeper.
-- Control: on-demand and the AWS managed key too, but disposable: one item per provider, rebuilt by the breakers
-  within seconds of being lost, so it has neither deletion protection nor RETAIN (deleting the stack deletes it).
+- Control: on-demand and the AWS managed key too, but disposable: a breaker and a rate limit per source, rebuilt
+  within seconds of being lost, and (with forwarding) a checkpoint per payment forwarded, so it has neither deletion
+  protection nor RETAIN (deleting the stack deletes it). TTL on ``definitions.CONTROL_TTL_ATTRIBUTE``, which only
+  the checkpoints carry: they expire ``definitions.FORWARD_CHECKPOINT_RETENTION_SECONDS`` after their last write.
   Point-in-time recovery is on anyway, not because breaker state needs restoring but because at a few hundred
   bytes it costs nothing, and "every table has PITR" then holds with no exception to explain (cdk-nag DDB3).
 """
@@ -57,6 +59,7 @@ class PaymentsStorage(Construct):
                 name=definitions.CONTROL_PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=definitions.CONTROL_TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True,
             ),

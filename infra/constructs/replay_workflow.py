@@ -17,8 +17,15 @@ Choices:
   an EventBridge rule: https://docs.aws.amazon.com/step-functions/latest/dg/stepfunctions-iam.html). That grant is
   a policy of its own, attached to the role: inside the role's default policy it would make the state machine
   depend on a policy that names the state machine (a cycle).
-- Logs: ALL events without execution data (inputs and outputs stay out of the logs; they hold event ids only, but
-  there is no reason to copy them), to a log group with a retention period. X-Ray tracing on.
+- Logs: at ``-c inbox_replay_log_level`` (ERROR by default: failed executions and states, with their error and
+  cause), without execution data (inputs and outputs stay out of the logs; they hold event ids only, but there is
+  no reason to copy them), to a log group under /aws/vendedlogs/ (infra/constructs/vended_logs.py) with a retention
+  period. ALL would log every history event: several lines per replayed event (its Map iteration, its task
+  entered, scheduled, started, succeeded, exited), billed as log ingestion, for what the execution history already
+  holds (a Standard execution's history is kept 90 days,
+  https://docs.aws.amazon.com/step-functions/latest/dg/express-at-least-once-execution.html; `inbox replay` reads
+  it).
+- X-Ray tracing follows ``-c inbox_tracing``, like the functions' (off by default: billed per trace recorded).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from infra.config import DEFAULT_REPLAY_LOG_LEVEL
+from infra.constructs.vended_logs import vended_log_group
 from infra.nag import acknowledge
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
 from shared import definitions
@@ -40,10 +49,20 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
 class ReplayWorkflow(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.ITable,
+        tracing: bool = False,
+        log_level: str = DEFAULT_REPLAY_LOG_LEVEL,
+    ) -> None:
+        """`tracing`: X-Ray on (context value inbox_tracing); `log_level`: one of REPLAY_LOG_LEVELS (context value
+        inbox_replay_log_level)."""
         super().__init__(scope, construct_id)
 
-        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION)
+        self.log_group = vended_log_group(self, "LogGroup", service="states", purpose="replay", retention=LOG_RETENTION)
         self.role = iam.Role(
             self,
             "Role",
@@ -71,8 +90,10 @@ class ReplayWorkflow(Construct):
             definition_body=sfn.DefinitionBody.from_string(json.dumps(self.definition)),
             definition_substitutions={TABLE_SUBSTITUTION: table.table_name},
             role=self.role,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
-            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.log_group, level=sfn.LogLevel(log_level), include_execution_data=False
+            ),
+            tracing_enabled=tracing,
         )
 
         self.continue_policy = iam.Policy(
@@ -87,8 +108,25 @@ class ReplayWorkflow(Construct):
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
-            "Two groups of actions that have no resource-level permissions, both added by the StateMachine "
-            "construct: X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, "
-            "GetSamplingTargets) and CloudWatch Logs vended delivery for the state machine's logging "
-            "(logs:CreateLogDelivery and related), which the IAM reference only allows on '*'.",
+            "Actions that have no resource-level permissions, added by the StateMachine construct: CloudWatch Logs "
+            "vended delivery for the state machine's logging (logs:CreateLogDelivery and related) and, with "
+            "-c inbox_tracing=true, X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, "
+            "GetSamplingTargets), which the IAM reference only allows on '*'.",
         )
+        if log_level != "ALL":
+            acknowledge(
+                self.state_machine,
+                "AwsSolutions-SF1",
+                f"The replay logs at {log_level} (-c inbox_replay_log_level, ALL on request): failed executions "
+                "and states with their error and cause. ALL would add several log lines per replayed event, billed "
+                "as CloudWatch Logs ingestion, for what the execution history already records step by step (kept "
+                "90 days by Step Functions; `inbox replay` reads it).",
+            )
+        if not tracing:
+            acknowledge(
+                self.state_machine,
+                "AwsSolutions-SF2",
+                "X-Ray tracing follows -c inbox_tracing, off by default like the functions': traces are billed per "
+                "trace recorded, and a replay's steps are DynamoDB calls whose every result is in the execution "
+                "history and whose latency is in DynamoDB's own metrics.",
+            )

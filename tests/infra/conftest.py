@@ -142,3 +142,94 @@ def one_source(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         template=Template.from_json(template_json),
         template_json=template_json,
     )
+
+
+# The mutual-TLS deployment (tests/infra/test_mutual_tls.py): a plain Stripe source beside an Efí-like source (a
+# `standard` one with mutual_tls), and the four context values it then needs.
+MUTUAL_TLS_SOURCES = (SourceSpec("stripe-br", "stripe"), SourceSpec("pix", "standard", mutual_tls=True))
+CERTIFICATE_ARN = "arn:aws:acm:sa-east-1:123456789012:certificate/0f3c1a2b-1111-2222-3333-444455556666"
+MUTUAL_TLS_VALUES = {
+    "inbox_mtls_domain": "pix.webhooks.example.com",
+    "inbox_mtls_certificate_arn": CERTIFICATE_ARN,
+    "inbox_mtls_truststore_uri": "s3://example-truststores/efi/chain.pem",
+    "inbox_mtls_truststore_version": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
+}
+
+
+@pytest.fixture(scope="session")
+def mutual(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The full app with a mutual-TLS source (the custom domain and its rule), synthesized with cdk-nag."""
+    outdir = tmp_path_factory.mktemp("cdk.out.mutual-tls")
+    app, stack = build_app(context=MUTUAL_TLS_VALUES, outdir=str(outdir), sources=MUTUAL_TLS_SOURCES)
+    assembly = app.synth()
+    template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
+    return Synthesized(
+        app=app,
+        stack=stack,
+        assembly_dir=Path(assembly.directory),
+        template=Template.from_json(template_json),
+        template_json=template_json,
+    )
+
+
+# ------------------------------------------------------------------ what CloudFormation does with the template
+EXAMPLE_ACCOUNT = "123456789012"
+
+
+def stack_id(region: str, stack_name: str, uuid: str) -> str:
+    """A stack id as CloudFormation returns it (the UUID is drawn when the stack is created)."""
+    return f"arn:aws:cloudformation:{region}:{EXAMPLE_ACCOUNT}:stack/{stack_name}/{uuid}"
+
+
+def resolve(value: Any, pseudo: dict[str, str]) -> Any:
+    """The value CloudFormation gives `value` (an intrinsic-function tree of Ref to pseudo parameters, Fn::Join,
+    Fn::Split, Fn::Select): enough for the names and rules these tests check, and an error on anything else."""
+    if isinstance(value, (str, int, bool)):
+        return value
+    if isinstance(value, list):
+        return [resolve(item, pseudo) for item in value]
+    ((function, argument),) = value.items()
+    if function == "Ref":
+        return pseudo[argument]
+    if function == "Fn::Join":
+        delimiter, parts = argument
+        return delimiter.join(resolve(parts, pseudo))
+    if function == "Fn::Split":
+        delimiter, source = argument
+        return resolve(source, pseudo).split(delimiter)
+    if function == "Fn::Select":
+        index, items = argument
+        return resolve(items, pseudo)[int(index)]
+    raise AssertionError(f"no resolver for {function}")
+
+
+def _holds(condition: Any, pseudo: dict[str, str]) -> bool:
+    """A rule function (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
+    intrinsic-function-reference-rules.html) over resolved values."""
+    ((function, argument),) = condition.items()
+    if function == "Fn::Contains":
+        strings, string = argument
+        return resolve(string, pseudo) in resolve(strings, pseudo)
+    if function == "Fn::Equals":
+        left, right = argument
+        return bool(resolve(left, pseudo) == resolve(right, pseudo))
+    if function == "Fn::Not":
+        (inner,) = argument
+        return not _holds(inner, pseudo)
+    if function == "Fn::And":
+        return all(_holds(inner, pseudo) for inner in argument)
+    if function == "Fn::Or":
+        return any(_holds(inner, pseudo) for inner in argument)
+    raise AssertionError(f"no evaluator for the rule function {function}")
+
+
+def refused_by_rules(template: dict[str, Any], region: str, *, bootstrap_version: str = "30") -> list[str]:
+    """What CloudFormation answers a change set of `template` in `region`: the AssertDescription of every rule
+    assertion that fails (empty: the change set is created). Rules run before any resource is created."""
+    pseudo = {"AWS::Region": region, "BootstrapVersion": bootstrap_version}
+    refused = []
+    for rule in template.get("Rules", {}).values():
+        if "RuleCondition" in rule and not _holds(rule["RuleCondition"], pseudo):
+            continue
+        refused += [a["AssertDescription"] for a in rule["Assertions"] if not _holds(a["Assert"], pseudo)]
+    return refused

@@ -344,6 +344,11 @@ def test_control_table(synthesized: Synthesized) -> None:
     assert properties["SSESpecification"] == {"SSEEnabled": True}
     assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert table["DeletionPolicy"] == "Delete"  # disposable breaker state, rebuilt in seconds
+    # TTL on the attribute only the forwarding checkpoints carry (tests/integration/test_forward_checkpoints.py)
+    assert properties["TimeToLiveSpecification"] == {
+        "AttributeName": definitions.CONTROL_TTL_ATTRIBUTE,
+        "Enabled": True,
+    }
 
 
 # ------------------------------------------------------------------------------------------------- secrets

@@ -4,6 +4,7 @@ role holds exactly what its code calls."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import tempfile
 from typing import Any
@@ -14,6 +15,7 @@ from inbox_local.resources import forward_log_table_spec
 from infra.application import build_app
 from infra.config import SettingsError
 from shared import definitions, forwarding
+from shared.gateway import breaker, ratelimit
 
 from .conftest import FORWARD_URL, Synthesized
 from .test_dispatch import _get_att, _grants, _rendered
@@ -179,6 +181,32 @@ def test_the_forwarder_signs_with_its_secret_and_checkpoints_in_the_control_tabl
     generated = synthesized.resource(outbox.forward_secret)[1]["Properties"]["GenerateSecretString"]
     assert generated["GenerateStringKey"] == "current"
     assert json.loads(generated["SecretStringTemplate"]) == {"previous": ""}
+
+
+def test_the_forwarder_reaches_only_the_checkpoint_items_of_the_control_table(synthesized: Synthesized) -> None:
+    # Given the forwarder's statements on the control table (keyed by `pk` alone)
+    outbox = synthesized.stack.outbox
+    assert outbox.forwarder is not None and outbox.forwarder.role is not None
+    control_arn = _get_att(synthesized.logical_id(synthesized.stack.payments.control_table), "Arn")
+    assert synthesized.resource(synthesized.stack.payments.control_table)[1]["Properties"]["KeySchema"] == [
+        {"AttributeName": definitions.CONTROL_PARTITION_KEY, "KeyType": "HASH"}
+    ]
+    on_control = [s for s in synthesized.role_statements(outbox.forwarder.role) if control_arn in s["Resource"]]
+    # Then one statement, GetItem and PutItem, whose every key must start with the checkpoints' prefix
+    assert len(on_control) == 1
+    (statement,) = on_control
+    assert sorted(statement["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem"]
+    assert statement["Resource"] == [control_arn]
+    condition = statement["Condition"]
+    assert condition == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{definitions.FORWARD_CHECKPOINT_PREFIX}*"]}
+    }
+    # And that pattern admits the keys ForwardCheckpoints writes, and neither a breaker's nor a rate limit's
+    (pattern,) = condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    checkpoints = forwarding.ForwardCheckpoints(dynamodb=None, control_table="control")  # type: ignore[arg-type]
+    assert fnmatch.fnmatchcase(checkpoints._key("stripe-br#pi_1")["pk"]["S"], pattern)
+    for other in (f"{breaker.KEY_PREFIX}stripe-br", f"{ratelimit.KEY_PREFIX}stripe-br"):
+        assert not fnmatch.fnmatchcase(other, pattern)
 
 
 def test_the_forwarding_log_is_keyed_by_webhook_id_and_time_and_expires(synthesized: Synthesized) -> None:

@@ -1,14 +1,14 @@
 """The mutual-TLS deployment (issue 13, Efí Pix): a source declaring mutual_tls gets an API Gateway custom domain
 with a truststore, mapped onto the ingest's HTTP API; its context values are required then, and refused otherwise.
 
-One extra synth (module fixture): a plain Stripe source beside an Efí-like source (a `standard` one with
-mutual_tls), checked by cdk-nag and cfn-lint like the default deployment. The settings tests need no synth.
+One extra synth (the `mutual` fixture, tests/infra/conftest.py): a plain Stripe source beside an Efí-like source (a
+`standard` one with mutual_tls), checked by cdk-nag and cfn-lint like the default deployment. The settings tests
+need no synth.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,37 +17,20 @@ from aws_cdk import App, Environment, Stack
 from infra.application import build_app
 from infra.config import MUTUAL_TLS_CONTEXT, SettingsError, mutual_tls_settings
 from shared import definitions
-from shared.definitions import SourceSpec
 
-from .conftest import Synthesized, cfn_lint
+from .conftest import (
+    CERTIFICATE_ARN,
+    MUTUAL_TLS_SOURCES,
+    MUTUAL_TLS_VALUES,
+    Synthesized,
+    cfn_lint,
+    refused_by_rules,
+)
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
-SOURCES = (SourceSpec("stripe-br", "stripe"), SourceSpec("pix", "standard", mutual_tls=True))
-CERTIFICATE_ARN = "arn:aws:acm:sa-east-1:123456789012:certificate/0f3c1a2b-1111-2222-3333-444455556666"
-CONTEXT = {
-    "inbox_mtls_domain": "pix.webhooks.example.com",
-    "inbox_mtls_certificate_arn": CERTIFICATE_ARN,
-    "inbox_mtls_truststore_uri": "s3://example-truststores/efi/chain.pem",
-    "inbox_mtls_truststore_version": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
-}
-
-
-@pytest.fixture(scope="module")
-def mutual(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    outdir = tmp_path_factory.mktemp("cdk.out.mutual-tls")
-    app, stack = build_app(context=CONTEXT, outdir=str(outdir), sources=SOURCES)
-    assembly = app.synth()
-    template_json: dict[str, Any] = json.loads((Path(assembly.directory) / stack.template_file).read_text())
-    from aws_cdk.assertions import Template
-
-    return Synthesized(
-        app=app,
-        stack=stack,
-        assembly_dir=Path(assembly.directory),
-        template=Template.from_json(template_json),
-        template_json=template_json,
-    )
+SOURCES = MUTUAL_TLS_SOURCES
+CONTEXT = MUTUAL_TLS_VALUES
 
 
 # ---------------------------------------------------------------------------------------- the custom domain
@@ -158,6 +141,29 @@ def test_mutual_tls_values_without_a_mutual_tls_source_are_refused() -> None:
 def test_a_malformed_mutual_tls_value_is_refused(key: str, value: str, message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         mutual_tls_settings(_node({**CONTEXT, key: value}), SOURCES)
+
+
+def test_a_deploy_to_another_region_than_the_certificates_is_refused_before_anything_is_created(
+    mutual: Synthesized,
+) -> None:
+    # Given the environment-agnostic mutual-TLS template (its Region is CloudFormation's to know) and a
+    # certificate of sa-east-1
+    assert mutual.stack.mutual_tls is not None
+    assert mutual.stack.mutual_tls.settings.certificate_region == "sa-east-1"
+    # When it is deployed to sa-east-1, the change set is created
+    assert refused_by_rules(mutual.template_json, "sa-east-1") == []
+    # When it is deployed to us-east-1, the rules refuse the change set, saying why and what to do
+    (refusal,) = refused_by_rules(mutual.template_json, "us-east-1")
+    assert "certificate (context value inbox_mtls_certificate_arn) is in sa-east-1" in refusal
+    assert "Deploy to sa-east-1" in refusal
+    # And the rule compares the certificate ARN's own Region with the stack's
+    rule = mutual.template_json["Rules"][mutual.stack.get_logical_id(mutual.stack.mutual_tls.certificate_region_rule)]
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": ["sa-east-1", {"Ref": "AWS::Region"}]}
+    assert CERTIFICATE_ARN.split(":")[3] == "sa-east-1"
+
+
+def test_without_mutual_tls_there_is_no_certificate_rule(synthesized: Synthesized) -> None:
+    assert [name for name in synthesized.template_json["Rules"] if "Certificate" in name] == []
 
 
 def test_the_certificate_must_be_in_the_stacks_region() -> None:

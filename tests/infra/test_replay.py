@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from cdk_nag import AwsSolutionsChecks
 from moto import mock_aws
 
 from inbox_local.resources import inbox_table_spec
 from inbox_local.step_functions import install as install_step_functions_limits
+from infra.application import cdk_json_context
+from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
 from shared import definitions
 from shared.inbox.model import EventStatus, open_status_value
@@ -40,19 +46,79 @@ def test_the_template_holds_the_builders_definition_with_the_table_substituted(s
     assert state_machine["DefinitionSubstitutions"] == {TABLE_SUBSTITUTION: {"Ref": table_id}}
 
 
-def test_standard_traced_and_logging_without_execution_data(synthesized: Synthesized) -> None:
+def test_standard_logging_errors_without_execution_data_and_traced_with_inbox_tracing(
+    synthesized: Synthesized,
+) -> None:
+    # Given the stack deployed with -c inbox_tracing=true (the session fixture)
     state_machine = _state_machine(synthesized)
     assert state_machine["StateMachineType"] == "STANDARD"
+    # Then the replay is traced like the functions
     assert state_machine["TracingConfiguration"] == {"Enabled": True}
+    # And it logs its failures (ERROR, the default), never its inputs and outputs, to its vended log group
     log_group_id = synthesized.logical_id(synthesized.stack.replay.log_group)
     assert state_machine["LoggingConfiguration"] == {
         "Destinations": [{"CloudWatchLogsLogGroup": {"LogGroupArn": _get_att(log_group_id, "Arn")}}],
         "IncludeExecutionData": False,
-        "Level": "ALL",
+        "Level": "ERROR",
     }
     log_group = synthesized.template_json["Resources"][log_group_id]["Properties"]
     assert log_group["RetentionInDays"] == 30
     assert state_machine["RoleArn"] == _get_att(synthesized.logical_id(synthesized.stack.replay.role), "Arn")
+
+
+def test_by_default_the_replay_is_not_traced_and_cdk_nag_knows_why(one_source: Synthesized) -> None:
+    # Given the stack with the default settings
+    state_machine = _state_machine(one_source)
+    # Then no X-Ray tracing and no X-Ray grant (tracing is billed per trace recorded)
+    assert state_machine.get("TracingConfiguration", {"Enabled": False}) == {"Enabled": False}
+    assert state_machine["LoggingConfiguration"]["Level"] == "ERROR"
+    assert not [
+        action
+        for statement in one_source.role_statements(one_source.stack.replay.role)
+        for action in statement["Action"]
+        if action.startswith("xray:")
+    ]
+    # And cdk-nag's two findings are acknowledged with the cost reason
+    (report,) = [r for r in one_source.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    reasons = {
+        suppressed["ruleName"]: suppressed["reason"]
+        for suppressed in report["suppressedViolations"]
+        if any("/ReplayWorkflow/StateMachine" in c["constructPath"] for c in suppressed["violatingConstructs"])
+    }
+    assert sorted(reasons) == ["AwsSolutions-SF1", "AwsSolutions-SF2"]
+    assert "billed as CloudWatch Logs ingestion" in reasons["AwsSolutions-SF1"]
+    assert "billed per trace recorded" in reasons["AwsSolutions-SF2"]
+
+
+def _on_the_workflow(finding: dict[str, Any]) -> bool:
+    return any("/ReplayWorkflow/" in c["constructPath"] for c in finding["violatingConstructs"])
+
+
+@pytest.mark.parametrize(("level", "tracing"), [("ALL", True), ("FATAL", False)])
+def test_the_log_level_is_a_context_value_and_all_needs_no_acknowledgement(level: str, tracing: bool) -> None:
+    # Given the workflow alone in a stack checked by cdk-nag, at `level`
+    app = App(context=cdk_json_context())
+    stack = Stack(app, "Replay")
+    table = dynamodb.Table(
+        stack, "Inbox", partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    )
+    ReplayWorkflow(stack, "ReplayWorkflow", table=table, tracing=tracing, log_level=level)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    assembly = app.synth()
+    template = json.loads((Path(assembly.directory) / stack.template_file).read_text())
+    (properties,) = [
+        r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    # Then the state machine logs at that level, traced as asked
+    assert properties["LoggingConfiguration"]["Level"] == level
+    assert properties.get("TracingConfiguration", {"Enabled": False}) == {"Enabled": tracing}
+    # And an SF1 acknowledgement exists only below ALL, an SF2 one only untraced
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    (nag,) = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert [v for v in nag["violations"] if _on_the_workflow(v)] == []  # (the stand-in table has findings)
+    acknowledged = {s["ruleName"] for s in nag["suppressedViolations"] if _on_the_workflow(s)}
+    assert ("AwsSolutions-SF1" in acknowledged) == (level != "ALL")
+    assert ("AwsSolutions-SF2" in acknowledged) == (not tracing)
 
 
 def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_only(synthesized: Synthesized) -> None:

@@ -53,6 +53,8 @@ def test_retention_below_the_minimum_fails(retention_days: int | str) -> None:
         ("inbox_tracing", "sometimes"),  # true or false
         ("inbox_log_level", "WARN"),  # above INFO, Lambda would drop the metric (EMF) lines, which carry no level
         ("inbox_log_level", "verbose"),
+        ("inbox_replay_log_level", "OFF"),  # a replay's failures are what its log is for
+        ("inbox_replay_log_level", "verbose"),
     ],
 )
 def test_invalid_context_values_fail(key: str, value: object) -> None:
@@ -73,6 +75,7 @@ def test_context_values_reach_the_function_and_the_names() -> None:
             "alarm_email": "oncall@example.com",
             "inbox_warm_write_units": "30000",
             "inbox_log_level": "debug",  # an incident: every function's DEBUG lines
+            "inbox_replay_log_level": "all",  # every step of a replay
         }
     )
     assert stack.stack_name == "InboxStaging"
@@ -124,6 +127,8 @@ def test_context_values_reach_the_function_and_the_names() -> None:
     assert [rule.get("ExpirationInDays") for rule in archive_rules if rule.get("Transitions")] == [400]
     archiver = resource(stack.archive.function)["Properties"]["Environment"]["Variables"]
     assert archiver[definitions.ENV_REDACT_FIELDS] == "email,cpf"
+    replay = resource(stack.replay.state_machine)["Properties"]
+    assert replay["LoggingConfiguration"]["Level"] == "ALL"
     (subscription,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
     assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "oncall@example.com")
 
