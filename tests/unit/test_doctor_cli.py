@@ -225,8 +225,8 @@ def test_readme_doctor_example_runs_as_written():
     # Given README's command for "the body was re-serialized before verification"
     shown = [c.text for c in readme_commands() if c.text.startswith(README_EXAMPLE)]
     assert len(shown) == 1, shown
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_SECRET_") and k != "INBOX_SOURCES_FILE"}
-    # When it runs as written (the local development secret, no sources.json)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_SECRET_")}
+    # When it runs as written (the local development secret, the default declaration of tests/conftest.py)
     done = subprocess.run(
         shlex.split(shown[0]), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
     )
