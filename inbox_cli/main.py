@@ -318,14 +318,35 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
     tls = _mutual_tls_client(target, spec, client_cert, client_key)
     code, answer = post_webhook(endpoint, signed.body, headers, tls=tls)
     click.echo(f"POST {endpoint} -> {code} {answer}")
+    stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
+    if code in _RECORDED_REFUSALS:
+        click.echo(_refusal_hint(target, spec.name, stack), err=True)
     if code >= 300:
         raise SystemExit(1)
     stored_id = delivery_key(answer) or stored_id  # a refetch-verified source stores each delivery on its own
-    stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
     click.echo(f"sent {spec.name} ({provider}) event {stored_id} about payment {resource_id}; look at it with:")
     click.echo(f"  inbox{stack} events show {spec.name} {stored_id}")
     if not target.local and refetched and not ctx.params.get("resource_id"):
         click.echo(f"  (the stack refetches from {provider}'s real API, which does not know this sample payment)")
+
+
+# The answers of a delivery the ingest refused and recorded in the rejected-delivery log (401: not verified; 400:
+# not parsable; 403: a sender or certificate refused): the doctor can say why.
+_RECORDED_REFUSALS = frozenset({400, 401, 403})
+
+
+def _refusal_hint(target: Target, source: str, stack: str) -> str:
+    """The command that explains a refusal: the doctor on the source's newest recorded rejection (the ingest
+    records it before it answers), or how to find it when the log cannot be read."""
+    try:
+        from inbox_cli import rejected as log  # noqa: PLC0415
+
+        newest = log.list_rejected(target, source=source, limit=1)
+    except Exception:  # a hint only: the refusal itself is what the user came for
+        newest = []
+    if newest:
+        return f"why it was refused: inbox{stack} doctor --rejected {newest[0]['id']}"
+    return f"why it was refused: inbox{stack} rejected list --source {source}, then inbox{stack} doctor --rejected ID"
 
 
 def _secretsmanager() -> SecretsManagerClient:
@@ -533,6 +554,10 @@ def show_rejected(ctx: click.Context, rejected_id: str, as_json: bool, stack: st
             click.echo(f"{'':>18}{name}: {shown}")
     click.echo(f"{'body':>16}: ({encoding})")
     click.echo(body)
+    stack_name = stack or ctx.find_root().obj
+    click.echo(
+        f"\nwhy it was refused: inbox{f' --stack {stack_name}' if stack_name else ''} doctor --rejected {rejected_id}"
+    )
 
 
 # -------------------------------------------------------------------------------------------------- payments
@@ -903,22 +928,30 @@ def outbox() -> None:
 
 
 @outbox.command("list")
-@click.option("--provider", default=None, help="Only this provider's records.")
-@click.option("--resource-id", default=None, help="Only this payment's records (with --provider: one Query).")
+@click.option("--source", default=None, help="Only this source's records.")
+@click.option("--provider", default=None, help="Only the records of this provider's sources (all of them).")
+@click.option(
+    "--resource-id", default=None, help="Only this payment's records (with --source or --provider: one Query each)."
+)
 @click.option("--undelivered", is_flag=True, help="Only what has not reached the endpoint (no 2xx, no checkpoint).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def list_outbox(
-    ctx: click.Context, provider: str | None, resource_id: str | None, undelivered: bool, as_json: bool
+    ctx: click.Context,
+    source: str | None,
+    provider: str | None,
+    resource_id: str | None,
+    undelivered: bool,
+    as_json: bool,
 ) -> None:
     """Published events, by payment and sequence (kept 7 days)."""
-    from inbox_cli.outbox import outbox_records, show, show_undelivered  # noqa: PLC0415
+    from inbox_cli.outbox import show, show_undelivered  # noqa: PLC0415
     from inbox_cli.outbox import undelivered as undelivered_records  # noqa: PLC0415
 
     target = _target(ctx)
     if not target.outbox_table:
         raise SystemExit("this stack has no outbox table (output OutboxTableName)")
-    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    records = _outbox_records(target, target.outbox_table, source, provider, resource_id)
     if undelivered:
         if not target.control_table:
             raise SystemExit("this stack has no control table (output ControlTableName): no forwarding checkpoints")
@@ -953,6 +986,22 @@ def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
     show_attempts(attempts, _table)
 
 
+def _outbox_records(
+    target: Target, table: str, source: str | None, provider: str | None, resource_id: str | None
+) -> list[dict[str, Any]]:
+    """The outbox records `--source`/`--provider`/`--resource-id` select (Target.selected_sources: the one rule)."""
+    from inbox_cli.outbox import outbox_records  # noqa: PLC0415
+
+    candidates = target.selected_sources(source=source, provider=provider)
+    return outbox_records(
+        table,
+        source=source,
+        provider=provider,
+        resource_id=resource_id,
+        payment_sources=candidates if resource_id else None,
+    )
+
+
 def _checkpoints(target: Target) -> ForwardCheckpoints:
     from shared import aws  # noqa: PLC0415
     from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
@@ -973,7 +1022,8 @@ def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | N
 
 @outbox.command("resend")
 @click.option("--url", default=None, help="Where to POST (default: INBOX_FORWARD_URL).")
-@click.option("--provider", default=None, help="Only this provider's records.")
+@click.option("--source", default=None, help="Only this source's records.")
+@click.option("--provider", default=None, help="Only the records of this provider's sources (all of them).")
 @click.option("--resource-id", default=None, help="Only this payment's records.")
 @click.option("--since", default=None, help="Only events published at or after (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
 @click.option("--until", default=None, help="Only events published before (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
@@ -982,6 +1032,7 @@ def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | N
 def resend_outbox(
     ctx: click.Context,
     url: str | None,
+    source: str | None,
     provider: str | None,
     resource_id: str | None,
     since: str | None,
@@ -995,7 +1046,7 @@ def resend_outbox(
     anyway). --since/--until pick the events published in a period, e.g. an outage of the endpoint. Against a
     deployed stack the signing secret is the stack's forwarding secret; locally INBOX_FORWARD_SECRET. Every
     attempt is recorded in the forwarding log (`inbox outbox attempts`)."""
-    from inbox_cli.outbox import outbox_records, period_bound, resend  # noqa: PLC0415
+    from inbox_cli.outbox import period_bound, resend  # noqa: PLC0415
     from shared.forwarding import DeliveryFailed, Forwarder  # noqa: PLC0415
     from shared.forwarding_log import SENDER_RESEND  # noqa: PLC0415
 
@@ -1026,7 +1077,7 @@ def resend_outbox(
         forwarder = Forwarder.from_secret(url, target.forward_secret_name, record=record)
     else:
         raise SystemExit("this stack has no forwarding secret (deploy with -c forward_url=https://...)")
-    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    records = _outbox_records(target, target.outbox_table, source, provider, resource_id)
     sent: list[dict[str, Any]] = []
     try:
         resend(

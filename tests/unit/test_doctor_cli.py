@@ -17,6 +17,7 @@ from inbox_cli.doctor import command
 from inbox_cli.main import cli
 from inbox_cli.operations import NotFound
 from inbox_local.senders import sender_for
+from shared import definitions
 from tests.readme_commands import readme_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,3 +235,42 @@ def test_readme_doctor_example_runs_as_written():
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("The body was re-serialized before verification"), done.stdout
     assert done.stdout.strip() in (ROOT / "README.md").read_text()
+
+
+def test_a_cross_wired_local_source_is_named_with_nothing_exported(tmp_path, monkeypatch):
+    # Given the merchant's declaration (two Stripe accounts and Asaas) and no secret exported in the shell
+    sources = tmp_path / "merchant.json"
+    sources.write_text(
+        json.dumps(
+            [
+                {"name": "stripe-br", "provider": "stripe"},
+                {"name": "stripe-us", "provider": "stripe"},
+                {"name": "asaas", "provider": "asaas"},
+            ]
+        )
+    )
+    monkeypatch.setenv("INBOX_SOURCES_FILE", str(sources))
+    monkeypatch.delenv("INBOX_SECRET_STRIPE_BR")
+    declared = {spec.name: spec for spec in definitions.load_sources()}
+    us_secret = definitions.dev_signing_secret(declared["stripe-us"])
+    br_secret = definitions.dev_signing_secret(declared["stripe-br"])
+    request = sender_for("stripe").sign(PRETTY.encode(), us_secret, now=NOW)
+    path = tmp_path / "body.json"
+    path.write_text(PRETTY)
+    args = ["doctor", "stripe-br", "--body", str(path), "--at", str(NOW), "--json"]
+    for name, value in request.headers.items():
+        args += ["--header", f"{name}: {value}"]
+    # When the doctor looks at a delivery to stripe-br signed with stripe-us's (local development) secret
+    result = CliRunner().invoke(cli, args)
+    # Then it is the wrong secret, named as stripe-us's, and no secret is printed
+    answer = json.loads(result.output)
+    assert result.exit_code == 1
+    assert answer["diagnosis"] == "wrong_secret", answer
+    assert "'stripe-us'" in answer["detail"]
+    assert us_secret not in result.output and br_secret not in result.output
+    # And a delivery signed with stripe-br's own development secret verifies: the one the local stack derives
+    request = sender_for("stripe").sign(PRETTY.encode(), br_secret, now=NOW)
+    valid = [*args[:6], "--json"]
+    for name, value in request.headers.items():
+        valid += ["--header", f"{name}: {value}"]
+    assert json.loads(CliRunner().invoke(cli, valid).output)["diagnosis"] == "valid"
