@@ -29,6 +29,7 @@ from shared.providers.registry import provider_names
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
+    from inbox_cli.simulate import SimulationOptions
     from shared.forwarding import ForwardCheckpoints
     from shared.forwarding_log import ForwardLog
 
@@ -759,6 +760,7 @@ def simulate(
         lifecycles=lifecycles,
         settle_rounds=settle_rounds,
     )
+    options = _simulated_on_declared_sources(target, options)
     simulation = Simulation(
         options,
         api_url=target.api_url,
@@ -774,6 +776,38 @@ def simulate(
         click.echo(render_report(report))
     if not report.ok:
         raise SystemExit(1)
+
+
+def _simulated_on_declared_sources(target: Target, options: SimulationOptions) -> SimulationOptions:
+    """The simulation posts to each provider's default source (`/webhooks/<provider>`, keys `<provider>#...`): the
+    providers whose default source the stack declares. Asked for one it does not declare, it refuses up front,
+    naming what is declared; by default it simulates the declared ones and says which it leaves out."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    declared = {spec.name for spec in target.sources}
+    chosen = options.chosen_providers
+    missing = [provider for provider in chosen if provider not in declared]
+    if not missing:
+        return options
+
+    def named(provider: str) -> str:
+        others = [spec.name for spec in target.sources if spec.provider == provider]
+        return f"{provider} (its sources here: {', '.join(others)})" if others else provider
+
+    reason = (
+        "inbox simulate drives each provider's default source, named after it (/webhooks/<provider>), and the local "
+        f"stack's sources.json does not declare {', '.join(named(provider) for provider in missing)}"
+    )
+    kept = tuple(provider for provider in chosen if provider in declared)
+    if options.providers or not kept:
+        raise click.UsageError(
+            f"{reason}. Simulate the declared ones (--provider {' --provider '.join(kept)})"
+            if kept
+            else f"{reason}. Run it on a stack started without a sources.json (one source per provider), or "
+            "declare a source named after the provider (`inbox send SOURCE` sends to a named source)"
+        )
+    click.echo(f"note: {reason}; simulating {', '.join(kept)}", err=True)
+    return replace(options, providers=kept)
 
 
 # ------------------------------------------------------------------------------------------------ operations

@@ -211,6 +211,7 @@ def test_every_page_shows_and_filters_by_source(console, aws_world):
     overview = console.get("/").get_data(as_text=True)
     assert cells(overview, "stripe-br")["failed"] == "1" and cells(overview, "stripe-us")["pending"] == "1"
     assert '<canvas class="flow-chart" data-source="stripe-br">' in overview
+
     # And the events page filters by one source, or by every source of the provider
     def events(query: str) -> set[str]:
         page = console.get(f"/events?{query}").get_data(as_text=True)
