@@ -926,14 +926,14 @@ def cost(events: int, region: str, body_kb: float | None, dashboard: bool, traci
     without one, one source per provider)."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import for_sources, measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
     from shared.definitions import SourcesInvalid, load_sources  # noqa: PLC0415
 
     try:  # the fixed cost follows the declaration: secrets exist for the declared sources only
         declared = load_sources()
     except SourcesInvalid as error:
         raise click.UsageError(str(error)) from None
-    assumptions = replace(for_sources(measured_assumptions(), declared), dashboard=dashboard, tracing=tracing)
+    assumptions = deployment_assumptions(declared, dashboard=dashboard, tracing=tracing)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None

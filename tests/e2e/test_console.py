@@ -1,6 +1,7 @@
 """`inbox console` in a real browser (Debian's headless Chromium, driven by Selenium through Debian's chromedriver)
 against the local stack after `inbox simulate` settled and a few events failed: each page loads with no console
-error, its numbers are the CLI's, and a replay started from the page changes what the CLI then shows.
+error, its numbers are the CLI's, and a replay started from the page changes what the CLI then shows. The stack
+declares two Stripe accounts besides Stripe's default source, and Asaas: every page shows and filters by source.
 
 INBOX_CONSOLE_SCREENSHOTS=1 also writes a screenshot of each page to docs/console/ (docs/console.md shows them).
 """
@@ -46,6 +47,13 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,1000",
 )
 SCREENSHOTS = ROOT / "docs" / "console"
+# Stripe's default source (what `inbox simulate` drives), a merchant's two Stripe accounts, and Asaas.
+SOURCES = [
+    {"name": "stripe", "provider": "stripe"},
+    {"name": "stripe-br", "provider": "stripe"},
+    {"name": "stripe-us", "provider": "stripe"},
+    {"name": "asaas", "provider": "asaas"},
+]
 FAILED_PAYMENTS = 2
 
 
@@ -128,7 +136,11 @@ def stack_environment(stack: RunningStack) -> Iterator[None]:
     """This process's environment pointed at `stack` (its ports and its embedded AWS) while the module runs, then
     restored, and the cached boto3 clients forgotten both times: the next module finds what it had."""
     saved = dict(os.environ)
-    ports = {name: stack.env[name] for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT")}
+    ports = {
+        name: stack.env[name]
+        for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT", "INBOX_SOURCES_FILE")
+        if name in stack.env
+    }
     os.environ.update(ports)
     os.environ.update(aws_environment(LocalEndpoints.from_environ()))
     aws.reset_clients()
@@ -172,8 +184,10 @@ def start_browser(profile: str) -> Any:
 def console() -> Iterator[Console]:
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.fail("Debian's chromium and chromium-driver are missing: `make test` installs them")
-    stack = start_stack({"INBOX_MAX_ATTEMPTS": "1"})
     profile = tempfile.mkdtemp(prefix="inbox-console-chromium-")
+    declaration = Path(profile) / "sources.json"
+    declaration.write_text(json.dumps(SOURCES), encoding="utf-8")
+    stack = start_stack({"INBOX_MAX_ATTEMPTS": "1", "INBOX_SOURCES_FILE": str(declaration)})
     log = Path(tempfile.mkstemp(prefix="inbox-console-", suffix=".log")[1])
     process = browser = None
     try:
@@ -203,23 +217,23 @@ def test_the_overview_shows_what_inbox_stats_says(console):
     before = console.cli_json("stats")
     console.open("/", screenshot="overview")
     after = console.cli_json("stats")
-    # Then each count of events by provider and status is the number `inbox stats --json` gives
+    # Then each count of events by source and status is the number `inbox stats --json` gives
     assert before["events"] == after["events"], "the stack moved while the page loaded"
-    for provider, row in after["events"]["by_provider"].items():
+    for source, row in after["events"]["by_source"].items():
+        assert console.cells(f'#event-counts tr[data-source="{source}"] td:nth-child(2)') == [row.pop("provider")]
         for name, count in row.items():
-            shown = console.cells(f'#event-counts tr[data-provider="{provider}"] td[data-status="{name}"]')
-            assert shown == [str(count)], (provider, name)
-    assert console.cells('#event-counts tr[data-provider="(all)"] td[data-status="failed"]') == [str(after["failed"])]
+            shown = console.cells(f'#event-counts tr[data-source="{source}"] td[data-status="{name}"]')
+            assert shown == [str(count)], (source, name)
+    assert console.cells('#event-counts tr[data-source="(all)"] td[data-status="failed"]') == [str(after["failed"])]
     assert after["failed"] >= FAILED_PAYMENTS
     # And the payments by status too
-    for provider, row in after["payments"]["by_provider"].items():
+    for source, row in after["payments"]["by_source"].items():
+        row.pop("provider")
         for name, count in row.items():
-            assert console.cells(f'#payment-counts tr[data-provider="{provider}"] td[data-status="{name}"]') == [
-                str(count)
-            ]
-    # And a chart is drawn per provider, and one of the dead-letter queues
+            assert console.cells(f'#payment-counts tr[data-source="{source}"] td[data-status="{name}"]') == [str(count)]
+    # And a chart is drawn per source, and one of the dead-letter queues
     charts = console.browser.find_elements("css selector", "canvas.flow-chart")
-    assert [chart.get_attribute("data-provider") for chart in charts] == sorted(after["events"]["by_provider"])
+    assert [chart.get_attribute("data-source") for chart in charts] == sorted(after["events"]["by_source"])
     assert all(chart.get_attribute("width") not in (None, "0") for chart in charts)
     assert console.browser.find_elements("css selector", "#dlq-chart")
 
@@ -229,10 +243,11 @@ def test_the_event_pages_show_the_inbox_as_events_list_does(console):
     console.open("/events", screenshot="events")
     listed = console.cli_json("events", "list")
     # Then it lists the events `inbox events list` lists, in its order
-    assert console.cells("#events tr.event-row td:nth-child(3)") == [row["event_id"] for row in listed]
+    assert console.cells("#events tr.event-row td:nth-child(4)") == [row["event_id"] for row in listed]
+    assert console.cells("#events tr.event-row td:nth-child(2)") == [row["source"] for row in listed]
     # And filtering by status leaves only those
     console.open("/events?status=failed")
-    assert set(console.cells("#events tr.event-row td:nth-child(6)")) == {"failed"}
+    assert set(console.cells("#events tr.event-row td:nth-child(7)")) == {"failed"}
     # And one event's page shows its raw body exactly as `inbox events show --json` does
     event_id, _payment = console.failed[0]
     shown = console.cli_json("events", "show", "stripe", event_id)
@@ -264,7 +279,7 @@ def test_a_payment_timeline_is_what_payments_show_says(console):
     # And every event about it is there with the state machine's decision, and what the outbox published
     events = console.browser.find_elements("css selector", "#timeline tr.timeline-event")
     assert events and all(event.find_elements("css selector", "td")[6].text for event in events)
-    published = console.cli_json("outbox", "list", "--provider", "stripe", "--resource-id", resource_id)
+    published = console.cli_json("outbox", "list", "--source", "stripe", "--resource-id", resource_id)
     assert console.cells("#published tr.published-event td:nth-child(5)") == [record["id"] for record in published]
     assert shown["transitions"] == len([r for r in published if r["type"] == "payment.status_changed"])
 
@@ -333,3 +348,48 @@ def test_rejected_deliveries_are_listed_and_shown_as_the_cli_does(console):
     assert "tok_console" not in browser.page_source
     # And the doctor's diagnosis is on the page (a token no secret of the source has: not one we know)
     assert browser.find_element("id", "diagnosis-code").text in ("unexplained", "wrong_secret")
+
+
+def test_every_page_shows_and_filters_by_a_merchants_own_source(console):
+    from selenium.webdriver.support.ui import Select
+
+    # Given a paid payment of the merchant's Brazilian Stripe account, processed
+    sent = CliRunner().invoke(cli, ["send", "stripe-br", "--status", "paid"])
+    assert sent.exit_code == 0, sent.output
+    event_id, resource_id = (
+        sent.output.split("sent stripe-br (stripe) event ")[1].split(";")[0].split(" about payment ")
+    )
+    deadline = time.monotonic() + 60
+    while console.cli_json("events", "show", "stripe-br", event_id)["status"] != "processed":
+        assert time.monotonic() < deadline, "the stripe-br event is not processed after 60 s"
+        time.sleep(0.3)
+    # When the operator picks stripe-br in the events page's source filter
+    browser = console.open("/events")
+    Select(browser.find_element("css selector", '#event-filters select[name="source"]')).select_by_visible_text(
+        "stripe-br"
+    )
+    browser.find_element("css selector", '#event-filters button[type="submit"]').click()
+    console.check()
+    # Then only stripe-br's events are listed, as `inbox events list --source stripe-br` lists them
+    listed = console.cli_json("events", "list", "--source", "stripe-br")
+    assert console.cells("#events tr.event-row td:nth-child(4)") == [row["event_id"] for row in listed]
+    assert set(console.cells("#events tr.event-row td:nth-child(2)")) == {"stripe-br"}
+    # And "find a payment" offers the declared sources, and opens stripe-br's payment
+    browser = console.open("/payments")
+    offered = [option.text for option in Select(browser.find_element("css selector", 'select[name="source"]')).options]
+    assert offered == [source["name"] for source in SOURCES]
+    Select(browser.find_element("css selector", 'select[name="source"]')).select_by_visible_text("stripe-br")
+    browser.find_element("css selector", 'input[name="resource_id"]').send_keys(resource_id)
+    browser.find_element("css selector", '#find-payment button[type="submit"]').click()
+    console.check()
+    # And its page lists what the outbox published for it, as `inbox outbox list --source stripe-br` does
+    published = console.cli_json("outbox", "list", "--source", "stripe-br", "--resource-id", resource_id)
+    assert published and browser.current_url.endswith(f"/payments/stripe-br/{resource_id}")
+    assert console.cells("#published tr.published-event td:nth-child(5)") == [record["id"] for record in published]
+    # And the overview counts stripe-br on its own row, Stripe beside it
+    console.open("/")
+    assert console.cells('#event-counts tr[data-source="stripe-br"] td:nth-child(2)') == ["stripe"]
+    # And the rejected page's link for one source answers (it offers the declared sources)
+    browser = console.open("/rejected?source=stripe-br")
+    chosen = Select(browser.find_element("css selector", 'select[name="source"]')).first_selected_option.text
+    assert chosen == "stripe-br"
