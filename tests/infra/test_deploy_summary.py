@@ -39,6 +39,7 @@ def test_a_one_source_stack_is_summarized_as_inbox_cost_prices_it(one_source, tm
     report = json.loads(CliRunner().invoke(cli, ["cost", "--json"]).output)
     without_forwarding = report if not report["scenario"]["forwarding"] else report["with_forwarding_off"]
     assert f"  fixed cost: ${without_forwarding['fixed_per_month']:.2f} a month" in text
+    assert f"${without_forwarding['fixed_per_month']:,.2f}" in CliRunner().invoke(cli, ["cost"]).output
     # And it warns that no one would hear an alarm
     assert "warning: no one would hear an alarm" in text
 

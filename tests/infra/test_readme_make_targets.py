@@ -153,6 +153,13 @@ def test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args():
     assert locked == pinned
 
 
+def test_make_deploy_with_an_alarm_address_passes_it_to_cdk():
+    # When README's first deploy is dry-run: `make deploy CDK_ARGS="-c alarm_email=oncall@example.com"`
+    lines = recipe("deploy", "CDK_ARGS=-c alarm_email=oncall@example.com")
+    # Then the pinned CDK CLI deploys app.py with the address as a context value (infra/config.py: alarm_email)
+    assert lines[-1] == 'npx --no-install cdk deploy --app ".venv/bin/python app.py" -c alarm_email=oncall@example.com'
+
+
 def test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app():
     # When `make bootstrap` is dry-run (AWS-only: it creates the CDK's staging resources in the account)
     lines = recipe("bootstrap")
