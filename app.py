@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 # jsii warns on every run that Node 20 is past its end of life; the CDK runs fine on it.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -34,7 +36,7 @@ def main() -> None:
     print(summary(stack, assembly.get_stack_by_name(stack.stack_name).template), file=sys.stderr)
 
 
-def summary(stack: WebhookInboxStack, template: dict[str, object]) -> str:
+def summary(stack: WebhookInboxStack, template: Mapping[str, Any]) -> str:
     """The deploy summary of the synthesized `stack` (inbox_cli/deploy_summary.py)."""
     declaration = definitions.sources_file_path()
     return summarize(

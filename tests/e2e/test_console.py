@@ -136,7 +136,7 @@ def stack_environment(stack: RunningStack) -> Iterator[None]:
     """This process's environment pointed at `stack` (its ports and its embedded AWS) while the module runs, then
     restored, and the cached boto3 clients forgotten both times: the next module finds what it had."""
     saved = dict(os.environ)
-    ports = {
+    ports: dict[str, str] = {
         name: stack.env[name]
         for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT", "INBOX_SOURCES_FILE")
         if name in stack.env
