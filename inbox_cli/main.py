@@ -317,11 +317,12 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
     endpoint = (url or target.webhook_url(spec.name)) + query
     headers = {"content-type": "application/json", **signed.headers}
     tls = _mutual_tls_client(target, spec, client_cert, client_key)
+    posted_at = time.time()
     code, answer = post_webhook(endpoint, signed.body, headers, tls=tls)
     click.echo(f"POST {endpoint} -> {code} {answer}")
     stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
     if code in _RECORDED_REFUSALS:
-        click.echo(_refusal_hint(target, spec.name, stack), err=True)
+        click.echo(_refusal_hint(target, spec.name, stack, posted_at=posted_at), err=True)
     if code >= 300:
         raise SystemExit(1)
     stored_id = delivery_key(answer) or stored_id  # a refetch-verified source stores each delivery on its own
@@ -331,21 +332,28 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
         click.echo(f"  (the stack refetches from {provider}'s real API, which does not know this sample payment)")
 
 
-# The answers of a delivery the ingest refused and recorded in the rejected-delivery log (401: not verified; 400:
-# not parsable; 403: a sender or certificate refused): the doctor can say why.
+# The answers of a delivery the ingest refused and may have recorded in the rejected-delivery log (401: not
+# verified; 400: not parsable; 403: a client certificate missing): the doctor can say why.
 _RECORDED_REFUSALS = frozenset({400, 401, 403})
+# How much earlier than the POST (the two clocks may differ: the stack's and this machine's) a record may say it was
+# received and still be this delivery's refusal.
+_REFUSAL_CLOCK_SKEW_SECONDS = 5.0
 
 
-def _refusal_hint(target: Target, source: str, stack: str) -> str:
-    """The command that explains a refusal: the doctor on the source's newest recorded rejection (the ingest
-    records it before it answers), or how to find it when the log cannot be read."""
+def _refusal_hint(target: Target, source: str, stack: str, *, posted_at: float) -> str:
+    """The command that explains a refusal: the doctor on the refusal the ingest recorded for this delivery (the
+    source's newest record, received since it was posted; the ingest records before it answers), or how to find it
+    when there is none to name (the log not readable, the source's records capped for the minute)."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
     try:
         from inbox_cli import rejected as log  # noqa: PLC0415
 
         newest = log.list_rejected(target, source=source, limit=1)
     except Exception:  # a hint only: the refusal itself is what the user came for
         newest = []
-    if newest:
+    since = datetime.fromtimestamp(posted_at - _REFUSAL_CLOCK_SKEW_SECONDS, tz=UTC)
+    if newest and datetime.fromisoformat(str(newest[0]["received_at"]).replace("Z", "+00:00")) >= since:
         return f"why it was refused: inbox{stack} doctor --rejected {newest[0]['id']}"
     return f"why it was refused: inbox{stack} rejected list --source {source}, then inbox{stack} doctor --rejected ID"
 

@@ -274,3 +274,32 @@ def test_a_cross_wired_local_source_is_named_with_nothing_exported(tmp_path, mon
     for name, value in request.headers.items():
         valid += ["--header", f"{name}: {value}"]
     assert json.loads(CliRunner().invoke(cli, valid).output)["diagnosis"] == "valid"
+
+
+def test_a_refused_send_names_the_refusal_it_caused_or_says_how_to_find_it(monkeypatch):
+    from inbox_cli import main, rejected
+    from inbox_cli.target import Target
+
+    target = Target("http://127.0.0.1:1", "inbox", "payments", "bodies", local=True)
+    posted_at = float(NOW)
+    records: list[dict[str, str]] = []
+    monkeypatch.setattr(rejected, "list_rejected", lambda *args, **kwargs: records)
+    # Given the source's newest record was received as the delivery was posted, Then the hint names it
+    records[:] = [{"id": "rej_now", "received_at": "2025-12-01T12:00:00.500000Z"}]
+    assert main._refusal_hint(target, "stripe-br", "", posted_at=posted_at) == (
+        "why it was refused: inbox doctor --rejected rej_now"
+    )
+    # Given only an older record (this refusal was not recorded: the minute's cap), Then it says how to find it
+    records[:] = [{"id": "rej_old", "received_at": "2025-12-01T11:00:00.000000Z"}]
+    older = main._refusal_hint(target, "stripe-br", " --stack Shop", posted_at=posted_at)
+    assert older == (
+        "why it was refused: inbox --stack Shop rejected list --source stripe-br, then inbox --stack Shop doctor "
+        "--rejected ID"
+    )
+
+    # Given a log that cannot be read, Then the same, and no error
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("no table")
+
+    monkeypatch.setattr(rejected, "list_rejected", unreadable)
+    assert main._refusal_hint(target, "stripe-br", "", posted_at=posted_at).endswith("doctor --rejected ID")
