@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,7 @@ class Console:
     process: subprocess.Popen[str]
     browser: Any
     failed: list[tuple[str, str]]  # (event id, payment id) of the events made to fail
+    merchant: tuple[str, str]  # (event id, payment id) of a paid payment of the stripe-br source, processed
 
     def open(self, path: str, *, screenshot: str | None = None) -> Any:
         """Load `path`, then `check` it."""
@@ -113,6 +115,20 @@ def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
         assert time.monotonic() < deadline, f"{failed} not all failed after 60 s"
         time.sleep(0.3)
     return failed
+
+
+def paid_of_source(source: str) -> tuple[str, str]:
+    """A paid payment of `source` (a named Stripe account), sent by `inbox send` and processed: (event, payment)."""
+    sent = CliRunner().invoke(cli, ["send", source, "--status", "paid"])
+    assert sent.exit_code == 0, sent.output
+    found = re.search(rf"sent {source} \(stripe\) event (\S+) about payment (\S+);", sent.output)
+    assert found, sent.output
+    event_id, resource_id = found.groups()
+    deadline = time.monotonic() + 60
+    while cli_json("events", "show", source, event_id)["status"] != "processed":
+        assert time.monotonic() < deadline, f"the {source} event is not processed after 60 s"
+        time.sleep(0.3)
+    return event_id, resource_id
 
 
 def failed_ids(stack: RunningStack) -> set[str]:
@@ -200,7 +216,7 @@ def console() -> Iterator[Console]:
         browser = start_browser(profile)
         with stack_environment(stack):
             failed = fail_events(stack, FAILED_PAYMENTS)
-            yield Console(stack, url, process, browser, failed)
+            yield Console(stack, url, process, browser, failed, paid_of_source("stripe-br"))
     finally:
         if browser is not None:
             browser.quit()
@@ -266,12 +282,12 @@ def test_failed_events_are_listed_with_their_last_error(console):
 
 
 def test_a_payment_timeline_is_what_payments_show_says(console):
-    # Given a simulated payment (its events processed)
+    # Given a payment whose events were processed (the newest: stripe-br's), of its source
     payments = console.cli_json("events", "list", "--status", "processed")
-    resource_id = next(row["resource_id"] for row in payments if row["resource_id"])
-    shown = console.cli_json("payments", "show", "stripe", resource_id)
+    source, resource_id = next((row["source"], row["resource_id"]) for row in payments if row["resource_id"])
+    shown = console.cli_json("payments", "show", source, resource_id)
     # When its timeline is open
-    console.open(f"/payments/stripe/{resource_id}", screenshot="payment")
+    console.open(f"/payments/{source}/{resource_id}", screenshot="payment")
     # Then the payment's fields are those of `inbox payments show --json`
     for name, value in shown.items():
         expected = "" if value is None else str(value)
@@ -279,7 +295,8 @@ def test_a_payment_timeline_is_what_payments_show_says(console):
     # And every event about it is there with the state machine's decision, and what the outbox published
     events = console.browser.find_elements("css selector", "#timeline tr.timeline-event")
     assert events and all(event.find_elements("css selector", "td")[6].text for event in events)
-    published = console.cli_json("outbox", "list", "--source", "stripe", "--resource-id", resource_id)
+    published = console.cli_json("outbox", "list", "--source", source, "--resource-id", resource_id)
+    assert published
     assert console.cells("#published tr.published-event td:nth-child(5)") == [record["id"] for record in published]
     assert shown["transitions"] == len([r for r in published if r["type"] == "payment.status_changed"])
 
@@ -354,15 +371,7 @@ def test_every_page_shows_and_filters_by_a_merchants_own_source(console):
     from selenium.webdriver.support.ui import Select
 
     # Given a paid payment of the merchant's Brazilian Stripe account, processed
-    sent = CliRunner().invoke(cli, ["send", "stripe-br", "--status", "paid"])
-    assert sent.exit_code == 0, sent.output
-    event_id, resource_id = (
-        sent.output.split("sent stripe-br (stripe) event ")[1].split(";")[0].split(" about payment ")
-    )
-    deadline = time.monotonic() + 60
-    while console.cli_json("events", "show", "stripe-br", event_id)["status"] != "processed":
-        assert time.monotonic() < deadline, "the stripe-br event is not processed after 60 s"
-        time.sleep(0.3)
+    _event_id, resource_id = console.merchant
     # When the operator picks stripe-br in the events page's source filter
     browser = console.open("/events")
     Select(browser.find_element("css selector", '#event-filters select[name="source"]')).select_by_visible_text(
