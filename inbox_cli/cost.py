@@ -132,6 +132,20 @@ def for_sources(assumptions: Assumptions, sources: tuple[definitions.SourceSpec,
     )
 
 
+def deployment_assumptions(
+    sources: tuple[definitions.SourceSpec, ...],
+    *,
+    dashboard: bool,
+    tracing: bool,
+    forwarding: bool | None = None,
+    results_path: Path | None = None,
+) -> Assumptions:
+    """What `inbox cost` prices for a deployment of `sources` (the measured scenario when there is one), with its
+    dashboard, tracing and (None: the scenario's) forwarding: the command and the deploy summary price the same."""
+    chosen = replace(for_sources(measured_assumptions(results_path), sources), dashboard=dashboard, tracing=tracing)
+    return chosen if forwarding is None else replace(chosen, forwarding=forwarding)
+
+
 # ---------------------------------------------------------------------------------------------- the fixed side
 # CloudWatch bills an alarm per metric it references, each hour it exists (a metric-math alarm pays for every
 # metric of its expression); a custom metric (namespace + name + dimension set) per hour it is sent; a dashboard per

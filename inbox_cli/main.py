@@ -29,6 +29,7 @@ from shared.providers.registry import provider_names
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
+    from inbox_cli.simulate import SimulationOptions
     from shared.forwarding import ForwardCheckpoints
     from shared.forwarding_log import ForwardLog
 
@@ -316,16 +317,45 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
     endpoint = (url or target.webhook_url(spec.name)) + query
     headers = {"content-type": "application/json", **signed.headers}
     tls = _mutual_tls_client(target, spec, client_cert, client_key)
+    posted_at = time.time()
     code, answer = post_webhook(endpoint, signed.body, headers, tls=tls)
     click.echo(f"POST {endpoint} -> {code} {answer}")
+    stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
+    if code in _RECORDED_REFUSALS:
+        click.echo(_refusal_hint(target, spec.name, stack, posted_at=posted_at), err=True)
     if code >= 300:
         raise SystemExit(1)
     stored_id = delivery_key(answer) or stored_id  # a refetch-verified source stores each delivery on its own
-    stack = f" --stack {ctx.find_root().obj}" if not target.local else ""
     click.echo(f"sent {spec.name} ({provider}) event {stored_id} about payment {resource_id}; look at it with:")
     click.echo(f"  inbox{stack} events show {spec.name} {stored_id}")
     if not target.local and refetched and not ctx.params.get("resource_id"):
         click.echo(f"  (the stack refetches from {provider}'s real API, which does not know this sample payment)")
+
+
+# The answers of a delivery the ingest refused and may have recorded in the rejected-delivery log (401: not
+# verified; 400: not parsable; 403: a client certificate missing): the doctor can say why.
+_RECORDED_REFUSALS = frozenset({400, 401, 403})
+# How much earlier than the POST (the two clocks may differ: the stack's and this machine's) a record may say it was
+# received and still be this delivery's refusal.
+_REFUSAL_CLOCK_SKEW_SECONDS = 5.0
+
+
+def _refusal_hint(target: Target, source: str, stack: str, *, posted_at: float) -> str:
+    """The command that explains a refusal: the doctor on the refusal the ingest recorded for this delivery (the
+    source's newest record, received since it was posted; the ingest records before it answers), or how to find it
+    when there is none to name (the log not readable, the source's records capped for the minute)."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    try:
+        from inbox_cli import rejected as log  # noqa: PLC0415
+
+        newest = log.list_rejected(target, source=source, limit=1)
+    except Exception:  # a hint only: the refusal itself is what the user came for
+        newest = []
+    since = datetime.fromtimestamp(posted_at - _REFUSAL_CLOCK_SKEW_SECONDS, tz=UTC)
+    if newest and datetime.fromisoformat(str(newest[0]["received_at"]).replace("Z", "+00:00")) >= since:
+        return f"why it was refused: inbox{stack} doctor --rejected {newest[0]['id']}"
+    return f"why it was refused: inbox{stack} rejected list --source {source}, then inbox{stack} doctor --rejected ID"
 
 
 def _secretsmanager() -> SecretsManagerClient:
@@ -533,6 +563,10 @@ def show_rejected(ctx: click.Context, rejected_id: str, as_json: bool, stack: st
             click.echo(f"{'':>18}{name}: {shown}")
     click.echo(f"{'body':>16}: ({encoding})")
     click.echo(body)
+    stack_name = stack or ctx.find_root().obj
+    click.echo(
+        f"\nwhy it was refused: inbox{f' --stack {stack_name}' if stack_name else ''} doctor --rejected {rejected_id}"
+    )
 
 
 # -------------------------------------------------------------------------------------------------- payments
@@ -734,6 +768,7 @@ def simulate(
         lifecycles=lifecycles,
         settle_rounds=settle_rounds,
     )
+    options = _simulated_on_declared_sources(target, options)
     simulation = Simulation(
         options,
         api_url=target.api_url,
@@ -749,6 +784,38 @@ def simulate(
         click.echo(render_report(report))
     if not report.ok:
         raise SystemExit(1)
+
+
+def _simulated_on_declared_sources(target: Target, options: SimulationOptions) -> SimulationOptions:
+    """The simulation posts to each provider's default source (`/webhooks/<provider>`, keys `<provider>#...`): the
+    providers whose default source the stack declares. Asked for one it does not declare, it refuses up front,
+    naming what is declared; by default it simulates the declared ones and says which it leaves out."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    declared = {spec.name for spec in target.sources}
+    chosen = options.chosen_providers
+    missing = [provider for provider in chosen if provider not in declared]
+    if not missing:
+        return options
+
+    def named(provider: str) -> str:
+        others = [spec.name for spec in target.sources if spec.provider == provider]
+        return f"{provider} (its sources here: {', '.join(others)})" if others else provider
+
+    reason = (
+        "inbox simulate drives each provider's default source, named after it (/webhooks/<provider>), and the local "
+        f"stack's sources.json does not declare {', '.join(named(provider) for provider in missing)}"
+    )
+    kept = tuple(provider for provider in chosen if provider in declared)
+    if options.providers or not kept:
+        raise click.UsageError(
+            f"{reason}. Simulate the declared ones (--provider {' --provider '.join(kept)})"
+            if kept
+            else f"{reason}. Run it on a stack started without a sources.json (one source per provider), or "
+            "declare a source named after the provider (`inbox send SOURCE` sends to a named source)"
+        )
+    click.echo(f"note: {reason}; simulating {', '.join(kept)}", err=True)
+    return replace(options, providers=kept)
 
 
 # ------------------------------------------------------------------------------------------------ operations
@@ -867,14 +934,14 @@ def cost(events: int, region: str, body_kb: float | None, dashboard: bool, traci
     without one, one source per provider)."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from inbox_cli.cost import for_sources, measured_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
+    from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
     from shared.definitions import SourcesInvalid, load_sources  # noqa: PLC0415
 
     try:  # the fixed cost follows the declaration: secrets exist for the declared sources only
         declared = load_sources()
     except SourcesInvalid as error:
         raise click.UsageError(str(error)) from None
-    assumptions = replace(for_sources(measured_assumptions(), declared), dashboard=dashboard, tracing=tracing)
+    assumptions = deployment_assumptions(declared, dashboard=dashboard, tracing=tracing)
     usage = measured_usage()
     if body_kb is not None and body_kb != assumptions.body_kb:
         assumptions, usage = replace(assumptions, body_kb=body_kb), None
@@ -903,22 +970,30 @@ def outbox() -> None:
 
 
 @outbox.command("list")
-@click.option("--provider", default=None, help="Only this provider's records.")
-@click.option("--resource-id", default=None, help="Only this payment's records (with --provider: one Query).")
+@click.option("--source", default=None, help="Only this source's records.")
+@click.option("--provider", default=None, help="Only the records of this provider's sources (all of them).")
+@click.option(
+    "--resource-id", default=None, help="Only this payment's records (with --source or --provider: one Query each)."
+)
 @click.option("--undelivered", is_flag=True, help="Only what has not reached the endpoint (no 2xx, no checkpoint).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def list_outbox(
-    ctx: click.Context, provider: str | None, resource_id: str | None, undelivered: bool, as_json: bool
+    ctx: click.Context,
+    source: str | None,
+    provider: str | None,
+    resource_id: str | None,
+    undelivered: bool,
+    as_json: bool,
 ) -> None:
     """Published events, by payment and sequence (kept 7 days)."""
-    from inbox_cli.outbox import outbox_records, show, show_undelivered  # noqa: PLC0415
+    from inbox_cli.outbox import show, show_undelivered  # noqa: PLC0415
     from inbox_cli.outbox import undelivered as undelivered_records  # noqa: PLC0415
 
     target = _target(ctx)
     if not target.outbox_table:
         raise SystemExit("this stack has no outbox table (output OutboxTableName)")
-    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    records = _outbox_records(target, target.outbox_table, source, provider, resource_id)
     if undelivered:
         if not target.control_table:
             raise SystemExit("this stack has no control table (output ControlTableName): no forwarding checkpoints")
@@ -953,6 +1028,22 @@ def outbox_attempts(ctx: click.Context, event_id: str, as_json: bool) -> None:
     show_attempts(attempts, _table)
 
 
+def _outbox_records(
+    target: Target, table: str, source: str | None, provider: str | None, resource_id: str | None
+) -> list[dict[str, Any]]:
+    """The outbox records `--source`/`--provider`/`--resource-id` select (Target.selected_sources: the one rule)."""
+    from inbox_cli.outbox import outbox_records  # noqa: PLC0415
+
+    candidates = target.selected_sources(source=source, provider=provider)
+    return outbox_records(
+        table,
+        source=source,
+        provider=provider,
+        resource_id=resource_id,
+        payment_sources=candidates if resource_id else None,
+    )
+
+
 def _checkpoints(target: Target) -> ForwardCheckpoints:
     from shared import aws  # noqa: PLC0415
     from shared.forwarding import ForwardCheckpoints  # noqa: PLC0415
@@ -973,7 +1064,8 @@ def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | N
 
 @outbox.command("resend")
 @click.option("--url", default=None, help="Where to POST (default: INBOX_FORWARD_URL).")
-@click.option("--provider", default=None, help="Only this provider's records.")
+@click.option("--source", default=None, help="Only this source's records.")
+@click.option("--provider", default=None, help="Only the records of this provider's sources (all of them).")
 @click.option("--resource-id", default=None, help="Only this payment's records.")
 @click.option("--since", default=None, help="Only events published at or after (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
 @click.option("--until", default=None, help="Only events published before (ISO-8601, or ago: 90s, 15m, 1h, 2d).")
@@ -982,6 +1074,7 @@ def _forward_log(target: Target, *, sender: str | None = None) -> ForwardLog | N
 def resend_outbox(
     ctx: click.Context,
     url: str | None,
+    source: str | None,
     provider: str | None,
     resource_id: str | None,
     since: str | None,
@@ -995,7 +1088,7 @@ def resend_outbox(
     anyway). --since/--until pick the events published in a period, e.g. an outage of the endpoint. Against a
     deployed stack the signing secret is the stack's forwarding secret; locally INBOX_FORWARD_SECRET. Every
     attempt is recorded in the forwarding log (`inbox outbox attempts`)."""
-    from inbox_cli.outbox import outbox_records, period_bound, resend  # noqa: PLC0415
+    from inbox_cli.outbox import period_bound, resend  # noqa: PLC0415
     from shared.forwarding import DeliveryFailed, Forwarder  # noqa: PLC0415
     from shared.forwarding_log import SENDER_RESEND  # noqa: PLC0415
 
@@ -1026,7 +1119,7 @@ def resend_outbox(
         forwarder = Forwarder.from_secret(url, target.forward_secret_name, record=record)
     else:
         raise SystemExit("this stack has no forwarding secret (deploy with -c forward_url=https://...)")
-    records = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+    records = _outbox_records(target, target.outbox_table, source, provider, resource_id)
     sent: list[dict[str, Any]] = []
     try:
         resend(

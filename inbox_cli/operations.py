@@ -105,11 +105,13 @@ def list_events(
     ]
 
 
-def failed_events(target: Target, *, provider: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    """Failed events, newest first, with the error that ended them."""
+def failed_events(
+    target: Target, *, provider: str | None = None, source: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Failed events (of `source`, or of every source of `provider`), newest first, with the error that ended them."""
     return list_events(
         target,
-        EventFilter(provider=provider, status=EventStatus.FAILED.value),
+        EventFilter(provider=provider, source=source, status=EventStatus.FAILED.value),
         limit=limit,
         columns=FAILED_EVENT_COLUMNS,
     )
@@ -122,7 +124,7 @@ def show_event(target: Target, source: str, event_id: str) -> dict[str, Any]:
     store = inbox_store(target)
     item = store.get(event_key(source, event_id))
     if item is None:
-        raise NotFound(f"no event {source}#{event_id}")
+        raise NotFound(f"no event {source}#{event_id}{target.not_found_hint(source)}")
     item["body"] = store.read_body(item)
     item.pop(BODY_ZLIB_ATTRIBUTE, None)  # the stored (compressed) form of the same body
     return item
@@ -132,7 +134,7 @@ def show_payment(target: Target, source: str, resource_id: str) -> dict[str, Any
     """The payment of `source` as the processor last applied it."""
     stored = ProcessingStore(target.inbox_table, target.payments_table).load_payment(resource_key(source, resource_id))
     if stored is None:
-        raise NotFound(f"no payment {source}#{resource_id}")
+        raise NotFound(f"no payment {source}#{resource_id}{target.not_found_hint(source)}")
     return stored.to_item()
 
 
@@ -141,12 +143,13 @@ def stats(target: Target) -> dict[str, Any]:
     return collect_stats(SweepStore(target.inbox_table, target.payments_table))
 
 
-def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[str, Any]:
-    """One payment's story: the payment now, every event about it (oldest first) with what the processor decided
-    (`note`, or the `last_error` that failed it), and the downstream events published from the outbox."""
-    key = resource_key(provider, resource_id)
+def payment_timeline(target: Target, source: str, resource_id: str) -> dict[str, Any]:
+    """One payment of `source`: the payment now, every event about it (oldest first) with what the processor
+    decided (`note`, or the `last_error` that failed it), and the downstream events published from the outbox (its
+    partition, the payment key: any source's)."""
+    key = resource_key(source, resource_id)
     try:
-        payment: dict[str, Any] | None = show_payment(target, provider, resource_id)
+        payment: dict[str, Any] | None = show_payment(target, source, resource_id)
     except NotFound:
         payment = None  # events may exist for a payment never applied (all of them failed): still a story
     dynamodb = aws.dynamodb()
@@ -164,15 +167,15 @@ def payment_timeline(target: Target, provider: str, resource_id: str) -> dict[st
         for attributes in page.get("Items", []):
             item = store.get(str(from_attributes(attributes)["pk"]), consistent=False)
             if item is not None:
-                events.append({name: item.get(name) for name in _TIMELINE_EVENT_FIELDS})
+                events.append({name: item.get(name) for name in _TIMELINE_EVENT_FIELDS} | {"source": source_of(item)})
     if payment is None and not events:
-        raise NotFound(f"no payment {provider}#{resource_id} and no event about it")
+        raise NotFound(f"no payment {key} and no event about it{target.not_found_hint(source)}")
     events.sort(key=lambda event: (str(event.get("occurred_at") or ""), str(event.get("received_at") or "")))
     published: list[dict[str, Any]] = []
     if target.outbox_table:
         from inbox_cli.outbox import outbox_records  # noqa: PLC0415
 
-        published = outbox_records(target.outbox_table, provider=provider, resource_id=resource_id)
+        published = outbox_records(target.outbox_table, resource_id=resource_id, payment_sources=(source,))
     if target.forward_log_table and published:
         from shared.forwarding_log import ForwardLog  # noqa: PLC0415
 
@@ -209,12 +212,12 @@ _TIMELINE_EVENT_FIELDS = (
 
 
 def flow_over_time(target: Target, *, buckets: int = 12) -> dict[str, Any]:
-    """Events per provider, by when they were received (`buckets` equal slices from the first to the last) and
-    where each is now (pending, processed, ignored, failed): the overview's charts. A scan of three attributes."""
-    rows = scan_attributes(aws.dynamodb(), target.inbox_table, ("provider", "status", "received_at"))
+    """Events per source, by when they were received (`buckets` equal slices from the first to the last) and
+    where each is now (pending, processed, ignored, failed): the overview's charts. A scan of four attributes."""
+    rows = scan_attributes(aws.dynamodb(), target.inbox_table, ("pk", "provider", "status", "received_at"))
     times = sorted(row["received_at"] for row in rows if row.get("received_at"))
     if not times:
-        return {"labels": [], "providers": {}}
+        return {"labels": [], "sources": {}}
     first, last = _parse(times[0]), _parse(times[-1])
     width = max((last - first) / buckets, timedelta(seconds=1))
     starts = [first + width * index for index in range(buckets)]
@@ -223,16 +226,18 @@ def flow_over_time(target: Target, *, buckets: int = 12) -> dict[str, Any]:
         if not row.get("received_at"):
             continue
         index = min(int((_parse(row["received_at"]) - first) / width), buckets - 1)
-        counts[row.get("provider", "unknown")][row.get("status", "unknown")][index] += 1
+        counts[source_of(row) if row.get("pk") else row.get("provider", "unknown")][row.get("status", "unknown")][
+            index
+        ] += 1
     statuses = [status.value for status in EventStatus]
     return {
         "labels": [start.strftime("%H:%M:%S") for start in starts],
         "bucket_seconds": width.total_seconds(),
         "first_received_at": times[0],
         "last_received_at": times[-1],
-        "providers": {
-            provider: {status: [by_status[status][index] for index in range(buckets)] for status in statuses}
-            for provider, by_status in sorted(counts.items())
+        "sources": {
+            source: {status: [by_status[status][index] for index in range(buckets)] for status in statuses}
+            for source, by_status in sorted(counts.items())
         },
     }
 

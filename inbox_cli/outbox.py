@@ -7,7 +7,7 @@ period of it (`--since`/`--until`), from there."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ import click
 from shared import aws
 from shared.forwarding import ForwardCheckpoints, Forwarder
 from shared.forwarding_log import ForwardLog, reached_endpoint
+from shared.inbox.model import resource_key
 from shared.inbox.store import from_attributes
 from shared.payments.events import check_published
 from shared.payments.outbox import published_event
@@ -48,22 +49,33 @@ def in_period(record: dict[str, Any], since: datetime | None, until: datetime | 
     return (since is None or created >= since) and (until is None or created < until)
 
 
-def outbox_records(table: str, *, provider: str | None = None, resource_id: str | None = None) -> list[dict[str, Any]]:
-    """Outbox records as published events (plus their `pk`), by partition then sequence. One payment is a Query."""
+def outbox_records(
+    table: str,
+    *,
+    source: str | None = None,
+    provider: str | None = None,
+    resource_id: str | None = None,
+    payment_sources: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Outbox records as published events (plus their `pk`), by partition then sequence: those of `source` (one
+    source), of `provider` (every source of it), of the payment `resource_id`. With `resource_id` and
+    `payment_sources` (the sources it may belong to: `Target.selected_sources`) each is one Query of the payment's
+    partition (`{source}#{resource_id}`, the payment key); otherwise a scan, filtered."""
     dynamodb = aws.dynamodb()
     items: list[dict[str, Any]] = []
-    if provider and resource_id:
-        kwargs: dict[str, Any] = {
-            "TableName": table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": f"{provider}#{resource_id}"}},
-        }
-        while True:
-            page = dynamodb.query(**kwargs)
-            items += page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    if resource_id and payment_sources is not None:
+        for payment_source in payment_sources:
+            kwargs: dict[str, Any] = {
+                "TableName": table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": resource_key(payment_source, resource_id)}},
+            }
+            while True:
+                page = dynamodb.query(**kwargs)
+                items += page.get("Items", [])
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     else:
         scan: dict[str, Any] = {"TableName": table}
         while True:
@@ -76,12 +88,20 @@ def outbox_records(table: str, *, provider: str | None = None, resource_id: str 
     for raw in items:
         item = from_attributes(raw)
         event = {"pk": item["pk"], **published_event(item)}
+        if source and record_source(event) != source:
+            continue
         if provider and event.get("provider") != provider:
             continue
         if resource_id and event.get("resource_id") != resource_id:
             continue
         records.append(event)
     return sorted(records, key=lambda e: (str(e["pk"]), int(e["sequence"])))
+
+
+def record_source(record: dict[str, Any]) -> str:
+    """The source a published event belongs to: its `source`, else (a record from before sources) its provider's
+    default source, named after the provider."""
+    return str(record.get("source") or record.get("provider") or "")
 
 
 def show(records: list[dict[str, Any]], table: Any) -> None:
@@ -99,7 +119,7 @@ def show(records: list[dict[str, Any]], table: Any) -> None:
     if not rows:
         click.echo("(none)")
         return
-    table(rows, ["type", "provider", "resource_id", "sequence", "change", "id", "created_at"])
+    table(rows, ["type", "source", "provider", "resource_id", "sequence", "change", "id", "created_at"])
 
 
 def delivered(record: dict[str, Any], checkpoints: ForwardCheckpoints, log: ForwardLog | None) -> bool:
@@ -135,7 +155,9 @@ def show_undelivered(rows: list[dict[str, Any]], table: Any) -> None:
     if not rows:
         click.echo("(none: every published event reached the endpoint)")
         return
-    table(rows, ["type", "provider", "resource_id", "sequence", "id", "created_at", "attempts", "last_status"])
+    table(
+        rows, ["type", "source", "provider", "resource_id", "sequence", "id", "created_at", "attempts", "last_status"]
+    )
 
 
 def show_attempts(attempts: list[dict[str, Any]], table: Any) -> None:

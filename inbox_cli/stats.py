@@ -1,4 +1,6 @@
-"""`inbox stats`: events by provider and status, the oldest pending event, payments by status.
+"""`inbox stats`: events by source (its provider beside it) and status, the oldest pending event, payments by
+status. Each section also sums its sources by provider (`by_provider`): a merchant with two Stripe accounts sees
+each account on its own row, and the two together.
 
 Pending and failed counts come from the sparse open-events index (what the sweeper and the alarms see); processed
 and ignored from a scan of the inbox (fine for an operator's command, never on a hot path).
@@ -11,7 +13,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.definitions import OPEN_EVENTS_SHARDS
+from shared.definitions import OPEN_EVENTS_SHARDS, source_of
 from shared.inbox.model import EventStatus, iso_utc
 from shared.sweeper import SweepStore, parse_iso
 
@@ -30,26 +32,41 @@ def scan_attributes(dynamodb: Any, table: str, attributes: tuple[str, ...]) -> l
     return rows
 
 
-def _with_totals(counts: dict[str, Counter[str]], statuses: tuple[str, ...]) -> dict[str, Any]:
+def _with_totals(counts: dict[tuple[str, str], Counter[str]], statuses: tuple[str, ...]) -> dict[str, Any]:
+    """{by_source: {source: {provider, <status>: n, total}}, by_provider: the same summed per provider, totals}."""
+    by_source = {
+        source: {"provider": provider}
+        | {status: counter.get(status, 0) for status in statuses}
+        | {"total": sum(counter.values())}
+        for (source, provider), counter in sorted(counts.items())
+    }
+    providers: dict[str, Counter[str]] = defaultdict(Counter)
+    for (_, provider), counter in counts.items():
+        providers[provider].update(counter)
     by_provider = {
         provider: {status: counter.get(status, 0) for status in statuses} | {"total": sum(counter.values())}
-        for provider, counter in sorted(counts.items())
+        for provider, counter in sorted(providers.items())
     }
     totals = {status: sum(row[status] for row in by_provider.values()) for status in statuses}
     totals["total"] = sum(totals.values())
-    return {"by_provider": by_provider, "totals": totals}
+    return {"by_source": by_source, "by_provider": by_provider, "totals": totals}
+
+
+def _source_and_provider(item: dict[str, Any]) -> tuple[str, str]:
+    provider = str(item.get("provider", "unknown"))
+    return (source_of(item) if item.get("pk") or item.get("source") else provider), provider
 
 
 def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any]:
     now = datetime.fromtimestamp(clock(), tz=UTC)
-    events: dict[str, Counter[str]] = defaultdict(Counter)
+    events: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for status in (EventStatus.PENDING, EventStatus.FAILED):
         for shard in range(OPEN_EVENTS_SHARDS):
-            for item in store.open_shard(status, shard, attributes=("provider",)):
-                events[str(item.get("provider", "unknown"))][status.value] += 1
-    for row in scan_attributes(store.dynamodb, store.inbox_table, ("provider", "status")):
+            for item in store.open_shard(status, shard, attributes=("pk", "provider")):
+                events[_source_and_provider(item)][status.value] += 1
+    for row in scan_attributes(store.dynamodb, store.inbox_table, ("pk", "provider", "status")):
         if row.get("status") in _SETTLED:
-            events[row.get("provider", "unknown")][row["status"]] += 1
+            events[_source_and_provider(row)][row["status"]] += 1
 
     oldest = store.oldest_open(EventStatus.PENDING)
     oldest_summary = None
@@ -57,11 +74,11 @@ def collect_stats(store: SweepStore, *, clock: Any = time.time) -> dict[str, Any
         age = max(0.0, (now - parse_iso(oldest["received_at"])).total_seconds())
         oldest_summary = {"pk": oldest["pk"], "received_at": oldest["received_at"], "age_seconds": round(age, 3)}
 
-    payments: dict[str, Counter[str]] = defaultdict(Counter)
+    payments: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     payment_statuses: set[str] = set()
     if store.payments_table:
-        for row in scan_attributes(store.dynamodb, store.payments_table, ("provider", "status")):
-            payments[row.get("provider", "unknown")][row.get("status", "unknown")] += 1
+        for row in scan_attributes(store.dynamodb, store.payments_table, ("pk", "source", "provider", "status")):
+            payments[_source_and_provider(row)][row.get("status", "unknown")] += 1
             payment_statuses.add(row.get("status", "unknown"))
 
     event_summary = _with_totals(events, EVENT_STATUSES)
@@ -81,11 +98,12 @@ def render_stats(stats: dict[str, Any]) -> str:
 
     def table(title: str, section: dict[str, Any]) -> None:
         statuses = [name for name in section["totals"] if name != "total"]
-        columns = [title, *statuses, "total"]
+        columns = [title, "provider", *statuses, "total"]
         rows = [
-            [provider, *(str(row[c]) for c in [*statuses, "total"])] for provider, row in section["by_provider"].items()
+            [source, row["provider"], *(str(row[c]) for c in [*statuses, "total"])]
+            for source, row in section["by_source"].items()
         ]
-        rows.append(["(all)", *(str(section["totals"][c]) for c in [*statuses, "total"])])
+        rows.append(["(all)", "", *(str(section["totals"][c]) for c in [*statuses, "total"])])
         widths = [max(len(columns[i]), *(len(row[i]) for row in rows)) for i in range(len(columns))]
         lines.append("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
         lines.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows)

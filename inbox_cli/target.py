@@ -56,6 +56,29 @@ class Target:
             known = ", ".join(source.name for source in self.sources) or "none"
             raise UnknownSource(f"no source {name!r} in {where}; its sources: {known}") from None
 
+    def selected_sources(self, *, source: str | None = None, provider: str | None = None) -> tuple[str, ...] | None:
+        """The one rule of every read: `--source NAME` selects that source; `--provider NAME` every source of that
+        provider the stack declares, and its default source's name (named after it: what was received before a
+        sources.json still carries it); neither: None, every source. Both: the source, if it is the provider's."""
+        if source is not None:
+            spec = next((s for s in self.sources if s.name == source), None)
+            if provider is not None and (spec.provider if spec is not None else source) != provider:
+                return ()
+            return (source,)
+        if provider is not None:
+            return (*(s.name for s in self.sources if s.provider == provider and s.name != provider), provider)
+        return None
+
+    def not_found_hint(self, name: str) -> str:
+        """For a read of one source that found nothing: when `name` is a provider's name (its default source) and
+        the stack declares other sources of it, which ones to ask for instead."""
+        if any(s.name == name for s in self.sources):
+            return ""
+        named = [s.name for s in self.sources if s.provider == name]
+        if not named:
+            return ""
+        return f" ({name} names its provider's default source; this stack's {name} sources: {', '.join(named)})"
+
     def webhook_url(self, source: str) -> str:
         """Where the gateway of `source` posts: ``<api>/webhooks/<source>``, on the mutual-TLS front door for a
         `mutual_tls` source (the default endpoint refuses its deliveries)."""

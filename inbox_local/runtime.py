@@ -37,6 +37,27 @@ LOCAL_RETRY_BASE_SECONDS = "1"
 LOCAL_PROCESSOR_CONCURRENCY = 4
 
 
+def _try_it(url: str, sources: tuple[definitions.SourceSpec, ...]) -> str:
+    """The banner's first commands, for sources this stack declares: `inbox send` to a Stripe source when there is
+    one (the README's walkthrough), else to the first declared; a curl by hand to an Asaas source (a static token)
+    when one is declared."""
+    first = next((s for s in sources if s.provider == "stripe"), sources[0])
+    lines = [
+        f"  .venv/bin/inbox send {first.name}",
+        "  .venv/bin/inbox events list",
+    ]
+    asaas = next((s for s in sources if s.provider == "asaas" and not s.mutual_tls), None)
+    if asaas is not None:
+        lines += [
+            "or by hand (Asaas signs with a static token):",
+            f"  curl -s -X POST {url}/webhooks/{asaas.name} -H 'content-type: application/json' \\",
+            f"       -H 'asaas-access-token: {signing_secret(asaas.name)}' \\",
+            """       -d '{"id": "evt_1", "event": "PAYMENT_RECEIVED", "dateCreated": "2026-11-29 10:00:00",""",
+            """            "payment": {"id": "pay_1", "value": 10.5, "status": "RECEIVED"}}'""",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class LocalStack:
     endpoints: LocalEndpoints = field(default_factory=LocalEndpoints.from_environ)
@@ -216,10 +237,8 @@ class LocalStack:
 
     def banner(self) -> str:
         url = self.endpoints.api_url
-        secrets = "\n".join(
-            f"  {signing_secret_variable(s.name)}={signing_secret(s.name)}"
-            for s in self.sources or definitions.load_sources()
-        )
+        sources = self.sources or definitions.load_sources()
+        secrets = "\n".join(f"  {signing_secret_variable(s.name)}={signing_secret(s.name)}" for s in sources)
         simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.
   API:           {url}   (POST {url}/webhooks/{{source}}, GET {url}/health)
@@ -230,14 +249,7 @@ Signing secrets in use (development values unless you set them):
 {secrets}
 
 Try it, from another terminal:
-  .venv/bin/inbox send stripe
-  .venv/bin/inbox events list
-or by hand (Asaas signs with a static token):
-  curl -s -X POST {url}/webhooks/asaas -H 'content-type: application/json' \\
-       -H 'asaas-access-token: {signing_secret("asaas")}' \\
-       -d '{{"id": "evt_1", "event": "PAYMENT_RECEIVED", "dateCreated": "2026-11-29 10:00:00",
-            "payment": {{"id": "pay_1", "value": 10.5, "status": "RECEIVED"}}}}'
-
+{_try_it(url, sources)}
 Ctrl-C stops it."""
 
     def _mutual_tls_banner(self) -> str:

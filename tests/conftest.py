@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -25,8 +29,36 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
-from inbox_local import moto_speedups
-from tests import aws_speedups  # once the environment above is set
+# The developer's own set-up changes nothing about a run. No INBOX_* variable of their shell reaches a test (a
+# signing secret, a port, a sources file, a forward URL), but the ones that steer the tests themselves; and the
+# declaration is the default one (a source per provider), written to a file of the run's own that INBOX_SOURCES_FILE
+# names: a sources.json at the repository root is never read, by this process or by the local stacks, `inbox`
+# commands and synths it starts (they inherit this environment). tests/unit/test_hermetic_run.py holds it.
+TEST_CONTROLS = frozenset({"INBOX_CONSOLE_SCREENSHOTS", "INBOX_FUZZ_EXAMPLES"})
+for _name in [name for name in os.environ if name.startswith("INBOX_") and name not in TEST_CONTROLS]:
+    del os.environ[_name]
+DEFAULT_SOURCES_FILE = Path(tempfile.mkdtemp(prefix="inbox-tests-")) / "sources.json"
+atexit.register(shutil.rmtree, DEFAULT_SOURCES_FILE.parent, ignore_errors=True)
+
+from shared import definitions  # noqa: E402 - once the environment above is set
+
+DEFAULT_SOURCES_FILE.write_text(definitions.sources_json(definitions.default_sources()), encoding="utf-8")
+os.environ[definitions.ENV_SOURCES_FILE] = str(DEFAULT_SOURCES_FILE)
+# And in this process, a test that hands the code an environment of its own without INBOX_SOURCES_FILE (a gateway
+# client built from a dict) reads the run's file too, never the checkout's: the same declaration "no file" means.
+_CHECKOUTS_SOURCES_FILE = definitions.sources_file_path({})
+_sources_file_path = definitions.sources_file_path
+
+
+def _the_runs_sources_file(environ: Mapping[str, str] | None = None) -> Path:
+    path = _sources_file_path(environ)
+    return DEFAULT_SOURCES_FILE if path == _CHECKOUTS_SOURCES_FILE else path
+
+
+definitions.sources_file_path = _the_runs_sources_file
+
+from inbox_local import moto_speedups  # noqa: E402
+from tests import aws_speedups  # noqa: E402 - once the environment above is set
 
 aws_speedups.install()
 moto_speedups.install()  # the embedded AWS's caches of moto's per-request work, in-process moto too

@@ -84,6 +84,30 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
         ),
         Run(MAKE + "test_make_synth_writes_the_template_a_deploy_would_deploy", AWS_ONLY_TEMPLATE),
     ),
+    'make deploy CDK_ARGS="-c alarm_email=oncall@example.com"': (
+        Run(
+            MAKE + "test_make_deploy_with_an_alarm_address_passes_it_to_cdk",
+            f'{AWS_ONLY_TEMPLATE}: `make -n deploy CDK_ARGS="-c alarm_email=oncall@example.com"` shows the context '
+            "passed to the pinned cdk CLI",
+        ),
+        Run(
+            "tests/infra/test_settings.py::test_context_values_reach_the_function_and_the_names",
+            f"{AWS_ONLY_TEMPLATE}: the app with alarm_email set subscribes it, and the deploy summary names it and "
+            "warns of nothing",
+        ),
+    ),
+    "inbox cost": (
+        Run(
+            "tests/infra/test_deploy_summary.py::test_a_one_source_stack_is_summarized_as_inbox_cost_prices_it",
+            "as written and with --json (the CLI command in-process), on the synthesized stack's sources.json",
+        ),
+    ),
+    "inbox --stack NAME sources list": (
+        Run(
+            SOURCES + "test_sources_list_of_a_deployed_stack_shows_each_url_and_that_the_secrets_are_placeholders",
+            f"{AWS_ONLY_MOTO}: NAME = the moto stack's name; as written and with --json",
+        ),
+    ),
     "make bootstrap": (
         Run(
             MAKE + "test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app",

@@ -118,6 +118,7 @@ def _read_pages(app: Flask, target: Target) -> None:
     def events() -> str:
         filters = operations.EventFilter(
             provider=_choice(request.args.get("provider"), provider_names()),
+            source=_source(request.args.get("source")),
             status=_choice(request.args.get("status"), [status.value for status in EventStatus]),
             event_type=request.args.get("event_type") or None,
             since=_moment(request.args.get("since")),
@@ -131,39 +132,56 @@ def _read_pages(app: Flask, target: Target) -> None:
             filters=filters,
             limit=limit,
             providers=provider_names(),
+            sources=_source_names(target),
             statuses=[status.value for status in EventStatus],
         )
 
-    @app.get("/events/<provider>/<path:event_id>")
-    def event(provider: str, event_id: str) -> str:
-        item = operations.show_event(target, provider, event_id)
+    @app.get("/events/<source>/<path:event_id>")
+    def event(source: str, event_id: str) -> str:
+        item = operations.show_event(target, source, event_id)
         body = operations.body_text(item.pop("body"))
         pretty = _pretty_json(body)
         headers = item.pop("headers", {}) or {}
         query = item.pop("query", {}) or {}
         fields = {name: _text(value) for name, value in sorted(item.items())}
         return render_template(
-            "event.html", item=item, fields=fields, headers=headers, query=query, body=body, pretty=pretty
+            "event.html",
+            source=source,
+            item=item,
+            fields=fields,
+            headers=headers,
+            query=query,
+            body=body,
+            pretty=pretty,
         )
 
     @app.get("/payments")
     def find_payment() -> Any:
-        provider, resource_id = request.args.get("provider"), request.args.get("resource_id", "").strip()
-        if provider and resource_id:
-            return redirect(url_for("payment", provider=provider, resource_id=resource_id))
-        return render_template("find_payment.html", providers=provider_names())
+        source, resource_id = _source(request.args.get("source")), request.args.get("resource_id", "").strip()
+        if source and resource_id:
+            return redirect(url_for("payment", source=source, resource_id=resource_id))
+        return render_template("find_payment.html", sources=_source_names(target))
 
-    @app.get("/payments/<provider>/<path:resource_id>")
-    def payment(provider: str, resource_id: str) -> str:
-        timeline = operations.payment_timeline(target, provider, resource_id)
-        return render_template("payment.html", provider=provider, resource_id=resource_id, **timeline)
+    @app.get("/payments/<source>/<path:resource_id>")
+    def payment(source: str, resource_id: str) -> str:
+        timeline = operations.payment_timeline(target, source, resource_id)
+        return render_template("payment.html", source=source, resource_id=resource_id, **timeline)
 
     @app.get("/failed")
     def failed() -> str:
         provider = _choice(request.args.get("provider"), provider_names())
+        source = _source(request.args.get("source"))
         limit = _limit(request.args.get("limit"))
-        rows = operations.failed_events(target, provider=provider, limit=limit)
-        return render_template("failed.html", rows=rows, provider=provider, limit=limit, providers=provider_names())
+        rows = operations.failed_events(target, provider=provider, source=source, limit=limit)
+        return render_template(
+            "failed.html",
+            rows=rows,
+            provider=provider,
+            source=source,
+            limit=limit,
+            providers=provider_names(),
+            sources=_source_names(target),
+        )
 
 
 def _rejected_pages(app: Flask, target: Target) -> None:
@@ -172,7 +190,7 @@ def _rejected_pages(app: Flask, target: Target) -> None:
 
     @app.get("/rejected")
     def rejected_list() -> str:
-        source = _choice(request.args.get("source"), provider_names())
+        source = _source(request.args.get("source"))
         reason = _choice(request.args.get("reason"), definitions.REJECTION_REASONS)
         limit = _limit(request.args.get("limit"))
         rows = rejected.list_rejected(target, source=source, reason=reason, limit=limit)
@@ -185,7 +203,7 @@ def _rejected_pages(app: Flask, target: Target) -> None:
             source=source,
             reason=reason,
             limit=limit,
-            sources=provider_names(),
+            sources=_source_names(target),
             reasons=definitions.REJECTION_REASONS,
         )
 
@@ -224,7 +242,7 @@ def _replay_pages(app: Flask, target: Target) -> None:
     def replay_form() -> str:
         return render_template(
             "replay.html",
-            providers=provider_names(),
+            sources=_source_names(target),
             statuses=REPLAYABLE_STATUSES,
             selection=_selection(request.args),
         )
@@ -232,14 +250,15 @@ def _replay_pages(app: Flask, target: Target) -> None:
     @app.post("/replay/plan")
     def replay_plan() -> str:
         selection = _selection(request.form)
-        report = operations.replay(target, _request(selection, dry_run=True), timeout_seconds=PLAN_TIMEOUT_SECONDS)
+        request_ = _request(target, selection, dry_run=True)
+        report = operations.replay(target, request_, timeout_seconds=PLAN_TIMEOUT_SECONDS)
         return render_template("replay_plan.html", selection=selection, report=report)
 
     @app.post("/replay/start")
     def replay_start() -> Any:
         if request.form.get("confirm") != "yes":
             abort(400, "tick the confirmation box: a replay sets the planned events back to pending")
-        execution_arn = operations.begin_replay(target, _request(_selection(request.form), dry_run=False))
+        execution_arn = operations.begin_replay(target, _request(target, _selection(request.form), dry_run=False))
         return redirect(url_for("replay_watch", execution=execution_arn), code=303)
 
     @app.get("/replay/progress")
@@ -265,6 +284,21 @@ def _choice(value: str | None, allowed: list[str] | tuple[str, ...]) -> str | No
     return value
 
 
+def _source(value: str | None) -> str | None:
+    """A source name from the page's input (any valid name: a source dropped from the declaration still has data)."""
+    if not value:
+        return None
+    problem = definitions.source_name_problem(value)
+    if problem:
+        abort(400, problem)
+    return value
+
+
+def _source_names(target: Target) -> list[str]:
+    """The stack's sources, as the pages offer them: locally the declaration, deployed the stack's own."""
+    return [source.name for source in target.sources]
+
+
 def _moment(value: str | None) -> str | None:
     if not value:
         return None
@@ -288,10 +322,11 @@ def _execution(value: str | None) -> str:
 
 
 def _selection(form: Any) -> dict[str, Any]:
-    """The replay's selection as the form sent it (checked: the same choices `inbox replay` accepts)."""
+    """The replay's selection as the form sent it (checked: the same choices `inbox replay` accepts). A link may
+    name a provider instead of a source: its default source, as everywhere a single source is asked for."""
     ids = [line.strip() for line in str(form.get("event_ids", "")).replace(",", "\n").splitlines() if line.strip()]
     return {
-        "provider": _choice(form.get("provider"), provider_names()),
+        "source": _source(form.get("source")) or _choice(form.get("provider"), provider_names()),
         "status": _choice(form.get("status"), REPLAYABLE_STATUSES) or EventStatus.FAILED.value,
         "since": _moment(form.get("since")),
         "until": _moment(form.get("until")),
@@ -299,11 +334,16 @@ def _selection(form: Any) -> dict[str, Any]:
     }
 
 
-def _request(selection: dict[str, Any], *, dry_run: bool) -> ReplayRequest:
-    if not selection["provider"]:
-        abort(400, "choose whose events to replay (a provider)")
+def _request(target: Target, selection: dict[str, Any], *, dry_run: bool) -> ReplayRequest:
+    if not selection["source"]:
+        abort(400, "choose whose events to replay (a source)")
+    source = selection["source"]
+    spec = next((spec for spec in target.sources if spec.name == source), None)
+    if spec is None and source not in provider_names():
+        abort(400, f"{source!r} is not a source of this stack: {', '.join(_source_names(target))}")
     return ReplayRequest(
-        provider=selection["provider"],
+        provider=spec.provider if spec is not None else source,
+        source=source,
         status=selection["status"],
         since=selection["since"],
         until=selection["until"],

@@ -1,8 +1,10 @@
 """`inbox doctor`: why a delivery does not verify (docs/troubleshooting.md).
 
 The source's secrets are found as the ingest finds them: locally `INBOX_SECRET_<SOURCE>` (and `_PREVIOUS`), else
-the provider's local development secret; deployed (`--stack`), the same variables when set (as every CLI command
-signs with them), else the source's Secrets Manager secret named by the stack's outputs.
+the source's own development secret (`definitions.dev_signing_secret`: a named source's is derived from its
+provider's); deployed (`--stack`), the same variables when set (as every CLI command signs with them), else the
+source's Secrets Manager secret named by the stack's outputs. The other sources tried are the target's: locally the
+declaration `make run` reads, deployed the stack's own (output SourceProviders).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from inbox_cli.doctor.recorded import SourceSetup, doctor_for_rejected
 from inbox_cli.operations import NotFound, StackNotReady
 from inbox_cli.rejected import RejectedDelivery, fingerprint_for, load_rejected
 from inbox_cli.target import Target, resolve
-from inbox_local.config import DEV_SECRETS
 from inbox_local.server import LAMBDA_MAX_SYNC_REQUEST_BYTES
 from shared.definitions import (
     DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
@@ -30,6 +31,7 @@ from shared.definitions import (
     PROVIDERS,
     SourcesInvalid,
     SourceSpec,
+    dev_signing_secret,
     find_source,
     load_sources,
 )
@@ -66,8 +68,8 @@ def configured_secrets(target: Target, source: SourceSpec) -> SigningSecrets:
     current = os.environ.get(variable)
     if current:
         return SigningSecrets(current, os.environ.get(f"{variable}_PREVIOUS") or None)
-    if target.local:
-        return SigningSecrets(DEV_SECRETS.get(source.provider, f"local-{source.provider}-secret"))
+    if target.local:  # what the local stack verifies with when no variable is set: the source's own
+        return SigningSecrets(dev_signing_secret(source))
     arn = target.signing_secret_arns.get(source.name)
     if arn is None:
         raise DoctorError(f"the stack lists no signing secret for source {source.name!r}: set {variable}")
@@ -116,10 +118,7 @@ def tolerance_for(source: SourceSpec) -> int:
 
 def source_setup(target: Target, name: str, *, secret: str | None, provider: str | None = None) -> SourceSetup:
     """What `name`'s deliveries are verified with: its secrets (or --secret), tolerance and the alternatives."""
-    try:
-        sources = load_sources()
-    except SourcesInvalid as error:
-        raise click.ClickException(str(error)) from None
+    sources = target.sources  # the stack's: locally the declaration, deployed its SourceProviders output
     source = resolve_source(name, sources)
     if provider is not None and source.provider != provider:
         source = source._replace(provider=provider)  # a record names the provider it was verified as

@@ -14,6 +14,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shared.definitions import ENV_SOURCES_FILE
 from tests.e2e.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,9 +26,14 @@ _PRINTED_ID = re.compile(r"\b((?:evt|pi|pay|msg)_[A-Za-z0-9]+)\b")
 
 def clean_environment(**extra: str) -> dict[str, str]:
     """This process's environment without AWS credentials or signing secrets (the stack's dev values apply), on free
-    ports, plus `extra`."""
+    ports, plus `extra`. It keeps INBOX_SOURCES_FILE: the run's default declaration (tests/conftest.py), never the
+    checkout's sources.json."""
     return (
-        {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "INBOX_"))}
+        {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("AWS_", "INBOX_")) or key == ENV_SOURCES_FILE
+        }
         | {
             "INBOX_PORT": str(free_port()),
             "INBOX_AWS_PORT": str(free_port()),

@@ -1,6 +1,7 @@
 """`inbox console` in a real browser (Debian's headless Chromium, driven by Selenium through Debian's chromedriver)
 against the local stack after `inbox simulate` settled and a few events failed: each page loads with no console
-error, its numbers are the CLI's, and a replay started from the page changes what the CLI then shows.
+error, its numbers are the CLI's, and a replay started from the page changes what the CLI then shows. The stack
+declares two Stripe accounts besides Stripe's default source, and Asaas: every page shows and filters by source.
 
 INBOX_CONSOLE_SCREENSHOTS=1 also writes a screenshot of each page to docs/console/ (docs/console.md shows them).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +48,13 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,1000",
 )
 SCREENSHOTS = ROOT / "docs" / "console"
+# Stripe's default source (what `inbox simulate` drives), a merchant's two Stripe accounts, and Asaas.
+SOURCES = [
+    {"name": "stripe", "provider": "stripe"},
+    {"name": "stripe-br", "provider": "stripe"},
+    {"name": "stripe-us", "provider": "stripe"},
+    {"name": "asaas", "provider": "asaas"},
+]
 FAILED_PAYMENTS = 2
 
 
@@ -56,6 +65,7 @@ class Console:
     process: subprocess.Popen[str]
     browser: Any
     failed: list[tuple[str, str]]  # (event id, payment id) of the events made to fail
+    merchant: tuple[str, str]  # (event id, payment id) of a paid payment of the stripe-br source, processed
 
     def open(self, path: str, *, screenshot: str | None = None) -> Any:
         """Load `path`, then `check` it."""
@@ -107,6 +117,20 @@ def fail_events(stack: RunningStack, count: int) -> list[tuple[str, str]]:
     return failed
 
 
+def paid_of_source(source: str) -> tuple[str, str]:
+    """A paid payment of `source` (a named Stripe account), sent by `inbox send` and processed: (event, payment)."""
+    sent = CliRunner().invoke(cli, ["send", source, "--status", "paid"])
+    assert sent.exit_code == 0, sent.output
+    found = re.search(rf"sent {source} \(stripe\) event (\S+) about payment (\S+);", sent.output)
+    assert found, sent.output
+    event_id, resource_id = found.groups()
+    deadline = time.monotonic() + 60
+    while cli_json("events", "show", source, event_id)["status"] != "processed":
+        assert time.monotonic() < deadline, f"the {source} event is not processed after 60 s"
+        time.sleep(0.3)
+    return event_id, resource_id
+
+
 def failed_ids(stack: RunningStack) -> set[str]:
     return {row["event_id"] for row in cli_json("events", "list", "--status", "failed")}
 
@@ -128,7 +152,11 @@ def stack_environment(stack: RunningStack) -> Iterator[None]:
     """This process's environment pointed at `stack` (its ports and its embedded AWS) while the module runs, then
     restored, and the cached boto3 clients forgotten both times: the next module finds what it had."""
     saved = dict(os.environ)
-    ports = {name: stack.env[name] for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT")}
+    ports: dict[str, str] = {
+        name: stack.env[name]
+        for name in ("INBOX_PORT", "INBOX_AWS_PORT", "INBOX_GATEWAY_PORT", "INBOX_SOURCES_FILE")
+        if name in stack.env
+    }
     os.environ.update(ports)
     os.environ.update(aws_environment(LocalEndpoints.from_environ()))
     aws.reset_clients()
@@ -172,8 +200,10 @@ def start_browser(profile: str) -> Any:
 def console() -> Iterator[Console]:
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.fail("Debian's chromium and chromium-driver are missing: `make test` installs them")
-    stack = start_stack({"INBOX_MAX_ATTEMPTS": "1"})
     profile = tempfile.mkdtemp(prefix="inbox-console-chromium-")
+    declaration = Path(profile) / "sources.json"
+    declaration.write_text(json.dumps(SOURCES), encoding="utf-8")
+    stack = start_stack({"INBOX_MAX_ATTEMPTS": "1", "INBOX_SOURCES_FILE": str(declaration)})
     log = Path(tempfile.mkstemp(prefix="inbox-console-", suffix=".log")[1])
     process = browser = None
     try:
@@ -186,7 +216,7 @@ def console() -> Iterator[Console]:
         browser = start_browser(profile)
         with stack_environment(stack):
             failed = fail_events(stack, FAILED_PAYMENTS)
-            yield Console(stack, url, process, browser, failed)
+            yield Console(stack, url, process, browser, failed, paid_of_source("stripe-br"))
     finally:
         if browser is not None:
             browser.quit()
@@ -203,23 +233,23 @@ def test_the_overview_shows_what_inbox_stats_says(console):
     before = console.cli_json("stats")
     console.open("/", screenshot="overview")
     after = console.cli_json("stats")
-    # Then each count of events by provider and status is the number `inbox stats --json` gives
+    # Then each count of events by source and status is the number `inbox stats --json` gives
     assert before["events"] == after["events"], "the stack moved while the page loaded"
-    for provider, row in after["events"]["by_provider"].items():
+    for source, row in after["events"]["by_source"].items():
+        assert console.cells(f'#event-counts tr[data-source="{source}"] td:nth-child(2)') == [row.pop("provider")]
         for name, count in row.items():
-            shown = console.cells(f'#event-counts tr[data-provider="{provider}"] td[data-status="{name}"]')
-            assert shown == [str(count)], (provider, name)
-    assert console.cells('#event-counts tr[data-provider="(all)"] td[data-status="failed"]') == [str(after["failed"])]
+            shown = console.cells(f'#event-counts tr[data-source="{source}"] td[data-status="{name}"]')
+            assert shown == [str(count)], (source, name)
+    assert console.cells('#event-counts tr[data-source="(all)"] td[data-status="failed"]') == [str(after["failed"])]
     assert after["failed"] >= FAILED_PAYMENTS
     # And the payments by status too
-    for provider, row in after["payments"]["by_provider"].items():
+    for source, row in after["payments"]["by_source"].items():
+        row.pop("provider")
         for name, count in row.items():
-            assert console.cells(f'#payment-counts tr[data-provider="{provider}"] td[data-status="{name}"]') == [
-                str(count)
-            ]
-    # And a chart is drawn per provider, and one of the dead-letter queues
+            assert console.cells(f'#payment-counts tr[data-source="{source}"] td[data-status="{name}"]') == [str(count)]
+    # And a chart is drawn per source, and one of the dead-letter queues
     charts = console.browser.find_elements("css selector", "canvas.flow-chart")
-    assert [chart.get_attribute("data-provider") for chart in charts] == sorted(after["events"]["by_provider"])
+    assert [chart.get_attribute("data-source") for chart in charts] == sorted(after["events"]["by_source"])
     assert all(chart.get_attribute("width") not in (None, "0") for chart in charts)
     assert console.browser.find_elements("css selector", "#dlq-chart")
 
@@ -229,10 +259,11 @@ def test_the_event_pages_show_the_inbox_as_events_list_does(console):
     console.open("/events", screenshot="events")
     listed = console.cli_json("events", "list")
     # Then it lists the events `inbox events list` lists, in its order
-    assert console.cells("#events tr.event-row td:nth-child(3)") == [row["event_id"] for row in listed]
+    assert console.cells("#events tr.event-row td:nth-child(4)") == [row["event_id"] for row in listed]
+    assert console.cells("#events tr.event-row td:nth-child(2)") == [row["source"] for row in listed]
     # And filtering by status leaves only those
     console.open("/events?status=failed")
-    assert set(console.cells("#events tr.event-row td:nth-child(6)")) == {"failed"}
+    assert set(console.cells("#events tr.event-row td:nth-child(7)")) == {"failed"}
     # And one event's page shows its raw body exactly as `inbox events show --json` does
     event_id, _payment = console.failed[0]
     shown = console.cli_json("events", "show", "stripe", event_id)
@@ -251,12 +282,12 @@ def test_failed_events_are_listed_with_their_last_error(console):
 
 
 def test_a_payment_timeline_is_what_payments_show_says(console):
-    # Given a simulated payment (its events processed)
+    # Given a payment whose events were processed (the newest: stripe-br's), of its source
     payments = console.cli_json("events", "list", "--status", "processed")
-    resource_id = next(row["resource_id"] for row in payments if row["resource_id"])
-    shown = console.cli_json("payments", "show", "stripe", resource_id)
+    source, resource_id = next((row["source"], row["resource_id"]) for row in payments if row["resource_id"])
+    shown = console.cli_json("payments", "show", source, resource_id)
     # When its timeline is open
-    console.open(f"/payments/stripe/{resource_id}", screenshot="payment")
+    console.open(f"/payments/{source}/{resource_id}", screenshot="payment")
     # Then the payment's fields are those of `inbox payments show --json`
     for name, value in shown.items():
         expected = "" if value is None else str(value)
@@ -264,7 +295,8 @@ def test_a_payment_timeline_is_what_payments_show_says(console):
     # And every event about it is there with the state machine's decision, and what the outbox published
     events = console.browser.find_elements("css selector", "#timeline tr.timeline-event")
     assert events and all(event.find_elements("css selector", "td")[6].text for event in events)
-    published = console.cli_json("outbox", "list", "--provider", "stripe", "--resource-id", resource_id)
+    published = console.cli_json("outbox", "list", "--source", source, "--resource-id", resource_id)
+    assert published
     assert console.cells("#published tr.published-event td:nth-child(5)") == [record["id"] for record in published]
     assert shown["transitions"] == len([r for r in published if r["type"] == "payment.status_changed"])
 
@@ -333,3 +365,40 @@ def test_rejected_deliveries_are_listed_and_shown_as_the_cli_does(console):
     assert "tok_console" not in browser.page_source
     # And the doctor's diagnosis is on the page (a token no secret of the source has: not one we know)
     assert browser.find_element("id", "diagnosis-code").text in ("unexplained", "wrong_secret")
+
+
+def test_every_page_shows_and_filters_by_a_merchants_own_source(console):
+    from selenium.webdriver.support.ui import Select
+
+    # Given a paid payment of the merchant's Brazilian Stripe account, processed
+    _event_id, resource_id = console.merchant
+    # When the operator picks stripe-br in the events page's source filter
+    browser = console.open("/events")
+    Select(browser.find_element("css selector", '#event-filters select[name="source"]')).select_by_visible_text(
+        "stripe-br"
+    )
+    browser.find_element("css selector", '#event-filters button[type="submit"]').click()
+    console.check()
+    # Then only stripe-br's events are listed, as `inbox events list --source stripe-br` lists them
+    listed = console.cli_json("events", "list", "--source", "stripe-br")
+    assert console.cells("#events tr.event-row td:nth-child(4)") == [row["event_id"] for row in listed]
+    assert set(console.cells("#events tr.event-row td:nth-child(2)")) == {"stripe-br"}
+    # And "find a payment" offers the declared sources, and opens stripe-br's payment
+    browser = console.open("/payments")
+    offered = [option.text for option in Select(browser.find_element("css selector", 'select[name="source"]')).options]
+    assert offered == [source["name"] for source in SOURCES]
+    Select(browser.find_element("css selector", 'select[name="source"]')).select_by_visible_text("stripe-br")
+    browser.find_element("css selector", 'input[name="resource_id"]').send_keys(resource_id)
+    browser.find_element("css selector", '#find-payment button[type="submit"]').click()
+    console.check()
+    # And its page lists what the outbox published for it, as `inbox outbox list --source stripe-br` does
+    published = console.cli_json("outbox", "list", "--source", "stripe-br", "--resource-id", resource_id)
+    assert published and browser.current_url.endswith(f"/payments/stripe-br/{resource_id}")
+    assert console.cells("#published tr.published-event td:nth-child(5)") == [record["id"] for record in published]
+    # And the overview counts stripe-br on its own row, Stripe beside it
+    console.open("/")
+    assert console.cells('#event-counts tr[data-source="stripe-br"] td:nth-child(2)') == ["stripe"]
+    # And the rejected page's link for one source answers (it offers the declared sources)
+    browser = console.open("/rejected?source=stripe-br")
+    chosen = Select(browser.find_element("css selector", 'select[name="source"]')).first_selected_option.text
+    assert chosen == "stripe-br"

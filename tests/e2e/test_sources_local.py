@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -182,3 +183,70 @@ def test_inbox_send_to_a_named_stripe_source_from_a_connect_account_is_refetched
         time.sleep(0.5)
     assert payment is not None, stack.output()[-3000:]
     assert (payment["source"], payment["status"], payment["account"]) == ("stripe-us", "paid", "acct_1SourcesSeller01")
+
+
+def console_page(stack: RunningStack, *paths: str) -> list[str]:
+    """The pages of `inbox console` (a process of its own, on a free port) at `paths`, as a browser reads them."""
+    inbox = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "inbox"
+    console = subprocess.Popen(
+        [str(inbox), "console", "--port", "0"], env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert console.stdout is not None
+        started = re.search(r"on (http://127\.0\.0\.1:\d+)/", console.stdout.readline())
+        assert started, console.stderr.read() if console.stderr else ""
+        pages = []
+        for path in paths:
+            with urllib.request.urlopen(started.group(1) + path, timeout=60) as response:
+                pages.append(response.read().decode())
+        return pages
+    finally:
+        console.terminate()
+        console.wait(timeout=30)
+
+
+def test_a_merchants_sources_in_every_read_and_a_cross_wired_secret_named(stack):
+    # Given a paid payment of stripe-br, sent by `inbox send` and processed
+    sent = stack.cli("send", "stripe-br", "--status", "paid")
+    found = re.search(r"sent stripe-br \(stripe\) event (\S+) about payment (\S+);", sent.stdout)
+    assert found, sent.stdout
+    event_id, resource_id = found.groups()
+    assert stack.settled_event("stripe-br", event_id)["status"] == "processed", stack.output()[-3000:]
+    # When the outbox is listed by that source and payment, Then its published change is there (one Query)
+    published = json.loads(
+        stack.cli("outbox", "list", "--source", "stripe-br", "--resource-id", resource_id, "--json").stdout
+    )
+    assert [(record["source"], record["new_status"]) for record in published] == [("stripe-br", "paid")]
+    # And `inbox stats` counts stripe-br on its own row, its provider beside it
+    stats = json.loads(stack.cli("stats", "--json").stdout)
+    row = stats["events"]["by_source"]["stripe-br"]
+    assert row["provider"] == "stripe" and row["processed"] >= 1
+    assert "stripe" not in stats["events"]["by_source"]  # no default Stripe source here: nothing merged into it
+    # And the console's payment page of stripe-br lists that published event, its overview the source's row
+    payment_page, overview, rejected = console_page(
+        stack, f"/payments/stripe-br/{resource_id}", "/", "/rejected?source=stripe-br"
+    )
+    assert published[0]["id"] in payment_page and "(nothing published)" not in payment_page
+    assert '<tr data-source="stripe-br" data-provider="stripe">' in overview
+    assert "<option selected>stripe-br</option>" in rejected
+
+    # When a delivery to stripe-br is signed with stripe-us's secret (the shell of `inbox send` has it cross-wired)
+    secrets = secrets_printed(stack)
+    crossed = subprocess.run(
+        [sys.executable, "-m", "inbox_cli.main", "send", "stripe-br"],
+        env={**stack.env, "INBOX_SECRET_STRIPE_BR": secrets["INBOX_SECRET_STRIPE_US"]},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # Then it is refused 401, and `inbox send` prints the doctor command for the recorded refusal
+    assert crossed.returncode == 1 and "-> 401" in crossed.stdout, crossed.stdout + crossed.stderr
+    hint = re.search(r"why it was refused: inbox doctor --rejected (rej_\w+)", crossed.stderr)
+    assert hint, crossed.stderr
+    # And the doctor, with nothing exported in the shell, names stripe-us's secret
+    assert not any(name.startswith("INBOX_SECRET_") for name in stack.env)
+    doctor = stack.cli("doctor", "--rejected", hint.group(1), "--json", check=False)
+    answer = json.loads(doctor.stdout)
+    assert (doctor.returncode, answer["diagnosis"]) == (1, "wrong_secret"), doctor.stdout + doctor.stderr
+    assert "'stripe-us'" in answer["detail"]

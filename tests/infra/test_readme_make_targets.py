@@ -28,6 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> str:
+    return run_make(*args, env=env, timeout=timeout).stdout
+
+
+def run_make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     # Run as a user would from a shell, not as a sub-make of the `make test` that runs this suite: without the
     # parent's MAKEFLAGS/MAKELEVEL, and without make's "Entering directory" lines.
     # And the Makefile's own defaults: a PYTEST_WORKERS of the caller's would change the recipes asserted here.
@@ -43,7 +47,7 @@ def make(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> 
         check=False,
     )
     assert result.returncode == 0, f"make {' '.join(args)}: {result.stdout}\n{result.stderr}"
-    return result.stdout
+    return result
 
 
 def recipe(target: str, *assignments: str) -> list[str]:
@@ -149,6 +153,13 @@ def test_make_deploy_is_the_pinned_cdk_cli_on_this_app_with_cdk_args():
     assert locked == pinned
 
 
+def test_make_deploy_with_an_alarm_address_passes_it_to_cdk():
+    # When README's first deploy is dry-run: `make deploy CDK_ARGS="-c alarm_email=oncall@example.com"`
+    lines = recipe("deploy", "CDK_ARGS=-c alarm_email=oncall@example.com")
+    # Then the pinned CDK CLI deploys app.py with the address as a context value (infra/config.py: alarm_email)
+    assert lines[-1] == 'npx --no-install cdk deploy --app ".venv/bin/python app.py" -c alarm_email=oncall@example.com'
+
+
 def test_make_bootstrap_is_the_pinned_cdk_cli_bootstrapping_for_this_app():
     # When `make bootstrap` is dry-run (AWS-only: it creates the CDK's staging resources in the account)
     lines = recipe("bootstrap")
@@ -173,7 +184,7 @@ def test_make_chaos_runs_a_seeded_300_payment_chaos_run_then_the_ingest_fuzzing(
 
 def test_make_synth_writes_the_template_a_deploy_would_deploy(tmp_path):
     # When `make synth` runs (its assembly into a temporary directory: CDK_OUTDIR, as the CDK CLI sets it)
-    make("synth", env={**os.environ, "CDK_OUTDIR": str(tmp_path)}, timeout=300)
+    done = run_make("synth", env={**os.environ, "CDK_OUTDIR": str(tmp_path)}, timeout=300)
     # Then the stack's template is there, with the outputs `inbox --stack NAME` reads
     template: dict[str, Any] = json.loads((tmp_path / "WebhookInbox.template.json").read_text())
     outputs = set(template["Outputs"])
@@ -186,3 +197,12 @@ def test_make_synth_writes_the_template_a_deploy_would_deploy(tmp_path):
     # And it is the product's stack (synth itself fails on an unacknowledged cdk-nag finding)
     types = {resource["Type"] for resource in template["Resources"].values()}
     assert {"AWS::DynamoDB::Table", "AWS::Pipes::Pipe", "AWS::SQS::Queue", "AWS::Lambda::Function"} <= types
+    # And it printed what would be deployed (its sources, secrets, alarms and who hears them, the fixed cost), and
+    # the warning that no one would hear an alarm (no alarm address given)
+    secrets = sum(1 for resource in template["Resources"].values() if resource["Type"] == "AWS::SecretsManager::Secret")
+    assert "Stack WebhookInbox as synthesized:" in done.stderr, done.stderr
+    assert f"  secrets: {secrets} " in done.stderr
+    assert re.search(r"^  alarms: \d+, subscribed: nobody$", done.stderr, re.M), done.stderr
+    assert re.search(r"^  fixed cost: \$\d+\.\d\d a month", done.stderr, re.M), done.stderr
+    assert "warning: no one would hear an alarm" in done.stderr
+    assert done.stdout.count("Stack WebhookInbox as synthesized:") == 0  # stdout is `cdk synth`'s template

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from app import summary as deploy_summary
 from infra.application import build_app
 from infra.config import SettingsError
 from infra.constructs.inbox_storage import BODY_EXPIRY_MARGIN_DAYS
@@ -131,6 +132,9 @@ def test_context_values_reach_the_function_and_the_names() -> None:
     assert replay["LoggingConfiguration"]["Level"] == "ALL"
     (subscription,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
     assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "oncall@example.com")
+    # And what `make deploy` prints names the subscriber, with no warning that no one would hear an alarm
+    printed = deploy_summary(stack, template)
+    assert "subscribed: email oncall@example.com" in printed and "no one would hear an alarm" not in printed
 
 
 def test_app_py_refuses_a_short_retention_with_a_clear_message(tmp_path: Path) -> None:

@@ -33,8 +33,10 @@ def later(seconds: float) -> float:
     return at(BASE_TIME + timedelta(seconds=seconds))
 
 
-def store_event_at(names, received_seconds: float, *, resource_id: str, event_id: str | None = None) -> str:
-    """A pending Stripe `paid` event received `received_seconds` after BASE_TIME."""
+def store_event_at(
+    names, received_seconds: float, *, resource_id: str, event_id: str | None = None, source: str = "stripe"
+) -> str:
+    """A pending Stripe `paid` event of `source` received `received_seconds` after BASE_TIME."""
     event_id = event_id or f"evt_at_{resource_id}"
     received = BASE_TIME + timedelta(seconds=received_seconds)
     event = NormalizedEvent(event_id, "payment_intent.succeeded", resource_id, received, "paid", 1000, "BRL")
@@ -47,9 +49,10 @@ def store_event_at(names, received_seconds: float, *, resource_id: str, event_id
         body=StoredBody(sha256="0", size=2, inline=b"{}"),
         received_at=received,
         retention_days=30,
+        source=source,
     )
     InboxStore(names.inbox_table).put_new(item)
-    return event_key("stripe", event_id)
+    return event_key(source, event_id)
 
 
 def lookup(gateway: FakeGateway):

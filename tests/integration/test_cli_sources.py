@@ -29,9 +29,10 @@ from inbox_cli.sources import MAX_SECRET_VALUE_BYTES, SecretsRefused, read_secre
 from shared import definitions
 from shared.definitions import SourceSpec, dev_signing_secret
 from shared.inbox.store import InboxStore, to_attributes
+from shared.payments import outbox as outbox_items
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
-from tests.integration.operations_support import store_event_at
+from tests.integration.operations_support import a_payment, store_event_at
 from tests.integration.test_cli_stack import DEPLOYED, STACK_NAME, deployed_stack
 
 API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/"
@@ -84,6 +85,7 @@ def stack_with_sources(aws_world: Any) -> Iterator[dict[str, dict[str, str]]]:
         definitions.OUTPUT_SIGNING_SECRETS: json.dumps(arns["signing"]),
         definitions.OUTPUT_API_KEY_SECRETS: json.dumps(arns["api-key"]),
         definitions.OUTPUT_SOURCE_PROVIDERS: json.dumps({s.name: s.provider for s in DECLARED}),
+        definitions.OUTPUT_OUTBOX_TABLE: DEPLOYED.outbox_table,
     }
     cloudformation = aws_world.session.client("cloudformation")
     cloudformation.delete_stack(StackName=STACK_NAME)
@@ -333,6 +335,47 @@ def test_events_show_and_payments_show_take_a_source(stack_with_sources: dict[st
     assert json.loads(invoke(f"inbox --stack {STACK_NAME} events list --source stripe-us --json").output) == []
     by_provider = json.loads(invoke(f"inbox --stack {STACK_NAME} events list --provider stripe --json").output)
     assert [row["source"] for row in by_provider] == ["stripe-br"]
+
+
+def test_a_provider_name_where_its_sources_are_named_says_which_to_ask_for(
+    stack_with_sources: dict[str, dict[str, str]],
+) -> None:
+    # When a single-source read names the provider (its default source, not declared: stripe-br and stripe-us are)
+    missing = invoke(f"inbox --stack {STACK_NAME} payments show stripe pi_1")
+    # Then it finds nothing under stripe#pi_1, and says which sources to ask for instead
+    assert missing.exit_code == 1
+    assert "no payment stripe#pi_1 (stripe names its provider's default source;" in missing.output
+    assert "stripe sources: stripe-br, stripe-us)" in missing.output
+
+
+def test_outbox_list_selects_by_source_or_every_source_of_the_provider(
+    stack_with_sources: dict[str, dict[str, str]],
+) -> None:
+    # Given the same payment id paid in both Stripe accounts, each change published in its outbox partition
+    dynamodb = boto3.client("dynamodb")
+    for source in ("stripe-br", "stripe-us"):
+        item = outbox_items.status_changed(
+            a_payment(resource_id="pi_twice", source=source),
+            occurred_at="2026-11-29T10:00:00Z",
+            source_event_id=f"evt_{source}",
+            created_at="2026-11-29T10:00:01Z",
+        )
+        dynamodb.put_item(TableName=DEPLOYED.outbox_table, Item=to_attributes(item))
+
+    def listed(options: str) -> list[tuple[str, str]]:
+        result = invoke(f"inbox --stack {STACK_NAME} outbox list {options} --json")
+        assert result.exit_code == 0, result.output
+        return [(row["source"], row["resource_id"]) for row in json.loads(result.output)]
+
+    # When the outbox is listed by source, by provider, and by payment within each
+    # Then --source selects one account, --provider every account of Stripe (one Query per source with an id)
+    assert listed("--source stripe-br") == [("stripe-br", "pi_twice")]
+    assert listed("--source stripe-br --resource-id pi_twice") == [("stripe-br", "pi_twice")]
+    assert listed("--provider stripe --resource-id pi_twice") == [("stripe-br", "pi_twice"), ("stripe-us", "pi_twice")]
+    assert listed("--provider stripe") == [("stripe-br", "pi_twice"), ("stripe-us", "pi_twice")]
+    assert listed("--source stripe-us --provider asaas") == []
+    # And the table names each record's source
+    assert "stripe-us" in invoke(f"inbox --stack {STACK_NAME} outbox list --source stripe-us").output
 
 
 @pytest.mark.parametrize("provider", definitions.PROVIDERS)

@@ -15,6 +15,7 @@ import pytest
 from inbox_cli import operations
 from inbox_cli.console.app import CSRF_FIELD, MAX_PAGE_SIZE, create_app
 from inbox_cli.target import Target, resolve
+from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
@@ -26,6 +27,13 @@ from tests.integration.test_cli_stack import DEPLOYED, STACK_NAME, deployed_stac
 PORT = 8791
 HOST = f"127.0.0.1:{PORT}"
 TOKEN = "test-token"
+# The default source of Stripe (what most tests store), two more Stripe accounts, and Asaas.
+MERCHANT_SOURCES = (
+    SourceSpec("stripe", "stripe"),
+    SourceSpec("stripe-br", "stripe"),
+    SourceSpec("stripe-us", "stripe"),
+    SourceSpec("asaas", "asaas"),
+)
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 
 
@@ -41,6 +49,8 @@ def console(aws_world: Any) -> Any:
         outbox_table=names.outbox_table,
         control_table=names.control_table,
         dead_letter_queues={"processor": names.dead_letter_queue},
+        sources=MERCHANT_SOURCES,
+        rejected_table=names.rejected_table,
     )
     app = create_app(target, port=PORT, token=TOKEN)
     app.config["SERVER_NAME"] = HOST  # the test client's requests then say Host: 127.0.0.1:PORT, as a browser's do
@@ -70,9 +80,11 @@ def hostile_event(names: Any) -> str:
     return "evt_hostile"
 
 
-def cells(page: str, row_attribute: str) -> dict[str, str]:
-    """{data-status: text} of the overview's row whose data-provider is `row_attribute`."""
-    row = re.search(rf'<tr data-provider="{re.escape(row_attribute)}"[^>]*>(.*?)</tr>', page, re.S)
+def cells(page: str, row_attribute: str, table: str = "event-counts") -> dict[str, str]:
+    """{data-status: text} of the overview's row (in `table`) whose data-source is `row_attribute`."""
+    section = re.search(rf'<table id="{table}">(.*?)</table>', page, re.S)
+    assert section, page
+    row = re.search(rf'<tr data-source="{re.escape(row_attribute)}"[^>]*>(.*?)</tr>', section.group(1), re.S)
     assert row, page
     return {
         status: re.sub(r"<[^>]+>", "", text).strip()
@@ -92,14 +104,14 @@ def test_the_overview_shows_the_numbers_of_inbox_stats(console, aws_world):
     # Then each count is the one `inbox stats` computes
     stats = operations.stats(console.target)
     shown = cells(page, "stripe")
-    expected = stats["events"]["by_provider"]["stripe"]
-    assert shown == {status: str(count) for status, count in expected.items()}
+    expected = stats["events"]["by_source"]["stripe"]
+    assert shown == {status: str(count) for status, count in expected.items() if status != "provider"}
     assert shown["pending"] == "2" and shown["failed"] == "1"
     # And the chart data covers the same events, and the dead-letter queue's depth is there
     data = re.search(r'id="flow-data">(.*?)</script>', page, re.S)
     assert data, page
     flow = json.loads(html.unescape(data.group(1)))
-    assert sum(sum(counts) for counts in flow["providers"]["stripe"].values()) == 3
+    assert sum(sum(counts) for counts in flow["sources"]["stripe"].values()) == 3
     assert re.search(r'<tr data-queue="processor">.*?<td data-field="messages">0</td>', page, re.S)
 
 
@@ -160,7 +172,7 @@ def test_listings_filter_like_the_cli_and_are_bounded(console, aws_world):
 
 
 def test_a_replay_post_without_the_token_or_from_another_origin_is_refused(console, aws_world):
-    form = {"provider": "stripe", "status": "failed", "confirm": "yes"}
+    form = {"source": "stripe", "status": "failed", "confirm": "yes"}
     # When another site's page posts a replay (no token; or the token with its own Origin), Then it is refused
     assert console.post("/replay/start", data=form).status_code == 403
     assert console.post("/replay/start", data={**form, CSRF_FIELD: "guessed"}).status_code == 403
@@ -180,9 +192,54 @@ def test_a_request_under_another_host_name_is_refused(console):
 
 
 def test_every_form_on_the_replay_page_carries_the_token(console):
-    page = console.get("/replay?provider=stripe&event_ids=evt_1").get_data(as_text=True)
+    page = console.get("/replay?source=stripe-br&event_ids=evt_1").get_data(as_text=True)
     assert f'name="{CSRF_FIELD}" value="{TOKEN}"' in page
     assert ">evt_1</textarea>" in page
+    assert "<option selected>stripe-br</option>" in page
+
+
+def test_every_page_shows_and_filters_by_source(console, aws_world):
+    # Given two Stripe accounts: stripe-br with a pending and a failed event, stripe-us with a pending one
+    names = aws_world.names
+    store_event_at(names, 10, resource_id="pi_br_1", event_id="evt_br_1", source="stripe-br")
+    store_event_at(names, 20, resource_id="pi_br_2", event_id="evt_br_2", source="stripe-br")
+    store_event_at(names, 30, resource_id="pi_us_1", event_id="evt_us_1", source="stripe-us")
+    ProcessingStore(names.inbox_table, names.payments_table).mark_failed(
+        "stripe-br#evt_br_2", "gateway said no", now="2026-01-01T00:00:00.000000Z", count_attempt=True
+    )
+    # When the overview is read, Then each account has its row, its provider beside it
+    overview = console.get("/").get_data(as_text=True)
+    assert cells(overview, "stripe-br")["failed"] == "1" and cells(overview, "stripe-us")["pending"] == "1"
+    assert '<canvas class="flow-chart" data-source="stripe-br">' in overview
+
+    # And the events page filters by one source, or by every source of the provider
+    def events(query: str) -> set[str]:
+        page = console.get(f"/events?{query}").get_data(as_text=True)
+        return set(re.findall(r'class="event-row" data-event-id="([^"]+)"', page))
+
+    assert events("source=stripe-br") == {"evt_br_1", "evt_br_2"}
+    assert events("source=stripe-us") == {"evt_us_1"}
+    assert {"evt_br_1", "evt_br_2", "evt_us_1"} <= events("provider=stripe")
+    # And its source filter offers the declared sources, and links each event under its own source
+    page = console.get("/events").get_data(as_text=True)
+    assert all(f"<option>{name}</option>" in page for name in ("stripe-br", "stripe-us", "asaas"))
+    assert 'href="/events/stripe-br/evt_br_1"' in page and 'href="/payments/stripe-us/pi_us_1"' in page
+    assert console.get("/events/stripe-br/evt_br_1").status_code == 200
+    # And the failed page filters by source, and offers to replay that source's failed events
+    failed = console.get("/failed?source=stripe-br").get_data(as_text=True)
+    assert "evt_br_2" in failed and 'href="/replay?source=stripe-br&amp;status=failed"' in failed
+    assert "evt_br_2" not in console.get("/failed?source=stripe-us").get_data(as_text=True)
+    # And "find a payment" offers the declared sources and opens that source's payment
+    find = console.get("/payments").get_data(as_text=True)
+    assert "<option>stripe-br</option>" in find
+    found = console.get("/payments?source=stripe-us&resource_id=pi_us_1")
+    assert found.status_code == 302 and found.headers["Location"].endswith("/payments/stripe-us/pi_us_1")
+    assert "evt_us_1" in console.get("/payments/stripe-us/pi_us_1").get_data(as_text=True)
+    # And the rejected page takes a declared source (its own link: every rejected delivery of stripe-br)
+    rejected = console.get("/rejected?source=stripe-br")
+    assert rejected.status_code == 200, rejected.get_data(as_text=True)
+    assert "<option selected>stripe-br</option>" in rejected.get_data(as_text=True)
+    assert console.get("/rejected?source=Not_A_Source").status_code == 400
 
 
 def test_with_stack_the_console_reads_the_deployed_stack(aws_world):

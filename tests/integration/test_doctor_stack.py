@@ -15,6 +15,7 @@ from inbox_cli.doctor.command import diagnose_delivery, source_setup
 from inbox_cli.doctor.diagnose import DoctorError
 from inbox_cli.target import Target
 from inbox_local.senders import sender_for
+from shared.definitions import SourceSpec
 from shared.providers.base import WebhookRequest
 
 NOW = 1_764_590_400
@@ -32,8 +33,9 @@ def stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Target]:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     for variable in ("AWS_ENDPOINT_URL", "INBOX_SECRET_STRIPE", "INBOX_SECRET_STRIPE_BR"):
         monkeypatch.delenv(variable, raising=False)
+    # The local sources.json declares only stripe: a deployed stack's sources are its own (output SourceProviders)
     sources = tmp_path / "sources.json"
-    sources.write_text(json.dumps([{"name": name, "provider": "stripe"} for name in SECRETS]))
+    sources.write_text(json.dumps([{"name": "stripe", "provider": "stripe"}]))
     monkeypatch.setenv("INBOX_SOURCES_FILE", str(sources))
     with mock_aws():
         client = boto3.client("secretsmanager")
@@ -44,7 +46,10 @@ def stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Target]:
             ]
             for name, v in SECRETS.items()
         }
-        yield Target("https://api", "inbox", "payments", "bodies", local=False, signing_secret_arns=arns)
+        deployed = tuple(SourceSpec(name, "stripe") for name in SECRETS)
+        yield Target(
+            "https://api", "inbox", "payments", "bodies", local=False, signing_secret_arns=arns, sources=deployed
+        )
 
 
 def _delivery(secret: str) -> WebhookRequest:
@@ -61,7 +66,8 @@ def test_another_sources_stack_secret_is_named(stack: Target) -> None:
     # Given a delivery signed with source stripe-br's secret, posted to source stripe
     setup = source_setup(stack, "stripe", secret=None)
     result = diagnose_delivery(setup, _delivery(SECRETS["stripe-br"]["current"]), now=NOW)
-    # Then the doctor read stripe-br's secret from the stack and names it, never its value
+    # Then the doctor read stripe-br's secret from the stack (a source of the stack's, not of the local sources.json)
+    # and names it, never its value
     assert result.diagnosis == "wrong_secret" and "'stripe-br'" in result.detail
     for pair in SECRETS.values():
         for value in pair.values():

@@ -132,6 +132,8 @@ def test_show_gives_headers_with_fingerprints_and_the_body(aws_world, frozen_now
     # and the text form says the header is a secret, without it
     code, text = invoke("rejected", "show", row["id"])
     assert code == 0 and "(secret, fingerprint" in text and "tok_previous" not in text
+    # and it ends with the command that explains the refusal
+    assert text.rstrip().splitlines()[-1] == f"why it was refused: inbox doctor --rejected {row['id']}"
 
 
 def test_a_binary_body_is_shown_as_base64(aws_world, frozen_now):

@@ -52,6 +52,26 @@ def test_stats_count_events_by_provider_and_status_and_age_the_oldest_pending(aw
     assert "stripe" in text and "PROCESSED" in text
 
 
+def test_stats_count_each_source_on_its_own_row_with_its_provider_beside_it(aws_world):
+    # Given two Stripe accounts: stripe-br with two pending events and a payment, stripe-us with one pending event
+    names = aws_world.names
+    store_event_at(names, 10, resource_id="pi_br_1", source="stripe-br")
+    store_event_at(names, 20, resource_id="pi_br_2", source="stripe-br")
+    store_event_at(names, 30, resource_id="pi_us_1", source="stripe-us")
+    put_payment(aws_world, a_payment(resource_id="pi_br_1", source="stripe-br"))
+    # When the stats are collected
+    stats = collect_stats(SweepStore(names.inbox_table, names.payments_table), clock=lambda: later(100))
+    # Then each source has its row, its provider beside it, and the provider's row sums them
+    pending = {source: (row["provider"], row["pending"]) for source, row in stats["events"]["by_source"].items()}
+    assert pending == {"stripe-br": ("stripe", 2), "stripe-us": ("stripe", 1)}
+    assert stats["events"]["by_provider"]["stripe"]["pending"] == 3
+    assert stats["payments"]["by_source"] == {"stripe-br": {"provider": "stripe", "pending": 1, "total": 1}}
+    # And the table shows the sources, not the provider merged
+    lines = render_stats(stats).splitlines()
+    assert lines[0].split()[:3] == ["EVENTS", "PROVIDER", "PENDING"]
+    assert [line.split()[:3] for line in lines[1:3]] == [["stripe-br", "stripe", "2"], ["stripe-us", "stripe", "1"]]
+
+
 def test_stats_of_an_empty_inbox(aws_world):
     stats = collect_stats(SweepStore(aws_world.names.inbox_table, aws_world.names.payments_table))
     assert (stats["pending"], stats["failed"], stats["oldest_pending"]) == (0, 0, None)

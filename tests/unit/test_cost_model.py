@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from inbox_cli.cost import (
     REPLAY_SHARE_OF_EVENTS,
     Assumptions,
     assumed_usage,
+    deployment_assumptions,
     inline_body_break_even_bytes,
     measured_assumptions,
     measured_usage,
@@ -211,11 +213,7 @@ def test_another_body_size_prices_with_the_formulas_and_says_so():
 def _cost_json(monkeypatch, tmp_path, declaration):
     """`inbox cost --json` for a deployment of `declaration` (INBOX_SOURCES_FILE), or the default one (None)."""
     monkeypatch.delenv("INBOX_SOURCES", raising=False)
-    if declaration is None:
-        monkeypatch.setenv("INBOX_SOURCES_FILE", "")
-        if (Path(__file__).resolve().parents[2] / "sources.json").exists():
-            pytest.skip("the checkout has a sources.json: the default declaration is not what `inbox cost` reads")
-    else:
+    if declaration is not None:  # None: the run's own default declaration (tests/conftest.py)
         path = tmp_path / "sources.json"
         path.write_text(json.dumps(declaration))
         monkeypatch.setenv("INBOX_SOURCES_FILE", str(path))
@@ -427,3 +425,28 @@ def test_the_command_prices_tracing_only_when_asked():
     # Then the scenario says which, and only the traced one pays for X-Ray
     assert (default["scenario"]["tracing"], traced["scenario"]["tracing"]) == (False, True)
     assert default["lines"]["X-Ray traces"] == 0.0 < traced["lines"]["X-Ray traces"]
+
+
+def test_the_readmes_first_deploy_figures_are_the_models():
+    # Given README's deploy checklist: what a deploy without sources.json costs, with and without forwarding
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    stated = re.search(
+        r"all (\d+) \((\d+) secrets and \$([\d.]+) a month fixed, (\d+) and \$([\d.]+) with forwarding\), where one\s+"
+        r"Stripe account costs (\d+) secrets and \$(\d+\.\d\d)",
+        readme,
+    )
+    assert stated, "README's deploy checklist no longer states the default declaration's fixed cost"
+    count, secrets_off, fixed_off, secrets_on, fixed_on, one_secrets, one_fixed = stated.groups()
+
+    def priced(sources, forwarding):
+        assumptions = deployment_assumptions(sources, forwarding=forwarding, dashboard=False, tracing=False)
+        return assumptions.secrets, monthly_cost(1_000_000, "us-east-1", assumptions, measured_usage())
+
+    # Then each figure is what `inbox cost` computes for that deployment
+    default = definitions.default_sources()
+    assert int(count) == len(default)
+    for secrets, fixed, forwarding in ((secrets_off, fixed_off, False), (secrets_on, fixed_on, True)):
+        counted, report = priced(default, forwarding)
+        assert (int(secrets), float(fixed)) == (counted, report["fixed_per_month"]), forwarding
+    counted, report = priced((definitions.SourceSpec("stripe-br", "stripe"),), False)
+    assert (int(one_secrets), float(one_fixed)) == (counted, report["fixed_per_month"])

@@ -17,6 +17,7 @@ from inbox_cli.doctor import command
 from inbox_cli.main import cli
 from inbox_cli.operations import NotFound
 from inbox_local.senders import sender_for
+from shared import definitions
 from tests.readme_commands import readme_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,8 +226,8 @@ def test_readme_doctor_example_runs_as_written():
     # Given README's command for "the body was re-serialized before verification"
     shown = [c.text for c in readme_commands() if c.text.startswith(README_EXAMPLE)]
     assert len(shown) == 1, shown
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_SECRET_") and k != "INBOX_SOURCES_FILE"}
-    # When it runs as written (the local development secret, no sources.json)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_SECRET_")}
+    # When it runs as written (the local development secret, the default declaration of tests/conftest.py)
     done = subprocess.run(
         shlex.split(shown[0]), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -234,3 +235,71 @@ def test_readme_doctor_example_runs_as_written():
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("The body was re-serialized before verification"), done.stdout
     assert done.stdout.strip() in (ROOT / "README.md").read_text()
+
+
+def test_a_cross_wired_local_source_is_named_with_nothing_exported(tmp_path, monkeypatch):
+    # Given the merchant's declaration (two Stripe accounts and Asaas) and no secret exported in the shell
+    sources = tmp_path / "merchant.json"
+    sources.write_text(
+        json.dumps(
+            [
+                {"name": "stripe-br", "provider": "stripe"},
+                {"name": "stripe-us", "provider": "stripe"},
+                {"name": "asaas", "provider": "asaas"},
+            ]
+        )
+    )
+    monkeypatch.setenv("INBOX_SOURCES_FILE", str(sources))
+    monkeypatch.delenv("INBOX_SECRET_STRIPE_BR")
+    declared = {spec.name: spec for spec in definitions.load_sources()}
+    us_secret = definitions.dev_signing_secret(declared["stripe-us"])
+    br_secret = definitions.dev_signing_secret(declared["stripe-br"])
+    request = sender_for("stripe").sign(PRETTY.encode(), us_secret, now=NOW)
+    path = tmp_path / "body.json"
+    path.write_text(PRETTY)
+    args = ["doctor", "stripe-br", "--body", str(path), "--at", str(NOW), "--json"]
+    for name, value in request.headers.items():
+        args += ["--header", f"{name}: {value}"]
+    # When the doctor looks at a delivery to stripe-br signed with stripe-us's (local development) secret
+    result = CliRunner().invoke(cli, args)
+    # Then it is the wrong secret, named as stripe-us's, and no secret is printed
+    answer = json.loads(result.output)
+    assert result.exit_code == 1
+    assert answer["diagnosis"] == "wrong_secret", answer
+    assert "'stripe-us'" in answer["detail"]
+    assert us_secret not in result.output and br_secret not in result.output
+    # And a delivery signed with stripe-br's own development secret verifies: the one the local stack derives
+    request = sender_for("stripe").sign(PRETTY.encode(), br_secret, now=NOW)
+    valid = [*args[:6], "--json"]
+    for name, value in request.headers.items():
+        valid += ["--header", f"{name}: {value}"]
+    assert json.loads(CliRunner().invoke(cli, valid).output)["diagnosis"] == "valid"
+
+
+def test_a_refused_send_names_the_refusal_it_caused_or_says_how_to_find_it(monkeypatch):
+    from inbox_cli import main, rejected
+    from inbox_cli.target import Target
+
+    target = Target("http://127.0.0.1:1", "inbox", "payments", "bodies", local=True)
+    posted_at = float(NOW)
+    records: list[dict[str, str]] = []
+    monkeypatch.setattr(rejected, "list_rejected", lambda *args, **kwargs: records)
+    # Given the source's newest record was received as the delivery was posted, Then the hint names it
+    records[:] = [{"id": "rej_now", "received_at": "2025-12-01T12:00:00.500000Z"}]
+    assert main._refusal_hint(target, "stripe-br", "", posted_at=posted_at) == (
+        "why it was refused: inbox doctor --rejected rej_now"
+    )
+    # Given only an older record (this refusal was not recorded: the minute's cap), Then it says how to find it
+    records[:] = [{"id": "rej_old", "received_at": "2025-12-01T11:00:00.000000Z"}]
+    older = main._refusal_hint(target, "stripe-br", " --stack Shop", posted_at=posted_at)
+    assert older == (
+        "why it was refused: inbox --stack Shop rejected list --source stripe-br, then inbox --stack Shop doctor "
+        "--rejected ID"
+    )
+
+    # Given a log that cannot be read, Then the same, and no error
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("no table")
+
+    monkeypatch.setattr(rejected, "list_rejected", unreadable)
+    assert main._refusal_hint(target, "stripe-br", "", posted_at=posted_at).endswith("doctor --rejected ID")

@@ -18,7 +18,7 @@ function drawFlowCharts() {
   const flow = jsonOf("flow-data");
   if (!flow) return;
   document.querySelectorAll("canvas.flow-chart").forEach((canvas) => {
-    const byStatus = flow.providers[canvas.dataset.provider];
+    const byStatus = flow.sources[canvas.dataset.source];
     new Chart(canvas, {
       type: "bar",
       data: {
