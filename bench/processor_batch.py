@@ -12,8 +12,8 @@ The store's semantics are the few the processor relies on here (pending -> proce
 version); the real one is tested against moto (tests/integration).
 
 Two ways through the same batch shapes, interleaved so both see the same noise:
-- before: one FIFO group at a time, one refetch per event, a rate-limit write per request (the processor before
-  issue 15's cut);
+- before: one FIFO group at a time, one refetch per event, a rate-limit write per request (the processor without
+  concurrent groups, coalescing or batch slots);
 - after: up to MAX_CONCURRENT_GROUPS groups at once, one refetch per payment per batch (coalescing), the batch's
   rate-limit slots in one write per source (shared/gateway/ratelimit.py `BatchSlots`).
 Batch shapes: `typical`, 3 events of 3 payments (item_sizes measures 2.97 events per batch, each of its own

@@ -7,7 +7,7 @@ code is not bundled: boto3 comes with the Lambda runtime, everything else (Power
 tzdata) with the stack's dependency layer, built from uv.lock (infra/dependency_layer.py).
 
 What a function can import is read from the source with ``ast``, never by importing it (infra does not import
-Lambda code, design.md "Which way imports run"):
+Lambda code: docs/architecture.md):
 - every import statement anywhere in a module (a function-level import runs too, only later), ``import a.b``,
   ``from a import b`` (``a.b`` when that is a module), relative imports, ``importlib.import_module("literal")``;
   not the ``if TYPE_CHECKING:`` blocks, which never run;

@@ -4,7 +4,7 @@ Pure constants on purpose (standard library only, no I/O, no CDK or boto3 import
 inbox lifecycle's composer, pure too, which derives a write's request from its row): the local runtime builds its
 moto resources from these values, the stack builds CloudFormation from the same values, and the Lambdas read the
 same names and defaults, so local, cloud and function code cannot drift. It is the one module of `shared/` that
-`infra/` and the local runtime may import (design.md, "Which way imports run"; tests/unit/test_import_rules.py).
+`infra/` and the local runtime may import (docs/architecture.md; tests/unit/test_import_rules.py).
 """
 
 from __future__ import annotations
@@ -906,7 +906,7 @@ HandlerKind = Literal["refetch", "occurred_at"]
 HANDLER_REFETCH: Final[HandlerKind] = "refetch"
 HANDLER_OCCURRED_AT: Final[HandlerKind] = "occurred_at"
 HANDLER_KINDS: Final[tuple[HandlerKind, ...]] = (HANDLER_REFETCH, HANDLER_OCCURRED_AT)
-# A provider's ordering defence (design.md, "Ordering defences"): its routes' handler kind, or "none" when the
+# A provider's ordering defence (docs/architecture.md): its routes' handler kind, or "none" when the
 # processor has no route for its events (they are stored and end `ignored`).
 ORDERING_NONE: Final = "none"
 
@@ -1359,7 +1359,7 @@ def provider_entry(provider: str) -> ProviderEntry:
 
 
 # ------------------------------------------------------------------------------------------------- sources
-# A source is a named endpoint bound to one catalog provider (design.md, "Sources"): its own signing secrets,
+# A source is a named endpoint bound to one catalog provider (docs/sources.md): its own signing secrets,
 # gateway API credentials and options. Declared as data in `sources.json` at the repository root
 # (INBOX_SOURCES_FILE overrides the path), read by the CDK app, the local stack and the CLI (`inbox cost`,
 # `inbox sources list`); the functions receive the parsed declaration in INBOX_SOURCES. Without a file there is

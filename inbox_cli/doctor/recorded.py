@@ -1,5 +1,5 @@
 """The doctor on a recorded rejection (`inbox doctor --rejected ID`): the delivery as the rejected-delivery log
-kept it (docs: the "rejected" record of issue 14), verified as of when it was received.
+kept it (docs/operations.md, "Rejected deliveries"), verified as of when it was received.
 
 What the log keeps limits what can be said:
 - a secret-bearing header (a static token) is kept only as a keyed fingerprint `{"fingerprint": "<hex>"}`: the

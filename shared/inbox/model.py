@@ -1,7 +1,7 @@
 """The inbox item: how a received event is laid out in DynamoDB.
 
 Plain dicts of Python values (str, int, bytes, dict); `shared.inbox.store` converts them to DynamoDB's wire
-format. Field names and meanings are the data model in design.md.
+format. Field names and meanings are the data model in docs/architecture.md.
 """
 
 from __future__ import annotations
