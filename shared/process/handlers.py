@@ -140,7 +140,14 @@ def default_router(clients: ClientLookup, catalog: Iterable[ProviderEntry] = PRO
     }
     router = Router()
     for entry in catalog:
-        for route in entry.routes:
-            for event_type in route_event_types(route):
-                router.register(entry.id, event_type, handlers[route.handler])
+        routes = entry.routes
+
+        def load(routes: tuple[Route, ...] = routes) -> list[tuple[str, EventHandler]]:
+            return [(event_type, handlers[r.handler]) for r in routes for event_type in route_event_types(r)]
+
+        if any(route.event_types_from for route in routes):
+            router.defer(entry.id, load)  # its types live beside its driver: imported with its first event
+        else:
+            for event_type, handler in load():
+                router.register(entry.id, event_type, handler)
     return router
