@@ -137,13 +137,15 @@ def default_processor() -> EventProcessor:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class QueueRecord:
     """One SQS record as the event source mapping hands it over, read as the processor needs it. Not Powertools'
     SQSRecord: importing it imports every event class of its package, ~80 ms of the processor's cold start
     (`python -X importtime`, bench/cold_start.py)."""
 
-    raw: Mapping[str, Any]
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
 
     @property
     def message_id(self) -> str:

@@ -18,7 +18,6 @@ from shared.payments.status import PaymentStatus
 from shared.process.coalesce import Refetches
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
-from shared.providers.registry import load_reference
 from shared.sub_account import SubAccount
 
 # source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
@@ -126,6 +125,10 @@ def route_event_types(route: Route) -> tuple[str, ...]:
     status tables, or a function returning one: the `generic` driver's come from its configuration)."""
     named: tuple[str, ...] = ()
     if route.event_types_from:
+        # With the provider's first event (Router.defer), as its driver: a processor that sees only providers with
+        # inline routes never imports the drivers' registry and interface.
+        from shared.providers.registry import load_reference  # noqa: PLC0415
+
         value = load_reference(route.event_types_from)
         named = tuple(value() if callable(value) else value)
     return (*route.event_types, *named)
