@@ -44,16 +44,25 @@ def print_cold_start(cold: dict[str, Any]) -> None:
         f"  {'program':34} {'no bytecode':>12} {'bytecode':>9} {'saved':>7} "
         f"{'ratio, no bytecode':>19} {'ratio, bytecode':>16} {'target':>7}"
     )
+    counted = cold.get("instructions") or {}
     for name, figures in cold["programs"].items():
         source, compiled = figures["no bytecode"], figures["bytecode"]
         target = TARGETS.get(name)
-        verdict = "" if target is None else ("met" if compiled["ratio_to_baseline"] <= target else "NOT MET")
+        decisive = counted[name]["ratio_to_baseline"] if name in counted else compiled["ratio_to_baseline"]
+        verdict = "" if target is None else ("met" if decisive <= target else "NOT MET")
         print(
             f"  {name:34} {source['cpu_median_ms']:>12} {compiled['cpu_median_ms']:>9} "
-            f"{figures['bytecode_saves_ms']:>7} {source['ratio_to_baseline']:>18}x {compiled['ratio_to_baseline']:>15}x "
+            f"{figures['bytecode_saves_ms']:>7} {source['ratio_to_baseline']:>18}x "
+            f"{compiled['ratio_to_baseline']:>15}x "
             f"{'' if target is None else f'{target}x':>7} {verdict}"
         )
     print("  (each ratio against the baseline of the same copy; the target is on the copy with bytecode)")
+    if counted:
+        print("  instructions with bytecode (valgrind's callgrind, once each, load-independent; the target's verdict):")
+        for name, figures in counted.items():
+            print(f"    {name:32} {figures['millions']:>9,.1f} million {figures['ratio_to_baseline']:>7}x")
+    else:
+        print("  (no valgrind here: the target's verdict is on the CPU medians, which move with the machine's load)")
 
 
 def print_ingest_cost(ingest: dict[str, Any]) -> None:

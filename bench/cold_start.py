@@ -15,6 +15,11 @@ this machine has one (found as synth finds it), else the one running the bench: 
 Figures are the process's CPU time (user + system) from the first import to the clients made, median of the
 samples, interleaved so that every program shares the machine's noise (wall time is recorded beside it: on a
 shared machine it measures the neighbours too). Each ratio is against the baseline of the same copy.
+
+CPU time still moves with the machine's load (caches and cores shared with other work). Where valgrind is installed,
+the programs of the bytecode copy also run once each under its callgrind tool, which counts the instructions
+executed whatever the load; the interpreter's start-up (an empty program's count) is subtracted. The target's
+verdict uses that ratio where it was measured.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -148,6 +154,39 @@ def sample(python: Path, folders: list[Path], statement: str) -> tuple[float, fl
     return float(cpu), float(wall)
 
 
+def instructions(python: Path, folders: list[Path], statement: str) -> int:
+    """Instructions `statement` runs in a fresh interpreter (as `sample`), counted by valgrind's callgrind."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON"))}, **_ENV}
+    with tempfile.TemporaryDirectory(prefix="callgrind-") as scratch:
+        out = Path(scratch) / "callgrind.out"
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        subprocess.run(
+            [*valgrind, str(python), "-I", "-S", "-B", "-c", _RUNNER, json.dumps([str(f) for f in folders]), statement],
+            cwd=folders[0],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=1800,
+        )
+        total = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    if total is None:
+        raise RuntimeError("callgrind wrote no instruction total")
+    return int(total.group(1))
+
+
+def count_instructions(python: Path, folders: dict[str, list[Path]]) -> dict[str, Any]:
+    """{program: {"millions": .., "ratio_to_baseline": ..}} on the bytecode copy, start-up subtracted; {} without
+    valgrind."""
+    if shutil.which("valgrind") is None:
+        return {}
+    start_up = instructions(python, folders[BASELINE], "pass")
+    counts = {name: instructions(python, folders[name], PROGRAMS[name][1]) - start_up for name in PROGRAMS}
+    return {
+        name: {"millions": round(count / 1e6, 1), "ratio_to_baseline": round(count / counts[BASELINE], 3)}
+        for name, count in counts.items()
+    }
+
+
 def summarize(runs: dict[str, dict[str, list[tuple[float, float]]]]) -> dict[str, dict[str, Any]]:
     """Per program and mode: median CPU and wall ms, min CPU ms, the ratio to the same mode's baseline."""
     figures: dict[str, dict[str, Any]] = {}
@@ -189,4 +228,7 @@ def measure(samples: int = 9) -> dict[str, Any]:
         "runtime_python": PYTHON_VERSION,
         "host_platform": platform.machine(),
         "programs": summarize(runs),
+        "instructions": count_instructions(
+            python, {name: folders("bytecode", function) for name, (function, _) in PROGRAMS.items()}
+        ),
     }
