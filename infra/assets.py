@@ -3,8 +3,8 @@
 A function's asset is its own folder's modules at the root (so the handler is ``handler.lambda_handler``) plus the
 modules of the ``shared`` package that the function can import, beside them in ``shared/``: the ingest carries the
 drivers and not the gateway clients, the forwarder the Standard Webhooks signer and not the processor. Third-party
-code is not bundled: boto3 comes with the Lambda runtime, everything else (Powertools, pydantic, cryptography,
-tzdata) with the stack's dependency layer, built from uv.lock (infra/dependency_layer.py).
+code is not bundled: it comes with the stack's dependency layer, built from uv.lock (infra/dependency_layer.py), the
+AWS SDK included.
 
 What a function can import is read from the source with ``ast``, never by importing it (infra does not import
 Lambda code: docs/architecture.md):
@@ -21,16 +21,18 @@ Lambda code: docs/architecture.md):
   catalog) out of the ingest, whose only loader is the drivers registry. tests/infra/test_assets.py proves the
   result: each asset, alone on ``sys.path``, imports its handler and every driver and client its registries list.
 
-The staged folder is rebuilt on every synth so a file deleted from the source never lingers in the asset. The
-swap is atomic and skipped when nothing changed, so two synths running at once (parallel test workers) never
-see a half-written folder, and CDK's content hash (hence the deployed code) only changes with the code.
+The staged folder is rebuilt on every synth so a file deleted from the source never lingers in the asset; the
+developer's ``__pycache__`` never enters it, and where this machine has the runtime's Python the folder carries
+that Python's bytecode instead (infra/bytecode.py), compiled again only when a source changed. The swap is atomic
+and skipped when nothing changed, so two synths running at once (parallel test workers) never see a half-written
+folder; the hash CDK is given (``function_asset_hash``) is of the sources alone, so the deployed code changes with
+the code, not with the machine that synthesized it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import os
 import re
 import shutil
@@ -39,11 +41,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Final, Literal
+
+from infra.bytecode import PYCACHE, RuntimePython, asset_hash, compiled_modules, find_runtime_python, source_digest
+from infra.dependency_layer import PYTHON_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 SHARED_DIR = REPO_ROOT / "shared"
 ASSETS_DIR = REPO_ROOT / "build" / "assets"
+# Where Lambda unpacks a function's code: the paths its bytecode records for tracebacks.
+LAMBDA_TASK_ROOT = "/var/task"
+# The default compiler: the runtime's Python if this machine has one (None compiles nothing).
+Find = Literal["find"]
+FIND: Final[Find] = "find"
 
 _IGNORED_PATTERNS = ("__pycache__", "*.pyc", "*.pyo", ".*", "tests", "test_*.py", "*_test.py")
 _IGNORED = shutil.ignore_patterns(*_IGNORED_PATTERNS)
@@ -283,24 +294,28 @@ def _copy_shared_modules(names: Iterable[str], target: Path, shared_dir: Path = 
                     shutil.copy2(entry, destination.parent / entry.name)
 
 
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
+def _bytecode_as_wanted(root: Path, python: RuntimePython | None) -> bool:
+    """Whether `root` holds `python`'s bytecode for every module and no other (none at all when `python` is None)."""
+    pycs = {pyc.relative_to(root) for pyc in root.rglob(f"{PYCACHE}/*.pyc")}
+    if python is None:
+        return not pycs
+    compiled = compiled_modules(root, python.cache_tag)
+    return set(compiled.values()) == {root / pyc for pyc in pycs} and set(compiled) == set(root.rglob("*.py"))
 
 
-def stage_function_asset(name: str, assets_dir: Path = ASSETS_DIR) -> str:
-    """Stage ``functions/<name>/`` + the ``shared/`` modules it uses into ``build/assets/<name>/``; return that
-    folder."""
+def stage_function_asset(name: str, assets_dir: Path = ASSETS_DIR, python: RuntimePython | Find | None = FIND) -> str:
+    """Stage ``functions/<name>/`` + the ``shared/`` modules it uses into ``build/assets/<name>/``, compiled by
+    `python` (by default the runtime's Python, where this machine has one: infra/bytecode.py); return that
+    folder. Its hash for CDK is ``function_asset_hash(folder)``: of the sources, compiled or not."""
+    runtime = find_runtime_python(PYTHON_VERSION) if isinstance(python, str) else python
     source = FUNCTIONS_DIR / name
     if not (source / "handler.py").is_file():
         raise FileNotFoundError(f"{source / 'handler.py'} not found: every function folder needs its handler.py")
     target = assets_dir / name
     assets_dir.mkdir(parents=True, exist_ok=True)
+
+    def unchanged(wanted: str) -> bool:
+        return target.is_dir() and source_digest(target) == wanted and _bytecode_as_wanted(target, runtime)
 
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-staging-", dir=assets_dir))
     try:
@@ -308,10 +323,12 @@ def stage_function_asset(name: str, assets_dir: Path = ASSETS_DIR) -> str:
         if (staging / "shared").exists() or (staging / "shared.py").exists():
             raise ValueError(f"{source} must not hold a module named 'shared': it would shadow the shared package")
         _copy_shared_modules(shared_modules_for(source), staging)
-        wanted = _tree_digest(staging)
+        wanted = source_digest(staging)
+        if runtime is not None and not unchanged(wanted):  # compiled only when the sources changed
+            runtime.compile_tree(staging, LAMBDA_TASK_ROOT)
         staging.chmod(0o755)
         for _attempt in range(3):
-            if target.is_dir() and _tree_digest(target) == wanted:
+            if unchanged(wanted):
                 break  # unchanged (or a concurrent synth staged the same): leave the folder alone
             retired = Path(tempfile.mkdtemp(prefix=f".{name}-retired-", dir=assets_dir))
             try:
@@ -328,3 +345,9 @@ def stage_function_asset(name: str, assets_dir: Path = ASSETS_DIR) -> str:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return str(target)
+
+
+def function_asset_hash(folder: str | Path) -> str:
+    """The hash CDK is given for a staged function asset: of its sources and the runtime's version, never of its
+    bytecode (infra/bytecode.py), so a machine that cannot compile does not change a deployed function."""
+    return asset_hash(source_digest(Path(folder)), PYTHON_VERSION)

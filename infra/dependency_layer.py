@@ -8,16 +8,24 @@ published under one account in the commercial regions and another in China (``ar
 which a region-templated ARN got wrong.
 
 What goes in: the project's runtime dependencies (pyproject.toml ``[project].dependencies``) at uv.lock's exact
-versions, with their dependencies, less boto3 and what only boto3 needs (the runtime ships the SDK): that is
-``uv export --no-dev --frozen --prune boto3``. The wheels are the ones for the function's platform (CPython 3.13,
-manylinux aarch64 up to Amazon Linux 2023's glibc 2.34), installed with ``uv pip install --target`` from the
-hashes in uv.lock, binary wheels only, no dependency resolution of its own (``--no-deps``: the export is the
-whole, locked closure).
+versions, with their dependencies: ``uv export --no-dev --frozen``. The AWS SDK too (boto3, botocore, s3transfer,
+urllib3, ...): the runtime carries one, but whichever version AWS last put there, changed under a deployed function
+without a deploy; the layer's comes first on the function's search path (``/opt/python`` before the runtime's
+libraries: https://docs.aws.amazon.com/lambda/latest/dg/python-package.html), so the SDK the functions run is the
+one the tests ran, moved by uv.lock like everything else. The wheels are the ones for the function's platform
+(CPython 3.13, manylinux aarch64 up to Amazon Linux 2023's glibc 2.34), installed with ``uv pip install
+--target`` from the hashes in uv.lock, binary wheels only, no dependency resolution of its own (``--no-deps``: the
+export is the whole, locked closure).
 
-Staging: ``build/layers/dependencies-<key>/python/`` where the key hashes the requirement list and the target
-platform. A folder that exists is complete (it is renamed into place only once installed), so every synth after
-the first reuses it, offline; two synths racing (parallel test workers) each build a private copy and the first
-rename wins, the other's is discarded.
+Bytecode: where this machine has CPython of the runtime's version, ``python/`` is compiled by it, unchecked-hash
+(infra/bytecode.py: ``/opt`` is read-only in Lambda, so without it every cold start compiles the SDK and the rest
+from source). The hash CDK is given is of the installed sources (``SOURCE_DIGEST_FILE``) and the runtime's version,
+never of the bytecode: a machine without that Python synthesizes the same layer version.
+
+Staging: ``build/layers/dependencies-<key>/python/`` where the key hashes the requirement list, the target
+platform and whether it was compiled. A folder that exists is complete (it is renamed into place only once
+installed), so every synth after the first reuses it, offline; two synths racing (parallel test workers) each
+build a private copy and the first rename wins, the other's is discarded.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Literal
+
+from infra.bytecode import RuntimePython, asset_hash, find_runtime_python, source_digest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAYERS_DIR = REPO_ROOT / "build" / "layers"
@@ -43,14 +54,15 @@ GLIBC = (2, 34)
 MACHINE = "aarch64"
 UV_PLATFORM = f"{MACHINE}-manylinux_{GLIBC[0]}_{GLIBC[1]}"
 
-# In the Lambda runtime already (the SDK for Python); pruned with what only it needs (botocore, s3transfer, ...).
-RUNTIME_PROVIDED = ("boto3",)
-
 # Lambda puts a layer under /opt; for Python runtimes /opt/python is on sys.path.
 LAYER_PYTHON_DIR = "python"
+LAYER_DEPLOYED_AT = f"/opt/{LAYER_PYTHON_DIR}"
+# Beside python/: the digest of its sources (bytecode left out), the layer's asset hash is made of it.
+SOURCE_DIGEST_FILE = "source-sha256"
 # Beside python/, written last: the requirement list the folder was built from. Its presence marks the folder
-# complete; it is left out of the uploaded layer (infra/constructs/python_function.py excludes it).
+# complete. Neither file is uploaded (infra/constructs/python_function.py excludes them).
 REQUIREMENTS_FILE = "requirements.txt"
+STAGING_FILES = (SOURCE_DIGEST_FILE, REQUIREMENTS_FILE)
 
 
 class LayerBuildError(RuntimeError):
@@ -78,10 +90,7 @@ def _run(arguments: list[str]) -> str:
 
 def layer_requirements() -> str:
     """The layer's requirement list (pinned, with uv.lock's hashes), from uv.lock alone: no network."""
-    arguments = [str(_uv()), "export", "--no-dev", "--frozen", "--no-emit-project", "--no-header", "--quiet"]
-    for package in RUNTIME_PROVIDED:
-        arguments += ["--prune", package]
-    return _run(arguments)
+    return _run([str(_uv()), "export", "--no-dev", "--frozen", "--no-emit-project", "--no-header", "--quiet"])
 
 
 def pinned_versions(requirements: str) -> dict[str, str]:
@@ -103,9 +112,12 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def install(requirements: str, target: Path, *, platform: str | None, python_version: str | None) -> None:
+def install(
+    requirements: str, target: Path, *, platform: str | None, python_version: str | None, interpreter: str | None = None
+) -> None:
     """Install exactly `requirements` (hash-checked wheels, no resolution) into `target`; `platform` and
-    `python_version` None mean the interpreter running this (the packaging test's host copy)."""
+    `python_version` None mean those of `interpreter`, by default the one running this (the host copies of the
+    packaging test and of the cold-start benchmark)."""
     with tempfile.TemporaryDirectory(prefix="layer-requirements-") as scratch:
         listing = Path(scratch) / "requirements.txt"
         listing.write_text(requirements)
@@ -129,16 +141,23 @@ def install(requirements: str, target: Path, *, platform: str | None, python_ver
             arguments += ["--python-platform", platform]
         if python_version is not None:
             arguments += ["--python-version", python_version]
+        if interpreter is not None:
+            arguments += ["--python", interpreter]
         _run(arguments)
     # Console scripts (jmespath's jp.py) carry the building machine's interpreter path: no use in Lambda, and
     # they would make the layer's content (hence its asset hash) differ from one machine to the next.
     shutil.rmtree(target / "bin", ignore_errors=True)
 
 
-def stage_dependency_layer(layers_dir: Path = LAYERS_DIR) -> str:
-    """Build (once per requirement list) and return the folder whose ``python/`` is the layer's content."""
+def stage_dependency_layer(
+    layers_dir: Path = LAYERS_DIR, python: RuntimePython | Literal["find"] | None = "find"
+) -> str:
+    """Build (once per requirement list) and return the folder whose ``python/`` is the layer's content, compiled
+    by `python` (by default the runtime's Python, where this machine has one: infra/bytecode.py)."""
+    runtime = find_runtime_python(PYTHON_VERSION) if isinstance(python, str) else python
     requirements = layer_requirements()
-    key = hashlib.sha256(f"{UV_PLATFORM}\0{PYTHON_VERSION}\0{requirements}".encode()).hexdigest()[:16]
+    bytecode = runtime.cache_tag if runtime else "source"
+    key = hashlib.sha256(f"{UV_PLATFORM}\0{PYTHON_VERSION}\0{bytecode}\0{requirements}".encode()).hexdigest()[:16]
     target = layers_dir / f"dependencies-{key}"
     if (target / REQUIREMENTS_FILE).is_file():
         return str(target)
@@ -146,7 +165,11 @@ def stage_dependency_layer(layers_dir: Path = LAYERS_DIR) -> str:
     layers_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".dependencies-staging-", dir=layers_dir))
     try:
-        install(requirements, staging / LAYER_PYTHON_DIR, platform=UV_PLATFORM, python_version=PYTHON_VERSION)
+        site = staging / LAYER_PYTHON_DIR
+        install(requirements, site, platform=UV_PLATFORM, python_version=PYTHON_VERSION)
+        (staging / SOURCE_DIGEST_FILE).write_text(source_digest(site))
+        if runtime is not None:
+            runtime.compile_tree(site, LAYER_DEPLOYED_AT)
         (staging / REQUIREMENTS_FILE).write_text(requirements)
         staging.chmod(0o755)
         try:
@@ -157,3 +180,9 @@ def stage_dependency_layer(layers_dir: Path = LAYERS_DIR) -> str:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return str(target)
+
+
+def layer_asset_hash(folder: str | Path) -> str:
+    """The hash CDK is given for a staged layer: of its installed sources and the runtime's version, never of its
+    bytecode (infra/bytecode.py), so a machine that cannot compile does not change a deployed layer."""
+    return asset_hash((Path(folder) / SOURCE_DIGEST_FILE).read_text().strip(), PYTHON_VERSION)

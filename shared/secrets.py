@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.definitions import ENV_SIGNING_SECRETS, SECRET_MAP_ARN_PREFIX_KEY, source_env_suffix
-from shared.providers.base import SigningSecrets
+
+if TYPE_CHECKING:
+    from shared.providers.base import SigningSecrets
 
 SECRET_CACHE_SECONDS = 300
 
@@ -66,6 +68,8 @@ class SigningSecretSource:
         self._ids = dict(ids or {})
 
     def signing_secrets(self, source: str) -> SigningSecrets:
+        from shared.providers.base import SigningSecrets  # noqa: PLC0415 - see read_secret_pair
+
         variable = signing_secret_variable(source)
         if self._environ.get(variable):
             return SigningSecrets(self._environ[variable], self._environ.get(f"{variable}_PREVIOUS") or None)
@@ -83,8 +87,12 @@ def read_secret_pair(secret_name: str, *, what: str) -> SigningSecrets:
     """A Secrets Manager secret (`secret_name`: its name or ARN) holding `{"current": ..., "previous": ...}`,
     cached for SECRET_CACHE_SECONDS. SecretUnavailable when it cannot be read or has no current value (`what`
     names it in the message; the value never appears in one)."""
-    # Imported here: Powertools' parameters module is only needed on the first fetch of each secret.
+    # Imported here: Powertools' parameters module is only needed on the first fetch of each secret, and the
+    # providers' interface with it (the processor names its API keys' secrets through this module, and its cold
+    # start imports neither: bench/cold_start.py).
     from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+
+    from shared.providers.base import SigningSecrets  # noqa: PLC0415
 
     try:
         value: Any = parameters.get_secret(secret_name, transform="json", max_age=SECRET_CACHE_SECONDS)

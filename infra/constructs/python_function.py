@@ -1,9 +1,10 @@
 """How every function of the inbox is built: one place for runtime, architecture, layer, logs and tracing.
 
 - Python 3.13 on arm64 with one dependency layer per stack, built from uv.lock (Powertools, pydantic,
-  cryptography, tzdata and their dependencies, as wheels for that platform: infra/dependency_layer.py); boto3 comes
-  with the runtime, so the asset holds only our code (``functions/<name>/`` + the ``shared/`` modules it
-  imports, see infra/assets.py).
+  cryptography, tzdata, the AWS SDK and their dependencies, as wheels for that platform: infra/dependency_layer.py),
+  so the asset holds only our code (``functions/<name>/`` + the ``shared/`` modules it imports, see
+  infra/assets.py). Both carry the runtime's bytecode where the synthesizing machine has that Python, and both are
+  hashed from their sources, so whether it had does not change the deployed code (infra/bytecode.py).
 - An explicit role with no managed policy: ``AWSLambdaBasicExecutionRole`` would allow creating log groups
   and writing to any of them. The role may write to the function's own log group only; everything else is
   granted by the stack, resource by resource.
@@ -28,9 +29,15 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.assets import stage_function_asset
+from infra.assets import function_asset_hash, stage_function_asset
 from infra.config import FunctionObservability
-from infra.dependency_layer import REQUIREMENTS_FILE, pinned_versions, stage_dependency_layer
+from infra.dependency_layer import (
+    REQUIREMENTS_FILE,
+    STAGING_FILES,
+    layer_asset_hash,
+    pinned_versions,
+    stage_dependency_layer,
+)
 from infra.nag import acknowledge
 from shared import definitions
 
@@ -60,13 +67,14 @@ def dependency_layer(scope: Construct) -> lambda_.LayerVersion:
     return lambda_.LayerVersion(
         stack,
         DEPENDENCY_LAYER_ID,
-        code=lambda_.Code.from_asset(str(staged), exclude=[REQUIREMENTS_FILE]),
+        code=lambda_.Code.from_asset(str(staged), exclude=list(STAGING_FILES), asset_hash=layer_asset_hash(staged)),
         compatible_runtimes=[RUNTIME],
         compatible_architectures=[ARCHITECTURE],
         # The versions worth seeing from the console; the full list is the staged requirements.txt.
         description=(
             f"Locked runtime dependencies (uv.lock): aws-lambda-powertools {pins.get('aws-lambda-powertools')}, "
-            f"pydantic {pins.get('pydantic')}, cryptography {pins.get('cryptography')}, tzdata {pins.get('tzdata')}"
+            f"pydantic {pins.get('pydantic')}, cryptography {pins.get('cryptography')}, tzdata {pins.get('tzdata')}, "
+            f"boto3 {pins.get('boto3')}"
         ),
     )
 
@@ -100,6 +108,7 @@ class PythonFunction(Construct):
         observability = FunctionObservability.from_context(self.node)
         self.tracing = observability.tracing
 
+        staged = stage_function_asset(asset_name)
         self.function = lambda_.Function(
             self,
             "Function",
@@ -107,7 +116,7 @@ class PythonFunction(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
-            code=lambda_.Code.from_asset(stage_function_asset(asset_name)),
+            code=lambda_.Code.from_asset(staged, asset_hash=function_asset_hash(staged)),
             memory_size=memory_size,
             timeout=Duration.seconds(timeout_seconds),
             role=self.role,

@@ -18,7 +18,6 @@ from shared.payments.status import PaymentStatus
 from shared.process.coalesce import Refetches
 from shared.process.decide import Observation
 from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
-from shared.providers.registry import load_reference
 from shared.sub_account import SubAccount
 
 # source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
@@ -126,6 +125,10 @@ def route_event_types(route: Route) -> tuple[str, ...]:
     status tables, or a function returning one: the `generic` driver's come from its configuration)."""
     named: tuple[str, ...] = ()
     if route.event_types_from:
+        # With the provider's first event (Router.defer), as its driver: a processor that sees only providers with
+        # inline routes never imports the drivers' registry and interface.
+        from shared.providers.registry import load_reference  # noqa: PLC0415
+
         value = load_reference(route.event_types_from)
         named = tuple(value() if callable(value) else value)
     return (*route.event_types, *named)
@@ -140,7 +143,14 @@ def default_router(clients: ClientLookup, catalog: Iterable[ProviderEntry] = PRO
     }
     router = Router()
     for entry in catalog:
-        for route in entry.routes:
-            for event_type in route_event_types(route):
-                router.register(entry.id, event_type, handlers[route.handler])
+        routes = entry.routes
+
+        def load(routes: tuple[Route, ...] = routes) -> list[tuple[str, EventHandler]]:
+            return [(event_type, handlers[r.handler]) for r in routes for event_type in route_event_types(r)]
+
+        if any(route.event_types_from for route in routes):
+            router.defer(entry.id, load)  # its types live beside its driver: imported with its first event
+        else:
+            for event_type, handler in load():
+                router.register(entry.id, event_type, handler)
     return router

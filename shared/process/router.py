@@ -8,6 +8,8 @@ A user adds a handler of their own with `router.register(...)`; the core does no
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -78,23 +80,50 @@ class StateMachineApply:
         return decide(current, seen, now=now)
 
 
+# Routes whose reading is put off until a provider's first event (Router.defer): (event type, handler) pairs.
+RouteLoader = Callable[[], Iterable[tuple[str, EventHandler]]]
+
+
 class Router:
     def __init__(self) -> None:
-        self._exact: dict[tuple[str, str], EventHandler] = {}
-        self._prefixes: list[tuple[str, str, EventHandler]] = []
+        # Each registration keeps its place in the order of registration (`_order`): for one (provider, type), the
+        # latest wins; among prefixes of one length, the earliest (deferred routes keep the place they were given).
+        self._order = 0
+        self._exact: dict[tuple[str, str], tuple[int, EventHandler]] = {}
+        self._prefixes: list[tuple[str, str, int, EventHandler]] = []
+        self._deferred: dict[str, list[tuple[int, RouteLoader]]] = {}
+        self._loading = threading.Lock()
+
+    def _next(self) -> int:
+        self._order += 1
+        return self._order
 
     def register(self, provider: str, event_type: str, handler: EventHandler) -> None:
         """`event_type` is an exact type, a prefix ending in `*` (`"charge.*"`), or `"*"` for every type."""
+        self._add(provider, event_type, handler, self._next())
+
+    def defer(self, provider: str, load: RouteLoader) -> None:
+        """Routes of `provider` read when one of its events is first resolved: reading them may import the
+        provider's driver (a route's `event_types_from`), and a processor then loads only the drivers of the
+        providers it sees (all of them at once were ~10 ms of its cold start, bench/cold_start.py). They rank as
+        registered now: a later `register` of the same provider and type still replaces them."""
+        self._deferred.setdefault(provider, []).append((self._next(), load))
+
+    def _add(self, provider: str, event_type: str, handler: EventHandler, order: int) -> None:
         if event_type.endswith("*"):
-            self._prefixes.append((provider, event_type[:-1], handler))
-            self._prefixes.sort(key=lambda entry: len(entry[1]), reverse=True)  # most specific first
-        else:
-            self._exact[(provider, event_type)] = handler
+            self._prefixes.append((provider, event_type[:-1], order, handler))
+            self._prefixes.sort(key=lambda entry: (-len(entry[1]), entry[2]))  # most specific first
+        elif order >= self._exact.get((provider, event_type), (0, None))[0]:
+            self._exact[(provider, event_type)] = (order, handler)
 
     def resolve(self, provider: str, event_type: str) -> EventHandler | None:
+        with self._loading:  # a batch's groups resolve from threads: none reads a provider's routes half-added
+            for order, load in self._deferred.pop(provider, ()):
+                for deferred_type, handler in load():
+                    self._add(provider, deferred_type, handler, order)
         if (provider, event_type) in self._exact:
-            return self._exact[(provider, event_type)]
-        for registered_provider, prefix, handler in self._prefixes:
+            return self._exact[(provider, event_type)][1]
+        for registered_provider, prefix, _order, handler in self._prefixes:
             if registered_provider == provider and event_type.startswith(prefix):
                 return handler
         return None

@@ -1,8 +1,10 @@
 """The staged Lambda asset (the function's modules at the root, beside them the modules of `shared/` the function
-can import, nothing else) and the staged dependency layer."""
+can import, nothing else), the staged dependency layer, and the bytecode synth compiles into both (the runtime's
+Python's, never the developer's, and never part of the asset hash)."""
 
 from __future__ import annotations
 
+import compileall
 import json
 import subprocess
 import sys
@@ -18,13 +20,21 @@ from infra.assets import (
     SHARED_DIR,
     SourceModule,
     _copy_shared_modules,
+    function_asset_hash,
     lazily_loaded_modules,
     module_facts,
     package_modules,
     shared_modules_for,
     stage_function_asset,
 )
-from infra.dependency_layer import LAYER_PYTHON_DIR, REQUIREMENTS_FILE, layer_requirements, stage_dependency_layer
+from infra.bytecode import PYCACHE, UNCHECKED_HASH_FLAGS, RuntimePython, compiled_modules
+from infra.dependency_layer import (
+    LAYER_PYTHON_DIR,
+    REQUIREMENTS_FILE,
+    layer_asset_hash,
+    layer_requirements,
+    stage_dependency_layer,
+)
 
 # One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -112,7 +122,7 @@ def test_every_function_has_its_expectations() -> None:
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_asset_holds_the_function_and_the_shared_modules_it_can_import(function: str, tmp_path: Path) -> None:
     # Given a function's staged asset
-    asset = Path(stage_function_asset(function, assets_dir=tmp_path))
+    asset = Path(stage_function_asset(function, assets_dir=tmp_path, python=None))
     assert asset == tmp_path / function
     files = _files(asset)
     # Then it holds the function's modules at the root, which is not a package
@@ -143,7 +153,7 @@ def test_asset_holds_the_function_and_the_shared_modules_it_can_import(function:
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_asset_carries_what_its_function_uses_and_not_the_rest(function: str, tmp_path: Path) -> None:
     # Given a function's staged asset
-    files = _files(Path(stage_function_asset(function, assets_dir=tmp_path)))
+    files = _files(Path(stage_function_asset(function, assets_dir=tmp_path, python=None)))
     needed, not_needed = CARRIES[function]
     # Then it carries what the function uses, and none of what it does not
     assert needed <= files
@@ -181,7 +191,7 @@ FIRST_PARTY = {"handler", "shared", "functions", "infra", "inbox_local", "inbox_
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_asset_alone_imports_its_handler_and_every_registered_driver_and_client(function: str, tmp_path: Path) -> None:
     # Given a function's staged asset, in an interpreter with only it and the venv's libraries on sys.path
-    asset = Path(stage_function_asset(function, assets_dir=tmp_path / "assets"))
+    asset = Path(stage_function_asset(function, assets_dir=tmp_path / "assets", python=None))
     libraries = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     # When it imports the handler and loads everything its registries name
     result = subprocess.run(
@@ -208,14 +218,14 @@ def test_asset_alone_imports_its_handler_and_every_registered_driver_and_client(
 
 
 def test_restaging_drops_stale_files_and_keeps_an_unchanged_folder(tmp_path: Path) -> None:
-    asset = Path(stage_function_asset("ingest", assets_dir=tmp_path))
+    asset = Path(stage_function_asset("ingest", assets_dir=tmp_path, python=None))
     (asset / "stale.py").write_text("left over from a deleted module\n")
-    again = Path(stage_function_asset("ingest", assets_dir=tmp_path))
+    again = Path(stage_function_asset("ingest", assets_dir=tmp_path, python=None))
     assert again == asset
     assert not (asset / "stale.py").exists()
 
     inode = asset.stat().st_ino
-    stage_function_asset("ingest", assets_dir=tmp_path)
+    stage_function_asset("ingest", assets_dir=tmp_path, python=None)
     assert asset.stat().st_ino == inode  # unchanged content: the folder is left alone
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ingest"]  # no staging leftovers
 
@@ -418,7 +428,7 @@ def test_a_data_file_travels_with_its_package(tmp_path: Path) -> None:
 def test_dependency_layer_is_staged_once_even_by_concurrent_synths(tmp_path: Path) -> None:
     # Given two synths (parallel test workers) staging the dependency layer into the same folder at once
     with ThreadPoolExecutor(max_workers=2) as pool:
-        staged = list(pool.map(lambda _: stage_dependency_layer(layers_dir=tmp_path), range(2)))
+        staged = list(pool.map(lambda _: stage_dependency_layer(layers_dir=tmp_path, python=None), range(2)))
     # Then both get the same complete folder, and no staging copy is left behind
     assert staged[0] == staged[1]
     layer = Path(staged[0])
@@ -428,5 +438,72 @@ def test_dependency_layer_is_staged_once_even_by_concurrent_synths(tmp_path: Pat
 
     # When a later synth stages it again, Then the folder is reused as it is (offline: nothing is installed)
     inode = (layer / LAYER_PYTHON_DIR).stat().st_ino
-    assert stage_dependency_layer(layers_dir=tmp_path) == staged[0]
+    assert stage_dependency_layer(layers_dir=tmp_path, python=None) == staged[0]
     assert (layer / LAYER_PYTHON_DIR).stat().st_ino == inode
+
+
+# This interpreter stands in for the runtime's Python (3.13) here: what is tested is what synth does with one, and
+# that the asset hash does not see it. The synthesized stack's own bytecode is checked in test_packaging.py.
+HOST_PYTHON = RuntimePython(Path(sys.executable), sys.implementation.cache_tag)
+
+
+def _pyc_flags(pyc: Path) -> int:
+    """PEP 552's flags word: bytes 4-8 of a .pyc."""
+    return int.from_bytes(pyc.read_bytes()[4:8], "little")
+
+
+def _assert_compiled_by(root: Path, python: RuntimePython) -> None:
+    """Every module under `root` has `python`'s unchecked-hash bytecode, and there is no other bytecode."""
+    modules = sorted(root.rglob("*.py"))
+    compiled = compiled_modules(root, python.cache_tag)
+    assert modules and sorted(compiled) == modules
+    assert sorted(root.rglob("*.pyc")) == sorted(compiled.values())
+    assert {_pyc_flags(pyc) for pyc in compiled.values()} == {UNCHECKED_HASH_FLAGS}
+
+
+def test_the_developers_bytecode_never_ships_and_the_runtimes_does(tmp_path: Path) -> None:
+    # Given the function's folder holding this interpreter's own (timestamp) bytecode, as running the tests leaves
+    compileall.compile_dir(FUNCTIONS_DIR / "ingest", quiet=1)
+    assert any((FUNCTIONS_DIR / "ingest" / PYCACHE).glob("*.pyc"))
+    # When it is staged without the runtime's Python, Then no bytecode at all is in the asset
+    source_only = Path(stage_function_asset("ingest", assets_dir=tmp_path / "source", python=None))
+    assert not [f for f in _files(source_only) if PYCACHE in f or f.endswith(".pyc")]
+    # When it is staged with it, Then every module has that Python's unchecked-hash bytecode, and no other
+    compiled = Path(stage_function_asset("ingest", assets_dir=tmp_path / "compiled", python=HOST_PYTHON))
+    _assert_compiled_by(compiled, HOST_PYTHON)
+
+
+def test_a_function_assets_hash_is_the_same_with_or_without_bytecode(tmp_path: Path) -> None:
+    # Given the same function staged by a machine without the runtime's Python and by one with it
+    source_only = stage_function_asset("process", assets_dir=tmp_path / "source", python=None)
+    compiled = stage_function_asset("process", assets_dir=tmp_path / "compiled", python=HOST_PYTHON)
+    assert _files(Path(source_only)) != _files(Path(compiled))
+    # Then the hash CDK is given is the same: a deployed function does not change with the synthesizing machine
+    assert function_asset_hash(source_only) == function_asset_hash(compiled)
+    # And it does change with the code
+    (Path(compiled) / "handler.py").write_text((Path(compiled) / "handler.py").read_text() + "\n# changed\n")
+    assert function_asset_hash(compiled) != function_asset_hash(source_only)
+
+
+def test_a_restaged_asset_is_compiled_again_only_when_its_sources_change(tmp_path: Path) -> None:
+    # Given a compiled asset, staged again with nothing changed
+    asset = Path(stage_function_asset("publisher", assets_dir=tmp_path, python=HOST_PYTHON))
+    inode = asset.stat().st_ino
+    stage_function_asset("publisher", assets_dir=tmp_path, python=HOST_PYTHON)
+    # Then the folder is left alone
+    assert asset.stat().st_ino == inode
+    # When it is staged by a machine without that Python, Then the bytecode goes (nothing stale ships)
+    stage_function_asset("publisher", assets_dir=tmp_path, python=None)
+    assert not list(asset.rglob("*.pyc"))
+
+
+def test_the_layers_hash_is_the_same_with_or_without_bytecode(tmp_path: Path) -> None:
+    # Given the dependency layer staged by a machine without the runtime's Python and by one with it
+    source_only = Path(stage_dependency_layer(layers_dir=tmp_path, python=None))
+    compiled = Path(stage_dependency_layer(layers_dir=tmp_path, python=HOST_PYTHON))
+    # Then they are two folders, the second compiled (every module, unchecked-hash), the first not at all
+    assert source_only != compiled
+    assert not list((source_only / LAYER_PYTHON_DIR).rglob("*.pyc"))
+    _assert_compiled_by(compiled / LAYER_PYTHON_DIR, HOST_PYTHON)
+    # And the hash CDK is given for either is the same
+    assert layer_asset_hash(source_only) == layer_asset_hash(compiled)

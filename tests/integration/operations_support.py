@@ -6,8 +6,6 @@ import threading
 from datetime import datetime, timedelta
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from inbox_local.pipe import StreamPipe
 from inbox_local.queue_mapping import QueueMapping, lambda_sqs_record
 from shared.definitions import SourceSpec
@@ -16,7 +14,7 @@ from shared.inbox.store import InboxStore, to_attributes
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
-from shared.process.app import SqsRetryQueue, handle_record, process_batch
+from shared.process.app import QueueRecord, SqsRetryQueue, handle_record, process_batch
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor
 from shared.providers import NormalizedEvent, WebhookRequest
@@ -156,7 +154,7 @@ def receive_all(world) -> list[dict[str, Any]]:
 
 def handle_message(world, message: dict[str, Any], processor: EventProcessor) -> str:
     """One received SQS message through the processor Lambda's record handler."""
-    return handle_record(SQSRecord(lambda_sqs_record(message, "arn:aws:sqs:us-east-1:123456789012:q")), processor)
+    return handle_record(QueueRecord(lambda_sqs_record(message, "arn:aws:sqs:us-east-1:123456789012:q")), processor)
 
 
 class SerializedClient:

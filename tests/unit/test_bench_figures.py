@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench import cold_start
 from bench.end_to_end import Run, _answer_kind
 from bench.stats import latency_summary, percentile
 
@@ -89,3 +90,30 @@ def test_a_storm_counts_deliveries_not_events():
 )
 def test_each_answer_of_the_ingest_is_told_apart(status, payload, kind):
     assert _answer_kind(status, payload) == kind
+
+
+def test_cold_start_figures_compare_each_copy_with_its_own_baseline():
+    # Given CPU and wall samples (ms) of the baseline and the processor, on the copy without and with bytecode
+    runs = {
+        cold_start.BASELINE: {
+            "no bytecode": [(300.0, 310.0), (320.0, 330.0), (310.0, 315.0)],
+            "bytecode": [(100.0, 105.0)] * 3,
+        },
+        "processor: import + init": {
+            "no bytecode": [(450.0, 460.0)] * 3,
+            "bytecode": [(110.0, 200.0), (130.0, 140.0), (120.0, 125.0)],
+        },
+    }
+    # When they are summarized
+    figures = cold_start.summarize(runs)
+    # Then each figure is the median CPU time, its ratio against the baseline of the same copy
+    processor = figures["processor: import + init"]
+    assert processor["no bytecode"]["cpu_median_ms"] == 450.0
+    assert processor["no bytecode"]["ratio_to_baseline"] == 1.45  # 450 / 310
+    assert processor["bytecode"]["cpu_median_ms"] == 120.0
+    assert processor["bytecode"]["cpu_min_ms"] == 110.0
+    assert processor["bytecode"]["wall_median_ms"] == 140.0
+    assert processor["bytecode"]["ratio_to_baseline"] == 1.2  # 120 / 100
+    # And what bytecode saves is the difference of the medians; the baseline's ratio is 1
+    assert processor["bytecode_saves_ms"] == 330.0
+    assert figures[cold_start.BASELINE]["bytecode"]["ratio_to_baseline"] == 1.0
