@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # S3's answers for a body no retry will bring back, and what the archive line says of each. With s3:ListBucket
 # (the archiver has it: shared/s3_grants.py) a missing key is NoSuchKey (404 for a HEAD); AccessDenied is then a
 # real refusal (a bucket or key policy), which a retry within the stream's 24 hours would not fix either.
@@ -252,7 +253,9 @@ class Archiver:
             # the stream drops them. Archive the item without its body, say so on its line, count it (alarmed).
             logger.warning("archived without its body", extra={"pk": item.get("pk"), "key": s3_key, "error": code})
             count_for_provider(METRIC_ARCHIVED_INCOMPLETE, str(item.get("provider") or "unknown"))
-            return {"body": None, "body_error": code, "body_missing": BODY_UNAVAILABLE_CODES[code]}
+            missing = {"body": None, "body_error": code, "body_missing": BODY_UNAVAILABLE_CODES[code]}
+            digest = str(s3_key).rsplit("/", 1)[-1]  # a body's key ends with its sha256 (body_object_key)
+            return {**missing, "body_sha256": digest} if _SHA256_HEX.fullmatch(digest) else missing
         return archived_body(response["Body"].read(), fields)
 
     def line_for(self, record: Mapping[str, Any]) -> dict[str, Any]:
