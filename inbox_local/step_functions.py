@@ -381,6 +381,9 @@ def _wait_interval(self: WaitFunction, env: Environment, wait_seconds: int) -> N
 
 def _eval_program(self: Program, env: Environment) -> None:
     """Program.eval, with TimeoutSeconds on the execution's own clock instead of moto's wall-clock join."""
+    if env.is_frame():  # a Map iteration's program: it runs on its execution's clock, already set
+        _ORIGINAL_PROGRAM_EVAL(self, env)
+        return
     timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
     timer = ExecutionTimer(timeout, env)
     env.event_manager.execution_timer = timer  # type: ignore[attr-defined]  # Map frames share the manager
