@@ -1,10 +1,10 @@
 """A function invocation as Lambda runs it: the function's own timeout, and the identity its AWS calls carry.
 
-Lambda stops an invocation at its timeout ("Task timed out after N seconds"): the invocation counts as failed,
-whatever it would have returned, and its execution environment is frozen, so nothing it had not yet sent reaches
-AWS (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html). For a queue's event source mapping
-a failed invocation means its whole batch comes back after the queue's visibility timeout
-(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
+Lambda stops an invocation at its timeout ("the amount of time that Lambda allows a function to run before
+stopping it", https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html; it logs "Task timed out
+after N seconds"): the invocation counts as failed, whatever it would have returned, and nothing it had not yet
+sent reaches AWS. For a queue's event source mapping a failed invocation means its whole batch comes back after
+the queue's visibility timeout (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
 
 A thread cannot be frozen, so the local stack does what a thread allows (`invoke`):
 - the handler runs in a thread of its own; at the deadline the caller stops waiting and gets `FunctionTimedOut`
