@@ -61,7 +61,7 @@ def test_a_functions_s3_permissions_are_its_declaration_and_nothing_more(
 
 def test_the_archiver_may_list_the_body_bucket_and_nothing_else_may(synthesized: Synthesized) -> None:
     # Given every role of the stack
-    listing = set()
+    listing: set[str] = set()
     for policy in synthesized.resources("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
