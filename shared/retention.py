@@ -46,13 +46,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from shared import aws
+from shared import aws, definitions
 from shared.definitions import (
     ARCHIVE_KEY_PREFIX,
     ENV_ARCHIVE_BUCKET,
     ENV_BODY_BUCKET,
     ENV_REDACT_FIELDS,
-    METRIC_ARCHIVED_INCOMPLETE,
     source_of,
 )
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, inline_body
@@ -252,7 +251,7 @@ class Archiver:
             # retry cannot change that, and a failing batch would hold up every TTL removal of its shard until
             # the stream drops them. Archive the item without its body, say so on its line, count it (alarmed).
             logger.warning("archived without its body", extra={"pk": item.get("pk"), "key": s3_key, "error": code})
-            count_for_provider(METRIC_ARCHIVED_INCOMPLETE, str(item.get("provider") or "unknown"))
+            count_for_provider(definitions.METRIC_ARCHIVED_INCOMPLETE, str(item.get("provider") or "unknown"))
             missing = {"body": None, "body_error": code, "body_missing": BODY_UNAVAILABLE_CODES[code]}
             digest = str(s3_key).rsplit("/", 1)[-1]  # a body's key ends with its sha256 (body_object_key)
             return {**missing, "body_sha256": digest} if _SHA256_HEX.fullmatch(digest) else missing
@@ -265,7 +264,7 @@ class Archiver:
         except ValueError as error:  # a record no retry can decode: archived as what can be said of it
             item = undecodable_item(stream, str(error))
             logger.warning("archived without its attributes", extra={"pk": item["pk"], "error": str(error)})
-            count_for_provider(METRIC_ARCHIVED_INCOMPLETE, "unknown")
+            count_for_provider(definitions.METRIC_ARCHIVED_INCOMPLETE, "unknown")
             body: dict[str, Any] = {}
         else:
             body = self._body(item)  # takes the raw `body` out of the item
