@@ -55,8 +55,9 @@ if TYPE_CHECKING:
 # breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
 # a batch's groups take their rate-limit slots together (`BatchSlots`: their requests to a source, one write).
 MAX_CONCURRENT_GROUPS = 4
-# What one message's DynamoDB writes may take at worst (the settle's transaction and its retries: shared/aws.py's
-# clients time out after 5 s a read), on top of its refetch: see message_reserve_seconds.
+# Time kept for one message's DynamoDB writes (the settle's transaction, with the client's retries of a throttled
+# write), on top of its refetch: see message_reserve_seconds. A DynamoDB that stops answering is bounded by
+# shared/aws.py's own timeouts, not by this.
 WRITES_ALLOWANCE_SECONDS = 3.0
 GROUP_THREAD_PREFIX = "group"  # the groups' threads are named `group_{n}` (bench/item_sizes.py attributes by it)
 
