@@ -85,8 +85,10 @@ TIMEOUT_SECONDS: Final = 3600
 # waits it has counted reach WAIT_BUDGET_SECONDS. Every page counts `wait_seconds` (the Wait after it, whether or
 # not it wrote something: an overestimate, so never late), and the check comes after a page's count and before its
 # wait, so at most one more wait follows: an execution waits at most WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS
-# (2,099 s) in all, and WORK_ALLOWANCE_SECONDS is left for its tasks (at most 200 Queries and 299 UpdateItems,
-# ~0.1 s each; 3 s each with throttling retries). `execution_time_bound()` holds the sum under TIMEOUT_SECONDS.
+# (2,099 s) in all, and WORK_ALLOWANCE_SECONDS is left for its tasks: 3 s for each of its at most 200 Queries and
+# 299 UpdateItems. An allowance, not a bound: a task retried to its last attempt waits 63 s (_retry), so an execution
+# throttled throughout could still reach the timeout; it then ends TIMED_OUT, and the replay is safe to run again
+# (the events it replayed no longer match). `execution_time_bound()` holds the sum under TIMEOUT_SECONDS.
 WORK_ALLOWANCE_SECONDS: Final = 1500
 WAIT_BUDGET_SECONDS: Final = TIMEOUT_SECONDS - WORK_ALLOWANCE_SECONDS - MAX_WAIT_SECONDS
 
