@@ -107,7 +107,9 @@ def invoke(function: str, handler: Handler, event: Any, *, timeout_seconds: floa
 
 
 # ----------------------------------------------------------------------------------- AWS calls of an invocation
-_ORIGINAL_MAKE_API_CALL: Final = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+# What botocore's client called before the hooks were put in front of it (whatever was there when they were: the
+# SDK's own, or a recorder of the bench's, bench/item_sizes.py).
+_next_make_api_call: Any = None
 # Checks run on every AWS call the process makes, in order: each may raise or answer instead of the service
 # (a callable taking the client, the operation and its parameters, and the call to make).
 CallHook = Callable[[Any, str, dict[str, Any], Callable[[], Any]], Any]
@@ -128,18 +130,23 @@ def refuse_calls_after_the_deadline(
 def _make_api_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
     def call(index: int) -> Any:
         if index == len(_hooks):
-            return _ORIGINAL_MAKE_API_CALL(self, operation_name, api_params)
+            return _next_make_api_call(self, operation_name, api_params)
         return _hooks[index](self, operation_name, api_params, functools.partial(call, index + 1))
 
     return call(0)
 
 
 def add_call_hook(hook: CallHook) -> None:
-    """Run ``hook`` around every AWS call of this process (idempotent); installs the interception once."""
+    """Run ``hook`` around every AWS call of this process (idempotent); installs the interception once, in front
+    of what the client calls then."""
+    global _next_make_api_call  # noqa: PLW0603 - the one interception of the process
     with _install_lock:
         if hook not in _hooks:
             _hooks.append(hook)
-        botocore.client.BaseClient._make_api_call = _make_api_call  # type: ignore[attr-defined]
+        current = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+        if current is not _make_api_call:
+            _next_make_api_call = current
+            botocore.client.BaseClient._make_api_call = _make_api_call  # type: ignore[attr-defined]
 
 
 def install() -> None:
