@@ -61,6 +61,7 @@ THREAD_FUNCTIONS = {
     "local-processor-": "queue mapping",
     "local-outbox": "outbox pipe",
     "local-archiver": "archiver",
+    "lambda-archiver": "archiver",  # its invocations' own threads (inbox_local/invocation.py `invoke`)
     "local-sweeper": "sweeper",
 }
 

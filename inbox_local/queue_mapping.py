@@ -1,6 +1,8 @@
 """Emulation of the SQS -> Lambda event source mapping: batches, partial batch responses, concurrency.
 
-Visibility, backoff and redrive are SQS's own (moto's), exactly as the processor drives them in AWS.
+Visibility, backoff and redrive are SQS's own (moto's), exactly as the processor drives them in AWS. Each
+invocation is held to the function's timeout as Lambda holds it (inbox_local/invocation.py): one that overruns is
+a failed invocation, so nothing of its batch is deleted and every message comes back after its visibility timeout.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from inbox_local.aws_limits import LAMBDA_FIFO_MAX_BATCH_SIZE
 from inbox_local.config import REGION
-from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.invocation import FunctionTimedOut, invoke
 from inbox_local.polling import MAX_IDLE_PAUSE_SECONDS, IdleBackoff
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -46,6 +48,8 @@ class QueueMapping:
         batch_size: int,
         concurrency: int,
         idle_seconds: float = 0.05,
+        function: str = "process",
+        timeout_seconds: float | None = None,
     ) -> None:
         self._sqs = session.client("sqs")
         self.queue_url = queue_url
@@ -58,11 +62,14 @@ class QueueMapping:
                 f"BatchSize {batch_size} refused: an SQS FIFO event source takes 1 to {LAMBDA_FIFO_MAX_BATCH_SIZE}"
             )
         self.handler = handler
+        self.function = function
+        self.timeout_seconds = timeout_seconds  # None: the function's own (inbox_local/invocation.py)
         self.batch_size = batch_size
         self.concurrency = concurrency
         self.idle_seconds = idle_seconds
         self.invocations = 0
         self.crashes = 0
+        self.timeouts = 0
         self._lock = threading.Lock()
         self._pollers: list[IdleBackoff] = []
         # Called after every batch the function handled (the runtime nudges the outbox publisher with it: the
@@ -86,7 +93,12 @@ class QueueMapping:
         with self._lock:
             self.invocations += 1
         try:
-            result = self.handler(event, LocalLambdaContext("process"))
+            result = invoke(self.function, self.handler, event, timeout_seconds=self.timeout_seconds)
+        except FunctionTimedOut as error:  # a failed invocation: its whole batch comes back after its visibility
+            with self._lock:
+                self.timeouts += 1
+            print(f"processor: {error}", flush=True)
+            return len(messages)
         except Exception as error:  # the whole batch fails: every message comes back after its visibility
             with self._lock:
                 self.crashes += 1

@@ -110,6 +110,7 @@ class LocalStack:
             os.environ.setdefault(signing_secret_variable(source.name), signing_secret(source.name))
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
+        self._hold_functions_to_aws()
         self._moto = EmbeddedAws(self.endpoints.host, self.endpoints.aws_port)
         self._moto.start()
 
@@ -186,6 +187,14 @@ class LocalStack:
             self._start_mutual_tls(ingest_handler, api)
         self._spawn("api", api.serve_forever)
         self._api = api  # only once it serves: stop() calls shutdown(), which waits for serve_forever to return
+
+    def _hold_functions_to_aws(self) -> None:
+        """Every function held to its timeout, and answered by S3 as its declared grants allow, as in AWS."""
+        from inbox_local import invocation, s3_access  # noqa: PLC0415
+        from shared.s3_grants import Bucket  # noqa: PLC0415
+
+        invocation.install()
+        s3_access.install({self.names.body_bucket: Bucket.BODIES, self.names.archive_bucket: Bucket.ARCHIVE})
 
     def _start_mutual_tls(self, ingest_handler: Any, api: ApiServer) -> None:
         """The mutual-TLS front door (inbox_local/mtls.py): the same function and the same stage throttle, as API

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from inbox_local.config import REGION
-from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.invocation import invoke
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -39,7 +39,7 @@ class Schedule:
         self.last_result: Any = None
 
     def fire(self) -> Any:
-        self.last_result = self.handler(scheduled_event(self.name), LocalLambdaContext(self.name))
+        self.last_result = invoke(self.name, self.handler, scheduled_event(self.name))  # held to its timeout
         self.runs += 1
         return self.last_result
 

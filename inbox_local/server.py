@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.invocation import invoke
 from shared import definitions
 from shared.providers.registry import get_driver
 from shared.redaction import redact_query
@@ -214,8 +214,8 @@ class _ApiRequestHandler(BaseHTTPRequestHandler):
             client_cert=self.server.client_certificate(self.connection),
         )
         try:
-            response = invoke_like_api_gateway(self.server.handler, event, LocalLambdaContext("ingest"))
-        except Exception as error:  # a crash in the function: API Gateway answers 500
+            response = invoke_like_api_gateway(self.server.invoke_function, event, None)
+        except Exception as error:  # a crash or a timeout of the function: API Gateway answers 500
             print(f"ingest crashed: {type(error).__name__}: {error}", file=sys.stderr)
             self._send(500, {"message": "Internal Server Error"}, started)
             return
@@ -265,6 +265,10 @@ class ApiServer(ThreadingHTTPServer):
         self.throttle = throttle or TokenBucket(
             definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT
         )
+
+    def invoke_function(self, event: dict[str, Any], _context: Any) -> Any:
+        """The ingest function, invoked as Lambda invokes it: with its own context, held to its timeout."""
+        return invoke("ingest", self.handler, event)
 
     def client_certificate(self, connection: Any) -> dict[str, Any] | None:
         """The client certificate the connection's TLS handshake verified, as API Gateway puts it in the event.

@@ -25,6 +25,16 @@ process (``install()``; the embedded AWS calls it at start-up, the tests' in-pro
   all three and serializes the whole history on every call (a deep copy, then ~1 ms per event: ~40 s of CPU to
   read back the five histories of a 1,000-event replay). Here the call returns the page asked for, copied alone.
 
+- TimeoutSeconds. "If the execution runs longer than the specified time, then the execution fails with a
+  States.Timeout error" (https://docs.aws.amazon.com/step-functions/latest/dg/statemachine-structure.html): the
+  execution ends TIMED_OUT, its history's last event ExecutionTimedOut, and no state starts after it. moto joins
+  its interpreter's thread for TimeoutSeconds of wall-clock time only. Here every execution keeps its own clock
+  (`ExecutionTimer`): real time, except that a Wait state's seconds pass `CLOCK.scale` times faster than real ones
+  (1, as AWS, unless a test or the local stack scales them: `INBOX_LOCAL_SFN_WAIT_SCALE`), so an hour of a
+  replay's paced pages can be run in a test in a few seconds with its timeout still enforced: a Wait that would
+  end past the deadline ends at it and times the execution out there; other states are checked against it
+  every few milliseconds of real time.
+
 And two for speed, not behaviour (measured with a sampling profile of a replay): moto's interpreter parses every
 JSONPath again each time it evaluates it (jsonpath_ng builds a yacc parser per call), and builds a new boto3 client
 for every task it runs; ``install()`` makes it reuse parsed paths and one client per service and endpoint.
@@ -35,8 +45,11 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
+import os
 import sys
 import threading
+import time
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import botocore.session
@@ -44,14 +57,18 @@ from moto.core.responses import ActionResult
 from moto.core.utils import camelcase_to_underscores
 from moto.stepfunctions.exceptions import InvalidToken, ValidationException
 from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType, StateMachineType
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
     StateTaskServiceSfn,
 )
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext, EventManager
 from moto.stepfunctions.parser.asl.utils import boto_client, json_path
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+from moto.stepfunctions.parser.utils import TMP_THREADS
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.replay_definition import EXECUTION_HISTORY_LIMIT
@@ -287,9 +304,116 @@ def install_history_paging() -> None:
     StepFunctionResponse.get_execution_history = _get_execution_history  # type: ignore[method-assign]
 
 
+# ---------------------------------------------------------------------------------- TimeoutSeconds, on a clock
+ENV_WAIT_SCALE: Final = "INBOX_LOCAL_SFN_WAIT_SCALE"
+TIMEOUT_POLL_SECONDS: Final = 0.005  # how often, in real time, a running execution is checked against its deadline
+_UNWIND_SECONDS: Final = 10.0  # real time a timed-out execution's current state gets to stop before it is left
+
+
+@dataclass
+class ExecutionClock:
+    """How fast a Wait state's seconds pass locally: ``scale`` of them per real second (1: as in AWS; infinite:
+    a Wait takes no real time). Every other state runs in real time."""
+
+    scale: float = 1.0
+
+    def real_seconds(self, seconds: float) -> float:
+        return 0.0 if self.scale == float("inf") else seconds / self.scale
+
+
+CLOCK = ExecutionClock(float(os.environ.get(ENV_WAIT_SCALE) or 1.0))
+
+
+@dataclass
+class ExecutionTimer:
+    """One execution's time: real time since it started, plus the Wait seconds that passed without being waited
+    for in real time (``CLOCK``)."""
+
+    timeout_seconds: float | None
+    env: Environment
+    started: float = field(default_factory=time.monotonic)
+    skipped: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def elapsed(self) -> float:
+        with self.lock:
+            return time.monotonic() - self.started + self.skipped
+
+    def remaining(self) -> float | None:
+        return None if self.timeout_seconds is None else self.timeout_seconds - self.elapsed()
+
+    def expired(self) -> bool:
+        remaining = self.remaining()
+        return remaining is not None and remaining <= 0
+
+    def wait(self, seconds: float) -> bool:
+        """A Wait state's ``seconds`` on this clock, cut short at the deadline. True when the wait ran to its
+        end; False when the deadline came first (the execution is then timed out) or the execution stopped."""
+        remaining = self.remaining()
+        until_deadline = remaining is not None and remaining <= seconds
+        span = max(0.0, remaining if until_deadline and remaining is not None else seconds)
+        began = time.monotonic()
+        real_end = began + CLOCK.real_seconds(span)
+        while (left := real_end - time.monotonic()) > 0:
+            self.env.program_state_event.wait(left)  # set when the execution stops, fails or times out
+            if not self.env.is_running():
+                return False
+        with self.lock:
+            self.skipped += max(0.0, span - (time.monotonic() - began))
+        if until_deadline:
+            self.env.set_timed_out()
+            return False
+        return True
+
+
+def _timer_of(env: Environment) -> ExecutionTimer | None:
+    timer: ExecutionTimer | None = getattr(env.event_manager, "execution_timer", None)
+    return timer
+
+
+def _wait_interval(self: WaitFunction, env: Environment, wait_seconds: int) -> None:
+    timer = _timer_of(env)
+    if timer is None:  # an execution started before install()
+        _ORIGINAL_WAIT_INTERVAL(self, env, wait_seconds)
+        return
+    timer.wait(wait_seconds)
+
+
+def _eval_program(self: Program, env: Environment) -> None:
+    """Program.eval, with TimeoutSeconds on the execution's own clock instead of moto's wall-clock join."""
+    if env.is_frame():  # a Map iteration's program: it runs on its execution's clock, already set
+        _ORIGINAL_PROGRAM_EVAL(self, env)
+        return
+    timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
+    timer = ExecutionTimer(timeout, env)
+    env.event_manager.execution_timer = timer  # type: ignore[attr-defined]  # Map frames share the manager
+    env.next_state_name = self.start_at.start_at_name
+    worker = threading.Thread(target=EvalComponent.eval, args=(self, env), daemon=True)
+    TMP_THREADS.append(worker)
+    worker.start()
+    while worker.is_alive():
+        worker.join(TIMEOUT_POLL_SECONDS)
+        if worker.is_alive() and timer.expired():
+            env.set_timed_out()
+            break
+    # A timed-out execution: its current state stops (a Wait at once), and the interpreter records
+    # ExecutionTimedOut before the execution's status is reported.
+    worker.join(_UNWIND_SECONDS)
+
+
+_ORIGINAL_WAIT_INTERVAL: Final = WaitFunction._wait_interval
+_ORIGINAL_PROGRAM_EVAL: Final = Program.eval
+
+
+def install_execution_timeout() -> None:
+    WaitFunction._wait_interval = _wait_interval  # type: ignore[method-assign]
+    Program.eval = _eval_program  # type: ignore[method-assign]
+
+
 def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
     """The corrections above, in this process (idempotent)."""
     install_history_limit(limit)
+    install_execution_timeout()
     install_history_paging()
     install_start_execution_integration()
     install_client_reuse()

@@ -79,6 +79,18 @@ MAX_WAIT_SECONDS: Final = 300
 DEFAULT_MAX_EVENTS: Final = 500
 MAX_EVENTS_LIMIT: Final = 1000
 TIMEOUT_SECONDS: Final = 3600
+# An execution that runs past TimeoutSeconds is stopped (TIMED_OUT) wherever it is, and starts no successor
+# (https://docs.aws.amazon.com/step-functions/latest/dg/statemachine-structure.html). Its pages' waits alone could
+# take MAX_PAGES_PER_EXECUTION x MAX_WAIT_SECONDS = 60,000 s, so an execution also continues in a new one once the
+# waits it has counted reach WAIT_BUDGET_SECONDS. Every page counts `wait_seconds` (the Wait after it, whether or
+# not it wrote something: an overestimate, so never late), and the check comes after a page's count and before its
+# wait, so at most one more wait follows: an execution waits at most WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS
+# (2,099 s) in all, and WORK_ALLOWANCE_SECONDS is left for its tasks: 3 s for each of its at most 200 Queries and
+# 299 UpdateItems. An allowance, not a bound: a task retried to its last attempt waits 63 s (_retry), so an execution
+# throttled throughout could still reach the timeout; it then ends TIMED_OUT, and the replay is safe to run again
+# (the events it replayed no longer match). `execution_time_bound()` holds the sum under TIMEOUT_SECONDS.
+WORK_ALLOWANCE_SECONDS: Final = 1500
+WAIT_BUDGET_SECONDS: Final = TIMEOUT_SECONDS - WORK_ALLOWANCE_SECONDS - MAX_WAIT_SECONDS
 
 # A STANDARD execution's history holds at most 25,000 events; the execution fails when it would need more
 # (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html, "Maximum execution history size";
@@ -147,6 +159,12 @@ def history_bound() -> int:
     ) * (ITEM_HISTORY_EVENTS + retries)
     by_id = IDS_PER_EXECUTION * (ID_HISTORY_EVENTS + 2 * retries) + PAGE_HISTORY_EVENTS
     return EXECUTION_HISTORY_EVENTS + retries + max(by_age, by_id)
+
+
+def execution_time_bound() -> int:
+    """The longest an execution waits (its counted waits just under the budget, one page's count and its wait
+    more) plus the allowance for its tasks: what TimeoutSeconds must exceed."""
+    return WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS + WORK_ALLOWANCE_SECONDS
 
 
 def first_resume() -> dict[str, Any]:
@@ -308,6 +326,7 @@ def _tally(*, next_shard: bool) -> dict[str, Any]:
         "events.$": "States.Format('{},{}', $.events, States.JsonToString($.page.Items))",
         "wrote.$": _count("replayed"),
         "total.$": f"States.MathAdd($.total, {_selected_count()})",
+        "waited.$": "States.MathAdd($.waited, $.input.wait_seconds)",  # this page's wait, counted before it
     }
     if next_shard:
         parameters["shard.$"] = "States.MathAdd($.shard, 1)"
@@ -363,11 +382,13 @@ def _end(*, complete: bool) -> dict[str, Any]:
     }
 
 
-def _budget_spent(then: str, pages: int, items: int) -> list[dict[str, Any]]:
-    """Choices: this execution did what one execution may (its history budget), so it continues in a new one."""
+def _budget_spent(then: str, pages: int, items: int, wait_budget: int) -> list[dict[str, Any]]:
+    """Choices: this execution did what one execution may (its history budget, or its time: the waits it
+    counted), so it continues in a new one."""
     return [
         {"Variable": "$.counts.pages", "NumericGreaterThanEquals": pages, "Next": then},
         {"Variable": "$.counts.selected", "NumericGreaterThanEquals": items, "Next": then},
+        {"Variable": "$.waited", "NumericGreaterThanEquals": wait_budget, "Next": then},
     ]
 
 
@@ -379,10 +400,13 @@ def replay_definition(
     pages_per_execution: int = MAX_PAGES_PER_EXECUTION,
     items_per_execution: int = MAX_ITEMS_PER_EXECUTION,
     ids_per_execution: int = IDS_PER_EXECUTION,
+    wait_budget_seconds: int = WAIT_BUDGET_SECONDS,
+    timeout_seconds: int = TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
     """The replay state machine (Amazon States Language, JSONPath) for the inbox table ``table_name``.
 
-    The per-execution bounds are parameters so that tests can make a chain of executions out of a few events."""
+    The per-execution bounds are parameters so that tests can make a chain of executions out of a few events (and
+    show what an execution without the time budget would come to)."""
     zero_counts = dict.fromkeys((*OUTCOMES, "selected", "pages"), 0)
     valid_input = {
         "And": [
@@ -598,6 +622,7 @@ def replay_definition(
                 "total.$": "$.input.resume.selected",
                 "counts": zero_counts,
                 "events": "[]",
+                "waited": 0,
             },
             "Next": "QueryFirstPage",
         },
@@ -610,6 +635,7 @@ def replay_definition(
                 "total.$": "$.input.resume.selected",
                 "counts": zero_counts,
                 "events": "[]",
+                "waited": 0,
             },
             "Next": "QueryNextPage",
         },
@@ -636,7 +662,7 @@ def replay_definition(
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
-                *_budget_spent("ResumeAtPage", pages_per_execution, items_per_execution),
+                *_budget_spent("ResumeAtPage", pages_per_execution, items_per_execution, wait_budget_seconds),
                 _wrote("WaitBeforeNextPage"),
             ],
             "Default": "QueryNextPage",
@@ -648,7 +674,7 @@ def replay_definition(
             "Choices": [
                 {"Variable": "$.shard", "NumericGreaterThanEquals": shards, "Next": "Complete"},
                 {"Variable": "$.total", "NumericGreaterThanEqualsPath": "$.input.max_events", "Next": "Incomplete"},
-                *_budget_spent("ResumeAtShard", pages_per_execution, items_per_execution),
+                *_budget_spent("ResumeAtShard", pages_per_execution, items_per_execution, wait_budget_seconds),
                 _wrote("WaitBeforeNextShard"),
             ],
             "Default": "QueryFirstPage",
@@ -713,6 +739,6 @@ def replay_definition(
             "dispatches them again; a dry run returns the plan and changes nothing."
         ),
         "StartAt": "Defaults",
-        "TimeoutSeconds": TIMEOUT_SECONDS,
+        "TimeoutSeconds": timeout_seconds,
         "States": states,
     }

@@ -797,6 +797,9 @@ METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
+# Archiver (shared/retention.py): items archived incomplete: without their body (gone from the body bucket, or
+# unreadable) or without their attributes (a stream image that could not be decoded).
+METRIC_ARCHIVED_INCOMPLETE: Final = "ArchivedIncomplete"
 
 # ------------------------------------------------------------------------------------------------- outbox
 # The transactional outbox (shared/payments/outbox.py): every payment transition and every failed event writes

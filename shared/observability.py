@@ -115,6 +115,8 @@ METRICS: Final[dict[str, MetricDeclaration]] = {
         MetricDeclaration("FailedEvents", (), Emitted.ON_TROUBLE, "dashboard: failed events not replayed yet"),
         MetricDeclaration("EventsRedispatched", (), Emitted.ON_TROUBLE, "dashboard"),
         MetricDeclaration("ReconciliationsRequested", (), Emitted.ON_TROUBLE, "dashboard"),
+        # Archiver (shared/retention.py)
+        MetricDeclaration(definitions.METRIC_ARCHIVED_INCOMPLETE, (), Emitted.ON_TROUBLE, "alarm archive-incomplete"),
     )
 }
 

@@ -14,6 +14,12 @@ zlib-compressed, `body_zlib`, or, written before compression, raw):
 - bodies that lived in the body bucket (`body_s3_key`) are read from it and inlined the same way;
 - `ttl_removed_at` (the stream record's time), `stream_sequence_number`.
 
+One record never holds up its shard: a body the body bucket no longer has (its lifecycle rule expired it before
+TTL deleted the item) or refuses is archived as `body: null` with `body_error` (S3's code) and `body_missing`
+(what that means); an image that cannot be decoded, as its `pk` and `archive_error`. Both are counted
+(`ArchivedIncomplete`, alarmed). Only faults a retry may cure (throttling, a 5xx, the archive's own PutObject)
+fail the batch, which the mapping retries.
+
 Redaction (LGPD): with `INBOX_REDACT_FIELDS` (comma-separated JSON key names, matched case-insensitively), every
 value under such a key, at any depth of a JSON body, is replaced by "[redacted]" in the archive, and the line
 says how many (`redacted_values`). The table is not changed. A redacted body is written back as compact JSON, so
@@ -36,15 +42,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from shared import aws
-from shared.definitions import ARCHIVE_KEY_PREFIX, ENV_ARCHIVE_BUCKET, ENV_BODY_BUCKET, ENV_REDACT_FIELDS, source_of
+from shared import aws, definitions
+from shared.definitions import (
+    ARCHIVE_KEY_PREFIX,
+    ENV_ARCHIVE_BUCKET,
+    ENV_BODY_BUCKET,
+    ENV_REDACT_FIELDS,
+    source_of,
+)
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, inline_body
 from shared.inbox.store import from_attributes
-from shared.observability import logger
+from shared.observability import count_for_provider, logger
 from shared.redaction import parse_redact_fields, redact
 from shared.settings import EnvironmentSettings, text
 from shared.sources import declared_sources
@@ -53,6 +65,16 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# S3's answers for a body no retry will bring back, and what the archive line says of each. With s3:ListBucket
+# (the archiver has it: shared/s3_grants.py) a missing key is NoSuchKey (404 for a HEAD); AccessDenied is then a
+# real refusal (a bucket or key policy), which a retry within the stream's 24 hours would not fix either.
+BODY_UNAVAILABLE_CODES: Final[dict[str, str]] = {
+    "NoSuchKey": "the body bucket no longer holds body_s3_key (expired before the item)",
+    "404": "the body bucket no longer holds body_s3_key (expired before the item)",
+    "AccessDenied": "the body bucket refused to read body_s3_key",
+    "403": "the body bucket refused to read body_s3_key",
+}
 
 
 def archived_body(raw: bytes, fields: frozenset[str]) -> dict[str, Any]:
@@ -110,6 +132,13 @@ def item_from_image(image: Mapping[str, Any]) -> dict[str, Any]:
         return from_attributes({name: _binary_as_bytes(value) for name, value in image.items()})
     except binascii.Error as error:
         raise ValueError(f"undecodable binary attribute in a stream image: {error}") from None
+
+
+def undecodable_item(stream: Mapping[str, Any], error: str) -> dict[str, Any]:
+    """What an archive line can keep of a record whose image did not decode: its key (a string attribute, whatever
+    the rest holds) and why."""
+    key = (stream.get("Keys") or {}).get("pk") or (stream.get("OldImage") or {}).get("pk") or {}
+    return {"pk": key.get("S") if isinstance(key, dict) else None, "archive_error": error}
 
 
 def _safe(value: Any, fallback: str) -> str:
@@ -215,17 +244,30 @@ class Archiver:
         try:
             response = self.s3.get_object(Bucket=self.body_bucket, Key=str(s3_key))
         except ClientError as error:
-            code = error.response["Error"]["Code"]
-            if code in {"NoSuchKey", "404"}:  # gone already (a lifecycle rule): archive what there is, say so
-                logger.warning("archived body missing", extra={"pk": item.get("pk"), "key": s3_key})
-                return {"body": None, "body_error": code}
-            raise  # anything else: the batch is retried
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code not in BODY_UNAVAILABLE_CODES:
+                raise  # a fault that may pass (throttling, a 5xx): the mapping retries the batch
+            # Gone already (the body bucket's lifecycle expired it before TTL deleted the item), or refused: a
+            # retry cannot change that, and a failing batch would hold up every TTL removal of its shard until
+            # the stream drops them. Archive the item without its body, say so on its line, count it (alarmed).
+            logger.warning("archived without its body", extra={"pk": item.get("pk"), "key": s3_key, "error": code})
+            count_for_provider(definitions.METRIC_ARCHIVED_INCOMPLETE, str(item.get("provider") or "unknown"))
+            missing = {"body": None, "body_error": code, "body_missing": BODY_UNAVAILABLE_CODES[code]}
+            digest = str(s3_key).rsplit("/", 1)[-1]  # a body's key ends with its sha256 (body_object_key)
+            return {**missing, "body_sha256": digest} if _SHA256_HEX.fullmatch(digest) else missing
         return archived_body(response["Body"].read(), fields)
 
     def line_for(self, record: Mapping[str, Any]) -> dict[str, Any]:
         stream = record["dynamodb"]
-        item = item_from_image(stream["OldImage"])
-        body = self._body(item)  # takes the raw `body` out of the item
+        try:
+            item = item_from_image(stream["OldImage"])
+        except ValueError as error:  # a record no retry can decode: archived as what can be said of it
+            item = undecodable_item(stream, str(error))
+            logger.warning("archived without its attributes", extra={"pk": item["pk"], "error": str(error)})
+            count_for_provider(definitions.METRIC_ARCHIVED_INCOMPLETE, "unknown")
+            body: dict[str, Any] = {}
+        else:
+            body = self._body(item)  # takes the raw `body` out of the item
         line = {**item, **body}
         line["ttl_removed_at"] = _iso_from_epoch(stream.get("ApproximateCreationDateTime"))
         line["stream_sequence_number"] = str(stream.get("SequenceNumber"))

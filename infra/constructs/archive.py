@@ -17,8 +17,10 @@ the item is already deleted and the stream record is the last copy); what could 
 Permissions, resource by resource (``dispatch_pipe.grant_stream_read``, as the Pipes have them):
 - the inbox stream: DescribeStream, GetRecords, GetShardIterator on the stream ARN; ListStreams on ``*``, the only
   resource that action takes (it has no resource type), acknowledged as such;
-- the archive bucket: PutObject under ``definitions.ARCHIVE_KEY_PREFIX`` only (no read, no delete);
-- the body bucket: GetObject (bodies too large for an item are inlined into the archive);
+- S3, as shared/s3_grants.py declares it: the archive bucket, PutObject under ``definitions.ARCHIVE_KEY_PREFIX``
+  only (no read, no delete); the body bucket, GetObject (bodies too large for an item are inlined into the
+  archive) and ListBucket on the bucket, so that a body already gone (its lifecycle rule expired it before TTL
+  deleted the item) answers NoSuchKey and is archived as missing, not AccessDenied, which would fail the batch;
 - the on-failure queue: send (granted by the mapping's destination).
 """
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 from typing import cast
 
 from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_s3 as s3
@@ -38,8 +39,10 @@ from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_A
 from infra.constructs.dispatch_pipe import LIST_STREAMS_REASON, grant_stream_read
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
+from infra.constructs.s3_access import grant_declared_s3_access
 from infra.nag import acknowledge
 from shared import definitions
+from shared.s3_grants import Bucket
 
 NONCURRENT_VERSION_DAYS = 90
 
@@ -128,13 +131,8 @@ class Archive(Construct):
             "xray:PutTraceSegments and xray:PutTelemetryRecords for active tracing when it is on (-c "
             f"inbox_tracing=true, infra/constructs/python_function.py), and the stream listing: {LIST_STREAMS_REASON}",
         )
-        iam.Grant.add_to_principal(
-            grantee=self.function,
-            actions=["s3:PutObject"],
-            resource_arns=[self.bucket.arn_for_objects(f"{definitions.ARCHIVE_KEY_PREFIX}*")],
-        )
-        iam.Grant.add_to_principal(
-            grantee=self.function, actions=["s3:GetObject"], resource_arns=[inbox.body_bucket.arn_for_objects("*")]
+        grant_declared_s3_access(
+            self.function, "archiver", {Bucket.ARCHIVE: self.bucket, Bucket.BODIES: inbox.body_bucket}
         )
 
         self.mapping = lambda_.EventSourceMapping(
@@ -166,6 +164,7 @@ class Archive(Construct):
             self.role,
             f"AwsSolutions-IAM5[Resource::<{body_id}.Arn>/*]",
             "The archiver inlines a large body into the archive line of its item: any body the inbox stored may be "
-            "read, and its key is only known from the removed item. The grant is s3:GetObject alone, on the body "
-            "bucket, which holds nothing but webhook bodies.",
+            "read, and its key is only known from the removed item. The object grant is s3:GetObject alone, on the "
+            "body bucket, which holds nothing but webhook bodies (with s3:ListBucket on that bucket, so that a body "
+            "already gone is told from a permission fault).",
         )

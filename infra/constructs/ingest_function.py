@@ -20,9 +20,11 @@ from infra.config import StackSettings
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
 from infra.constructs.rejected_log import RejectedLog
+from infra.constructs.s3_access import grant_declared_s3_access
 from infra.constructs.signing_secrets import SigningSecrets
 from infra.nag import acknowledge
 from shared import definitions
+from shared.s3_grants import Bucket
 
 
 class IngestFunction(Construct):
@@ -72,12 +74,8 @@ class IngestFunction(Construct):
         iam.Grant.add_to_principal(
             grantee=self.function, actions=["dynamodb:PutItem"], resource_arns=[storage.table.table_arn]
         )
-        # PutObject only: no reads, no deletes, no ACL or tagging changes.
-        iam.Grant.add_to_principal(
-            grantee=self.function,
-            actions=["s3:PutObject"],
-            resource_arns=[storage.body_bucket.arn_for_objects("*")],
-        )
+        # PutObject only (shared/s3_grants.py): no reads, no deletes, no ACL or tagging changes.
+        grant_declared_s3_access(self.function, "ingest", {Bucket.BODIES: storage.body_bucket})
         secrets.grant_read(self.function)
         rejected.grant_record(self.function)
 

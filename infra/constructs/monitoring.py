@@ -16,6 +16,8 @@ Alarms (each notifies the topic when it fires and when it recovers):
   ``OLDEST_PENDING_THRESHOLD_SECONDS`` for two sweeps in a row. Missing data counts as breaching: the sweeper not
   reporting is itself something to look at (it also re-dispatches and reconciles).
 - ``dead-letter-queue``, ``pipe-dead-letter-queue``, ``archive-failures``: a message is waiting there.
+- ``archive-incomplete``: an item TTL removed was archived without its body or its attributes (ArchivedIncomplete,
+  from the archiver); its archive line says why. The batch is not failed for it, so its shard goes on.
 - ``signature-rejections``: more than ``SIGNATURE_REJECTIONS_THRESHOLD`` rejected signatures in five minutes
   (SignaturesRejected, service-wide: a rotated secret not yet stored, or someone probing the endpoint; the rejected
   log, `inbox rejected list`, names the source).
@@ -297,6 +299,16 @@ class Monitoring(Construct):
             description=(
                 "A validly signed body could not be parsed: it is stored as failed with the reason. "
                 "`inbox events list --status failed`; once the driver handles it, `inbox replay`."
+            ),
+        )
+        alarm(
+            "archive-incomplete",
+            service_metric(definitions.METRIC_ARCHIVED_INCOMPLETE, statistic="Sum"),
+            threshold=1,
+            description=(
+                "An item removed by TTL was archived without its body (the body bucket no longer held it, or "
+                "refused it) or without its attributes: its archive line says which (body_error, archive_error). "
+                "Check the body bucket's lifecycle against the retention, and the archiver's log."
             ),
         )
         sweep_period = Duration.minutes(max(5, settings.sweep_interval_minutes))

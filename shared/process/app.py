@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import uuid
 from collections.abc import Callable, Mapping
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
 # breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
 # a batch's groups take their rate-limit slots together (`BatchSlots`: their requests to a source, one write).
 MAX_CONCURRENT_GROUPS = 4
+# Time kept for one message's DynamoDB writes (the settle's transaction, with the client's retries of a throttled
+# write), on top of its refetch: see message_reserve_seconds. A DynamoDB that stops answering is bounded by
+# shared/aws.py's own timeouts, not by this.
+WRITES_ALLOWANCE_SECONDS = 3.0
 GROUP_THREAD_PREFIX = "group"  # the groups' threads are named `group_{n}` (bench/item_sizes.py attributes by it)
 
 
@@ -212,13 +217,23 @@ def group_source(records: list[dict[str, Any]]) -> str | None:
 
 
 def run_group(
-    records: list[dict[str, Any]], handle: Callable[[dict[str, Any], Refetches], object], *, coalesce: bool = True
+    records: list[dict[str, Any]],
+    handle: Callable[[dict[str, Any], Refetches], object],
+    *,
+    coalesce: bool = True,
+    has_time: Callable[[], bool] = lambda: True,
 ) -> GroupRun:
     """One group's messages, one after the other. The first that raises is reported failed, and so is every later
     one of its group, unattempted: SQS FIFO hands them out again only after it, so the group's order holds (what
-    Powertools' SqsFifoPartialProcessor calls skip_group_on_error). Other groups are not affected."""
+    Powertools' SqsFifoPartialProcessor calls skip_group_on_error). Other groups are not affected.
+
+    A message is started only while `has_time()`: the rest of the group is then returned unattempted (skipped),
+    as after a failure, rather than run into the function's timeout."""
     run = GroupRun(refetches=Refetches(reuse=coalesce))
     for index, record in enumerate(records):
+        if not has_time():
+            run.skipped = [later["messageId"] for later in records[index:]]
+            break
         try:
             handle(record, run.refetches)
         except Exception as error:
@@ -239,11 +254,31 @@ def run_groups(
         return [run(group) for group in groups]
     pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)), thread_name_prefix=GROUP_THREAD_PREFIX)
     try:
-        return list(pool.map(run, groups))
+        # Each group in a copy of the invocation's context (its context variables: the invocation's metrics, and
+        # locally the invocation whose deadline its AWS calls are held to, inbox_local/invocation.py).
+        runs = [pool.submit(contextvars.copy_context().run, run, group) for group in groups]
+        return [future.result() for future in runs]
     finally:
         # A BaseException out of one group (a dying invocation: the chaos harness's InjectedCrash) starts no group
         # that had not started yet, as a Lambda that dies runs nothing more.
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def message_reserve_seconds() -> float:
+    """The time a message may need, at worst, once started: its refetch (shared/gateway/http.py: no attempt starts
+    later than BUDGET_SECONDS after the first, and an attempt lasts at most its connect and read timeouts) and its
+    DynamoDB writes (WRITES_ALLOWANCE_SECONDS). A message is not started with less than this left of the
+    invocation."""
+    from shared.gateway import http  # noqa: PLC0415 - already imported by the processor's gateway clients
+
+    return http.BUDGET_SECONDS + http.CONNECT_TIMEOUT_SECONDS + http.READ_TIMEOUT_SECONDS + WRITES_ALLOWANCE_SECONDS
+
+
+def time_left(context: LambdaContext | None, reserve_seconds: float) -> Callable[[], bool]:
+    """Whether the invocation still has `reserve_seconds` before its timeout (always, without a context)."""
+    if context is None:
+        return lambda: True
+    return lambda: context.get_remaining_time_in_millis() >= reserve_seconds * 1000
 
 
 def process_batch(
@@ -267,8 +302,14 @@ def process_batch(
     The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/ratelimit.py
     `BatchSlots`): the requests its running groups are about to make to a source are gathered into one
     conditional write of the source's schedule, instead of one write per request.
+
+    No message is started with less than `message_reserve_seconds()` left before the function's timeout (the
+    context's remaining time): two waves of refetches against a gateway that hangs would outlast the invocation,
+    which Lambda would then stop, failing the whole batch. The messages not started are reported failed and
+    released, as skipped ones are: they come back at once, their attempts not spent.
     """
     processor = processor or default_processor()
+    has_time = time_left(context, message_reserve_seconds())
     records: list[dict[str, Any]] = event.get("Records", [])
     groups = message_groups(records)
     if len(groups) > 1:
@@ -286,10 +327,12 @@ def process_batch(
         )
 
     def run_one(group: list[dict[str, Any]]) -> GroupRun:
+        if not has_time():  # not started: no rate-limit slot taken for it either
+            return GroupRun(skipped=[record["messageId"] for record in group])
         if slots is None:
-            return run_group(group, handle, coalesce=coalesce)
+            return run_group(group, handle, coalesce=coalesce, has_time=has_time)
         with slots.group(group[0]["messageId"]):
-            return run_group(group, handle, coalesce=coalesce)
+            return run_group(group, handle, coalesce=coalesce, has_time=has_time)
 
     runs = run_groups(groups, run_one, workers=max_concurrent_groups)
     failed = {message_id for run in runs for message_id in (*run.failed, *run.skipped)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -125,3 +126,37 @@ def test_retention_run_refuses_a_bad_moment(stack):
     result = stack.cli("retention", "run", "--now", "next tuesday", check=False)
     assert result.returncode != 0
     assert "--now" in result.stderr
+
+
+def test_a_body_the_body_bucket_no_longer_holds_is_archived_as_missing(stack):
+    # Given a Stripe event whose body is too large for its item (random padding: it does not compress), so the
+    # ingest stored it in the body bucket
+    sender = sender_for("stripe")
+    now = int(time.time())
+    sample = json.loads(
+        sender.sample_body(event_id="evt_big_1", resource_id="pi_big_1", status="paid", amount=100, occurred_at=now)
+    )
+    body = json.dumps({**sample, "padding": os.urandom(8192).hex()}).encode()
+    signed = sender.sign(body, DEV_SECRETS["stripe"], now=now, event_id="evt_big_1")
+    headers = {"content-type": "application/json", **signed.headers}
+    assert post_webhook(f"{stack.url}/webhooks/stripe", signed.body, headers)[0] == 200
+    s3 = embedded_s3(stack)
+    bodies = LocalNames().body_bucket
+    stored = [entry["Key"] for entry in s3.list_objects_v2(Bucket=bodies).get("Contents", [])]
+    assert len(stored) == 1
+    # And the bucket's lifecycle expired that body before TTL deleted the item
+    s3.delete_object(Bucket=bodies, Key=stored[0])
+    # When the item expires and the local stack's archiver (holding the archiver's declared S3 grants) archives it
+    future = (datetime.now(UTC) + timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = json.loads(stack.cli("retention", "run", "--now", future, "--json").stdout)
+    assert (report["deleted"], report["archived"], report["not_archived_yet"]) == (1, 1, [])
+    # Then its line says what is missing: S3's NoSuchKey, which the archiver's ListBucket grant lets it see
+    bucket = LocalNames().archive_bucket
+    keys = [entry["Key"] for entry in s3.list_objects_v2(Bucket=bucket, Prefix="archive/").get("Contents", [])]
+    (line,) = [
+        json.loads(raw)
+        for key in keys
+        for raw in gzip.decompress(s3.get_object(Bucket=bucket, Key=key)["Body"].read()).splitlines()
+    ]
+    assert (line["pk"], line["body"], line["body_error"]) == ("stripe#evt_big_1", None, "NoSuchKey")
+    assert line["body_s3_key"] == stored[0]

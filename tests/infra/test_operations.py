@@ -223,6 +223,8 @@ def test_the_archiver_role_is_least_privilege(synthesized: Synthesized) -> None:
             {"Fn::Join": ["", [_get_att(ids["archive_bucket"], "Arn"), f"/{definitions.ARCHIVE_KEY_PREFIX}*"]]}
         ),
         "s3:GetObject": _rendered({"Fn::Join": ["", [_get_att(ids["body_bucket"], "Arn"), "/*"]]}),
+        # on the body bucket itself: a body already gone answers NoSuchKey, not AccessDenied
+        "s3:ListBucket": _rendered(_get_att(ids["body_bucket"], "Arn")),
         # the on-failure destination (what the mapping's SqsDlq grants)
         "sqs:SendMessage": _rendered(failure_queue),
         "sqs:GetQueueAttributes": _rendered(failure_queue),

@@ -20,7 +20,17 @@ from inbox_local.resources import inbox_table_spec
 from inbox_local.step_functions import install as install_step_functions_limits
 from infra.application import cdk_json_context
 from infra.constructs.replay_workflow import ReplayWorkflow
-from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
+from infra.replay_definition import (
+    MAX_PAGES_PER_EXECUTION,
+    MAX_WAIT_SECONDS,
+    TABLE_SUBSTITUTION,
+    TIMEOUT_SECONDS,
+    WAIT_BUDGET_SECONDS,
+    WORK_ALLOWANCE_SECONDS,
+    execution_time_bound,
+    replay_definition,
+    table_placeholder,
+)
 from shared import definitions
 from shared.inbox.model import EventStatus, open_status_value
 
@@ -235,3 +245,23 @@ def test_the_synthesized_definition_plans_then_replays_in_moto(synthesized: Synt
             "stripe#evt_2": ("pending", None),
             "stripe#evt_3": ("processed", None),
         }
+
+
+def test_an_execution_continues_in_a_new_one_before_its_timeout_can_stop_it(synthesized: Synthesized) -> None:
+    # Given the deployed definition
+    definition = json.loads(_state_machine(synthesized)["DefinitionString"])
+    states = definition["States"]
+    # Then its pages' waits alone could outlast TimeoutSeconds (what would stop an execution mid-chain) ...
+    assert definition["TimeoutSeconds"] == TIMEOUT_SECONDS
+    assert MAX_PAGES_PER_EXECUTION * MAX_WAIT_SECONDS > TIMEOUT_SECONDS
+    # ... so each page counts its wait, and once the count reaches the budget the execution continues in a new one
+    for tally in ("TallyNextPage", "TallyNextShard"):
+        assert states[tally]["Parameters"]["waited.$"] == "States.MathAdd($.waited, $.input.wait_seconds)"
+    for choice, resume in (("NextPageWithinLimit", "ResumeAtPage"), ("ShardsLeft", "ResumeAtShard")):
+        budget = {"Variable": "$.waited", "NumericGreaterThanEquals": WAIT_BUDGET_SECONDS, "Next": resume}
+        assert budget in states[choice]["Choices"]
+    for start in ("ScanStart", "ScanResume"):
+        assert states[start]["Parameters"]["waited"] == 0
+    # And the longest an execution can then wait, plus the allowance for its tasks, is within the timeout
+    assert execution_time_bound() == WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS + WORK_ALLOWANCE_SECONDS
+    assert execution_time_bound() < TIMEOUT_SECONDS

@@ -34,6 +34,7 @@ from inbox_local.config import LocalNames
 from inbox_local.pipe import StreamPipe
 from inbox_local.replay import REPLAY_ROLE_ARN, ensure_replay_state_machine
 from inbox_local.resources import provision
+from inbox_local.step_functions import CLOCK
 from inbox_local.step_functions import install as install_step_functions_limits
 from infra.replay_definition import (
     EXECUTION_HISTORY_EVENTS,
@@ -41,7 +42,10 @@ from infra.replay_definition import (
     ITEM_HISTORY_EVENTS,
     MAX_EVENTS_LIMIT,
     MAX_PAGES_PER_EXECUTION,
+    MAX_WAIT_SECONDS,
     PAGE_HISTORY_EVENTS,
+    TIMEOUT_SECONDS,
+    execution_time_bound,
     history_bound,
     replay_definition,
     table_placeholder,
@@ -443,6 +447,54 @@ def test_replay_by_id_beyond_one_execution_continues_with_the_next_chunk(world: 
     assert len(report.executions) == 3  # chunks of SMALL_BUDGET ids
     assert report.counts["replayed"] == 3 and report.counts["not_found"] == SMALL_BUDGET + 2
     assert [event["pk"].partition("#")[2] for event in report.events] == list(ids)  # in order, each once
+
+
+@pytest.fixture
+def paced_hours_in_seconds() -> Iterator[None]:
+    """The local executions' Wait seconds pass without real time (inbox_local/step_functions.py CLOCK); their
+    TimeoutSeconds is still enforced, on that clock."""
+    before = CLOCK.scale
+    CLOCK.scale = float("inf")
+    try:
+        yield
+    finally:
+        CLOCK.scale = before
+
+
+def test_a_slowly_paced_replay_continues_before_its_executions_time_out(
+    world: ReplayWorld, paced_hours_in_seconds: None
+) -> None:
+    # Given more failed events than fit the timeout at the slowest pace: one per page, 300 s after each page
+    events = 2 * definitions.OPEN_EVENTS_SHARDS
+    assert (events - 1) * MAX_WAIT_SECONDS > TIMEOUT_SECONDS
+    pks = {world.put("stripe", "failed") for _ in range(events)}
+    # When they are replayed with the deployed definition (TimeoutSeconds enforced on the scaled clock)
+    report = world.replay(provider="stripe", page_size=1, wait_seconds=MAX_WAIT_SECONDS, poll_seconds=0.01)
+    # Then every execution of the chain ended before its timeout, having continued in a new one in time
+    assert report.complete and len(report.executions) > 1
+    for execution in report.executions:
+        assert world.sfn.describe_execution(executionArn=execution)["status"] == "SUCCEEDED"
+    # And each event was replayed exactly once
+    assert sorted(event["pk"] for event in report.events) == sorted(pks)
+    assert all(item["status"] == "pending" for pk, item in world.items().items() if pk in pks)
+    # And the bound the definition holds to is below the timeout
+    assert execution_time_bound() < TIMEOUT_SECONDS
+
+
+def test_without_the_time_budget_an_execution_times_out_mid_chain(world: ReplayWorld, paced_hours_in_seconds: None):
+    # Given the same replay, on a definition that never continues for time (only for its history budget)
+    definition = replay_definition(world.names.inbox_table, wait_budget_seconds=10**9)
+    machine = world.sfn.create_state_machine(
+        name="replay-no-time-budget", definition=json.dumps(definition), roleArn=REPLAY_ROLE_ARN
+    )["stateMachineArn"]
+    pks = {world.put("stripe", "failed") for _ in range(2 * definitions.OPEN_EVENTS_SHARDS)}
+    # When it runs at the slowest pace
+    with pytest.raises(ReplayFailed, match="TIMED_OUT"):
+        world.replay(state_machine_arn=machine, provider="stripe", page_size=1, wait_seconds=MAX_WAIT_SECONDS)
+    # Then it stopped at its timeout with events left unreplayed, and started no successor
+    items = world.items()
+    assert 0 < sum(items[pk]["status"] == "pending" for pk in pks) < len(pks)
+    assert len(world.sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """The local Step Functions is held to AWS's execution-history quota (inbox_local/step_functions.py): the event that
 would be number `limit` is ExecutionSucceeded or the execution fails with it replaced by ExecutionFailed
 (https://docs.aws.amazon.com/step-functions/latest/dg/bp-history-limit.html). The limit is lowered here through
-the installer's parameter so that a few Pass states reach it."""
+the installer's parameter so that a few Pass states reach it. And its executions are held to TimeoutSeconds, on a
+clock whose Wait seconds the tests may scale (https://docs.aws.amazon.com/step-functions/latest/dg/statemachine-structure.html)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from moto import mock_aws
 
 from inbox_local.step_functions import (
+    CLOCK,
     HISTORY_LIMIT_ERROR,
     HISTORY_PAGE_DEFAULT,
     history_limit,
@@ -140,3 +142,56 @@ def test_a_page_larger_than_aws_allows_or_a_foreign_token_is_refused(sfn: Any) -
         sfn.get_execution_history(executionArn=arn, maxResults=1001)
     with pytest.raises(sfn.exceptions.InvalidToken):
         sfn.get_execution_history(executionArn=arn, nextToken="not-a-token")
+
+
+# ---------------------------------------------------------------------------------- TimeoutSeconds, on a clock
+@pytest.fixture
+def waits_take_no_time() -> Iterator[None]:
+    """Wait states' seconds pass without real time (the local executions' scaled clock); the rest runs as is."""
+    before = CLOCK.scale
+    CLOCK.scale = float("inf")
+    try:
+        yield
+    finally:
+        CLOCK.scale = before
+
+
+def _waits(timeout_seconds: int, *waits: int) -> dict[str, Any]:
+    """Wait states of these seconds, each followed by a Pass, under a state machine TimeoutSeconds."""
+    states: dict[str, Any] = {}
+    for index, seconds in enumerate(waits):
+        states[f"W{index}"] = {"Type": "Wait", "Seconds": seconds, "Next": f"P{index}"}
+        states[f"P{index}"] = {"Type": "Pass", "Next": f"W{index + 1}"}
+    states[f"P{len(waits) - 1}"] = {"Type": "Pass", "End": True}
+    return {"StartAt": "W0", "TimeoutSeconds": timeout_seconds, "States": states}
+
+
+def _entered(events: list[dict[str, Any]]) -> list[str]:
+    return [event["stateEnteredEventDetails"]["name"] for event in events if "stateEnteredEventDetails" in event]
+
+
+def test_an_execution_past_its_timeout_seconds_times_out_where_it_is(sfn: Any, waits_take_no_time: None) -> None:
+    # Given a state machine of TimeoutSeconds 100 whose waits add up to 120 s (on the scaled clock)
+    described, events = _run(sfn, _waits(100, 60, 60))
+    # Then the execution timed out during the second wait: its history ends with ExecutionTimedOut, and the state
+    # after that wait never started
+    assert described["status"] == "TIMED_OUT"
+    assert events[-1]["type"] == "ExecutionTimedOut"
+    assert _entered(events) == ["W0", "P0", "W1"]
+
+
+def test_an_execution_within_its_timeout_seconds_succeeds(sfn: Any, waits_take_no_time: None) -> None:
+    # Given the same waits under TimeoutSeconds 130: they fit
+    described, events = _run(sfn, _waits(130, 60, 60))
+    assert described["status"] == "SUCCEEDED"
+    assert _entered(events) == ["W0", "P0", "W1", "P1"]
+
+
+def test_the_timeout_runs_on_real_time_outside_the_waits(sfn: Any) -> None:
+    # Given AWS's clock (a Wait second is a real second) and a 1-second timeout before a 30-second wait
+    assert CLOCK.scale == 1.0
+    described, events = _run(sfn, _waits(1, 30))
+    # Then the execution timed out at its deadline, inside the wait (which _run would not outwait: 30 s at most)
+    assert described["status"] == "TIMED_OUT"
+    assert events[-1]["type"] == "ExecutionTimedOut"
+    assert _entered(events) == ["W0"]

@@ -5,9 +5,10 @@ Rules, for every import statement anywhere in a module (a function-level or type
 too):
 - `functions/` imports nothing of ours but `shared/`;
 - `shared/` imports nothing of ours outside `shared/` (not functions/, infra/, the local runtime, the CLI...);
-- `infra/` imports from `shared/` only the definitions module, `shared/definitions.py`;
+- `infra/` imports from `shared/` only its pure modules: the definitions module, `shared/definitions.py`, and the
+  functions' S3 grants, `shared/s3_grants.py`;
 - the definitions module itself imports only the standard library (the stack, the local runtime and every Lambda
-  import it).
+  import it), and the other pure modules only the standard library and the definitions module.
 
 Cycles: only what runs when a module is imported counts (top-level statements, class bodies, decorators; not
 function bodies, not `if TYPE_CHECKING:` blocks). A function-level import is how one breaks a cycle on purpose,
@@ -35,6 +36,8 @@ FIRST_PARTY = frozenset(
     {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")} | {path.stem for path in REPO_ROOT.glob("*.py")}
 )
 DEFINITIONS_MODULE = "shared.definitions"
+# What infra/ may import of shared/: modules of plain data, read by the stack and the local runtime alike.
+PURE_SHARED_MODULES = frozenset({DEFINITIONS_MODULE, "shared.s3_grants"})
 
 
 def _imports(modules: Mapping[str, SourceModule]) -> dict[str, set[str]]:
@@ -59,7 +62,7 @@ def _only_shared(imported: str) -> bool:
 def _infra_rule(imported: str) -> bool:
     top = imported.partition(".")[0]
     if top == "shared":
-        return imported == DEFINITIONS_MODULE or imported.startswith(f"{DEFINITIONS_MODULE}.")
+        return any(imported == module or imported.startswith(f"{module}.") for module in PURE_SHARED_MODULES)
     return top == "infra"
 
 
@@ -190,6 +193,16 @@ def test_an_import_cycle_is_found_and_a_function_level_import_breaks_it(tmp_path
     # Then the import-time cycle is reported (not the package re-exporting its module), the broken one is not
     assert cyclic == [["cyclic.a", "cyclic.b", "cyclic.c"]]
     assert broken == []
+
+
+@pytest.mark.parametrize("name", sorted(PURE_SHARED_MODULES - {DEFINITIONS_MODULE}))
+def test_the_other_pure_modules_import_only_the_standard_library_and_the_definitions(name: str) -> None:
+    # Given a pure module's imports, wherever they are
+    module = SourceModule(name, REPO_ROOT / (name.replace(".", "/") + ".py"), is_package=False)
+    imported = set(module_facts(module, runtime_only=False).imports)
+    # Then each is the standard library's or the definitions module (or one of its names)
+    ours = {n for n in imported if n.partition(".")[0] not in sys.stdlib_module_names}
+    assert {n for n in ours if n != DEFINITIONS_MODULE and not n.startswith(f"{DEFINITIONS_MODULE}.")} == set()
 
 
 def test_the_definitions_module_imports_only_the_standard_library() -> None:
