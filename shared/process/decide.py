@@ -25,6 +25,10 @@ class Observation:
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
     account: SubAccount | None = None  # the gateway sub-account the payment was read from (None: the source's own)
     source: str = ""  # the source (account) of the payment; "" means the provider's default source
+    # Whether `event_occurred_at` is the provider's signed word. When it is not (a `signed_fields` class: Adyen's
+    # `eventDate`), an event that changes nothing does not record its time as the watermark: a captured item posted
+    # again after its inbox item is gone must not move `last_event_at` (docs/architecture.md, "Trust classes").
+    time_authenticated: bool = True
 
     def __post_init__(self) -> None:
         if not self.source:
@@ -41,7 +45,7 @@ class Apply:
 @dataclass(frozen=True, slots=True)
 class Touch:
     """No transition, but the payment records that a newer event was seen (its `last_event_at` watermark), so
-    that an older event arriving later cannot apply. Only for observations ordered by event time."""
+    that an older event arriving later cannot apply. Only for observations ordered by an authenticated event time."""
 
     payment: Payment
     previous: Payment
@@ -98,7 +102,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             seen.status is PaymentStatus.PARTIALLY_REFUNDED and seen.amount_refunded > current.amount_refunded
         )
         if not further_refund:
-            if seen.ordered_by_event_time:
+            if seen.ordered_by_event_time and seen.time_authenticated:
                 return Touch(
                     current.evolve(
                         version=current.version + 1,
