@@ -961,12 +961,6 @@ class ProviderEntry(NamedTuple):
         return self.trust in BODY_BINDING_TRUST
 
     @property
-    def signs_event_time(self) -> bool:
-        """Whether an event's time is the provider's word: not for a `signed_fields` class, whose signing string
-        holds no time (Adyen's `eventDate`, Mercado Pago's `date_created`: the ingest caps it at the receipt)."""
-        return self.trust != TRUST_SIGNED_FIELDS
-
-    @property
     def ordering(self) -> str:
         """refetch, occurred_at or none: the kind of the provider's routes (a provider uses one kind)."""
         return self.routes[0].handler if self.routes else ORDERING_NONE

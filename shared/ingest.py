@@ -271,8 +271,9 @@ def trusted_events(
 
     - Time: a time later than receipt plus the source's signature tolerance is the receipt time (a gateway with a
       skewed clock still gets through; a forged 2099 cannot become a payment's watermark). A `signed_fields` class
-      signs no time, so its time is never later than the receipt (no tolerance for a time nobody signed), and the
-      processor does not let such an event move a watermark without a transition (decide.Observation).
+      signs no time, so its time is never later than the receipt (no tolerance for a time nobody signed); and the
+      processor ignores an event that is already the payment's last one (decide.decide), so a captured item posted
+      again once its inbox item is gone moves no watermark.
     - State: a body its class does not bind states nothing when the payment is read back from the gateway (token
       providers with an API): status and amount are then the refetch's, and a changed body cannot fail an event
       on an amount mismatch. (`none` classes are reduced further, to a hint: `as_hint`.)

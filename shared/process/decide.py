@@ -25,10 +25,6 @@ class Observation:
     ordered_by_event_time: bool  # True when the observation comes from the event, not from the gateway's API
     account: SubAccount | None = None  # the gateway sub-account the payment was read from (None: the source's own)
     source: str = ""  # the source (account) of the payment; "" means the provider's default source
-    # Whether `event_occurred_at` is the provider's signed word. When it is not (a `signed_fields` class: Adyen's
-    # `eventDate`), an event that changes nothing does not record its time as the watermark: a captured item posted
-    # again after its inbox item is gone must not move `last_event_at` (docs/architecture.md, "Trust classes").
-    time_authenticated: bool = True
 
     def __post_init__(self) -> None:
         if not self.source:
@@ -45,7 +41,7 @@ class Apply:
 @dataclass(frozen=True, slots=True)
 class Touch:
     """No transition, but the payment records that a newer event was seen (its `last_event_at` watermark), so
-    that an older event arriving later cannot apply. Only for observations ordered by an authenticated event time."""
+    that an older event arriving later cannot apply. Only for observations ordered by event time."""
 
     payment: Payment
     previous: Payment
@@ -91,6 +87,10 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             None,
             "first seen",
         )
+    if seen.ordered_by_event_time and seen.event_id is not None and seen.event_id == current.last_event_id:
+        # The event that last moved the payment, again: a redelivery or a captured copy posted after its inbox item
+        # was gone (retention). It changes nothing, and its time (unsigned for some classes) moves no watermark.
+        return Ignore(f"already applied: {seen.event_id} is the payment's last event")
     if (
         seen.ordered_by_event_time
         and current.last_event_at is not None
@@ -102,7 +102,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             seen.status is PaymentStatus.PARTIALLY_REFUNDED and seen.amount_refunded > current.amount_refunded
         )
         if not further_refund:
-            if seen.ordered_by_event_time and seen.time_authenticated:
+            if seen.ordered_by_event_time:
                 return Touch(
                     current.evolve(
                         version=current.version + 1,

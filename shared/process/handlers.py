@@ -12,7 +12,6 @@ from shared.definitions import (
     HandlerKind,
     ProviderEntry,
     Route,
-    provider_entry,
 )
 from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
@@ -119,17 +118,7 @@ class EventTimeOrderedHandler(StateMachineApply):
             event_occurred_at=event.occurred_at,
             ordered_by_event_time=True,
             account=event.account,
-            time_authenticated=provider_signs_event_time(event.provider),
         )
-
-
-def provider_signs_event_time(provider: str) -> bool:
-    """Whether `provider`'s event times are its signed word (ProviderEntry.signs_event_time). A provider outside the
-    catalog (a user's registered driver) is taken to sign its body, as the generic HMAC driver does."""
-    try:
-        return provider_entry(provider).signs_event_time
-    except KeyError:
-        return True
 
 
 def route_event_types(route: Route) -> tuple[str, ...]:
