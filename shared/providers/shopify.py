@@ -24,8 +24,9 @@ none of them is an event's identity or time:
   `finalized_on`, `evidence_sent_on` and `initiated_at`, a transaction's `processed_at` or `created_at`.
   `X-Shopify-Triggered-At` is not signed: a captured `paid` order posted with a triggered-at in 2099 must not
   become the payment's watermark.
-- The topic header still names the event type (what is routed and shown). It cannot change what a body means:
-  the body's kind decides how it is read, and a body posted under another topic is the same event (the same key).
+- The topic header still names the event type (what is routed and shown; `unknown` without one). It cannot change
+  what a body means: the body's kind decides how it is read, and a body posted under another topic is the same
+  event (the same key).
 
 The payment is the order:
 - `orders/*` topics carry the order: resource = `id`, status = `financial_status`, amount = `total_price`
@@ -171,9 +172,9 @@ class ShopifyDriver(SchemeVerified):
     signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
-        topic = _first_header(request, TOPIC_HEADERS)
-        if not topic:
-            raise PayloadInvalid("missing X-Shopify-Topic header")
+        # Every Shopify delivery names its topic; without one (a changed copy) the body is still what it is, under
+        # the same key, with a type no route applies.
+        topic = _first_header(request, TOPIC_HEADERS) or NO_TOPIC
         body = load_json_object(request.body)
 
         kind = body_kind(body)
@@ -216,6 +217,7 @@ class ShopifyDriver(SchemeVerified):
         return body_digest_id(request.body)
 
 
+NO_TOPIC = "unknown"  # the event type of a delivery without a topic header (routed nowhere)
 KIND_ORDER = "order"
 KIND_TRANSACTION = "transaction"
 KIND_DISPUTE = "dispute"
