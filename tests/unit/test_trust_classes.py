@@ -236,7 +236,7 @@ def test_a_changed_part_of_a_captured_delivery_is_at_most_a_bounded_ignored_even
     new_events: list[dict[str, Any]] = []
     # When every part of it is changed in turn and posted again
     for part, forged in mutations(genuine):
-        code, outcome, items = world.receive(forged)
+        code, _outcome, items = world.receive(forged)
         # Then it is refused, or a duplicate, or new events that settle ignored without touching the payment
         assert code in (200, 401, 403), f"{entry.id}, {part}: answered {code}"
         if code != 200:
@@ -258,7 +258,7 @@ def test_a_changed_part_of_a_captured_delivery_is_at_most_a_bounded_ignored_even
 @pytest.mark.parametrize("entry", PROVIDER_CATALOG, ids=lambda entry: entry.id)
 def test_a_delivery_rebuilt_from_what_the_inbox_keeps_adds_nothing(entry):
     # Given a genuine delivery, stored
-    world, genuine = _start(entry)
+    world, _genuine = _start(entry)
     (item, *_) = [i for i in world.store.items.values() if i["status"] == "pending"] or list(world.store.items.values())
     body = inline_body(item)
     assert body is not None
@@ -287,7 +287,7 @@ def test_an_unbound_body_states_nothing_where_the_payment_is_read_back(entry):
     payment_before = world.payment
     # When the holder of the secret posts bodies stating other statuses, amounts, times and payments
     for part, forged in mutations(genuine):
-        code, outcome, items = world.receive(forged)
+        _code, _outcome, items = world.receive(forged)
         for item in items:
             # Then the stored event states nothing of the body, and its time is never after the receipt + tolerance
             assert {"provider_status", "amount", "currency"}.isdisjoint(item), f"{entry.id}, {part}"
