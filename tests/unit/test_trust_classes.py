@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,9 @@ from inbox_local.config import signing_secret
 from inbox_local.senders import sender_for
 from shared.definitions import (
     PROVIDER_CATALOG,
+    TRUST_BODY,
     TRUST_NONE,
+    TRUST_SIGNED_FIELDS,
     TRUST_TOKEN,
     UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR,
     ProviderEntry,
@@ -36,13 +38,13 @@ from shared.definitions import (
 from shared.gateway.base import PaymentSnapshot
 from shared.inbox.model import inline_body, iso_utc
 from shared.inbox.store import PutOutcome
-from shared.ingest import IngestService
+from shared.ingest import IngestService, Trust, trusted_events, unbound_unparseable_event_id
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Apply, Ignore, Touch
 from shared.process.handlers import default_router
 from shared.process.router import InboxEvent
-from shared.providers import SigningSecrets, WebhookRequest
+from shared.providers import NormalizedEvent, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from shared.settings import IngestSettings
 from shared.sub_account import SubAccount
@@ -234,8 +236,10 @@ def test_a_changed_part_of_a_captured_delivery_is_at_most_a_bounded_ignored_even
     world, genuine = _start(entry)
     payment_before = world.payment
     new_events: list[dict[str, Any]] = []
+    tried = 0
     # When every part of it is changed in turn and posted again
     for part, forged in mutations(genuine):
+        tried += 1
         code, _outcome, items = world.receive(forged)
         # Then it is refused, or a duplicate, or new events that settle ignored without touching the payment
         assert code in (200, 401, 403), f"{entry.id}, {part}: answered {code}"
@@ -243,6 +247,9 @@ def test_a_changed_part_of_a_captured_delivery_is_at_most_a_bounded_ignored_even
             assert not items, f"{entry.id}, {part}: a refused delivery stored something"
             continue
         for item in items:
+            # A changed part never makes a new parsed event (its key comes from authenticated parts): only an
+            # unparseable body its class does not bind adds one, in its hour slot
+            assert item["event_id"].startswith("x_"), f"{entry.id}, {part}: a new event {item['event_id']}"
             decision = world.decide(item)
             assert isinstance(decision, Ignore) or str(decision) in (
                 "settled at receipt: ignored",
@@ -250,6 +257,7 @@ def test_a_changed_part_of_a_captured_delivery_is_at_most_a_bounded_ignored_even
             ), f"{entry.id}, {part}: {decision}"
             assert item.get("occurred_at", "") <= iso_utc(datetime.fromtimestamp(NOW + 300, UTC)), f"{entry.id}, {part}"
         new_events.extend(items)
+    assert tried > 0
     assert world.payment == payment_before  # nothing applied: neither its state nor its last_event_at moved
     # And what all those changes added to the source is bounded (the unparseable bodies' hour slots)
     assert len(new_events) <= UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR, [item["pk"] for item in new_events]
@@ -297,3 +305,65 @@ def test_an_unbound_body_states_nothing_where_the_payment_is_read_back(entry):
             if isinstance(decision, Apply | Touch) and decision.payment.resource_id == RESOURCE_ID:
                 raise AssertionError(f"{entry.id}, {part}: the body moved the payment ({decision.reason})")
     assert world.payment == payment_before
+
+
+# ------------------------------------------------------------------------------ the ingest's rules, one by one
+
+RECEIVED = datetime.fromtimestamp(NOW, UTC)
+
+
+def _event(at: datetime) -> NormalizedEvent:
+    return NormalizedEvent("e1", "t", "r1", at, provider_status="paid", amount=100, currency="BRL")
+
+
+@pytest.mark.parametrize(
+    ("trust", "sent", "stored"),
+    [
+        # a signed time within the tolerance is kept (a gateway whose clock runs a little ahead)
+        (Trust(TRUST_BODY, refetches=False), RECEIVED + timedelta(seconds=299), RECEIVED + timedelta(seconds=299)),
+        # later than the receipt plus the tolerance: the receipt time (2099 is no watermark)
+        (Trust(TRUST_BODY, refetches=False), datetime(2099, 1, 1, tzinfo=UTC), RECEIVED),
+        (Trust(TRUST_BODY, refetches=False), RECEIVED + timedelta(seconds=301), RECEIVED),
+        # a time nobody signed is never later than the receipt
+        (Trust(TRUST_SIGNED_FIELDS, refetches=False), RECEIVED + timedelta(seconds=1), RECEIVED),
+        (Trust(TRUST_SIGNED_FIELDS, refetches=False), RECEIVED - timedelta(days=1), RECEIVED - timedelta(days=1)),
+    ],
+)
+def test_an_event_time_is_capped_by_what_its_class_signs(trust, sent, stored):
+    (event,) = trusted_events((_event(sent),), trust, RECEIVED, 300)
+    assert event.occurred_at == stored
+
+
+def test_an_unbound_body_read_back_from_an_api_states_nothing():
+    (token,) = trusted_events((_event(RECEIVED),), Trust(TRUST_TOKEN, refetches=True), RECEIVED, 300)
+    assert (token.provider_status, token.amount, token.currency) == (None, None, None)
+    assert token.resource_id == "r1"  # what the refetch reads
+    # a body the class binds, or one with no API to read back from (the residual), keeps its state
+    for trust in (Trust(TRUST_BODY, refetches=True), Trust(TRUST_TOKEN, refetches=False)):
+        (kept,) = trusted_events((_event(RECEIVED),), trust, RECEIVED, 300)
+        assert (kept.provider_status, kept.amount, kept.currency) == ("paid", 100, "BRL")
+
+
+def test_unparseable_unbound_bodies_fill_a_bounded_number_of_slots_per_hour():
+    # Given many different bodies received within one hour
+    keys = {unbound_unparseable_event_id(RECEIVED + timedelta(seconds=n), f"junk {n}".encode()) for n in range(500)}
+    # Then they share at most the hour's slots, and the same body is always the same slot
+    assert len(keys) <= UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR
+    assert unbound_unparseable_event_id(RECEIVED, b"x") == unbound_unparseable_event_id(RECEIVED, b"x")
+    assert unbound_unparseable_event_id(RECEIVED + timedelta(hours=1), b"x") != unbound_unparseable_event_id(
+        RECEIVED, b"x"
+    )
+
+
+def test_an_unparseable_body_is_failed_when_bound_and_ignored_when_not():
+    # Given an unparseable body, verified by a body-signing scheme (Stripe) and by a token (Asaas)
+    results = {}
+    for provider in ("stripe", "asaas"):
+        world = World(next(entry for entry in PROVIDER_CATALOG if entry.id == provider))
+        world.clock.now = NOW
+        request = sender_for(provider).sign(b"not json", signing_secret(provider), now=NOW)
+        code, outcome, items = world.receive(request)
+        results[provider] = (code, outcome, [(item["status"], item["event_id"][:2]) for item in items])
+    # Then the signed one is kept failed (a signed event is never dropped), the token's ignored in a slot; both 2xx
+    assert results["stripe"] == (200, "stored_unparseable", [("failed", "b_")])
+    assert results["asaas"] == (200, "stored_unparseable", [("ignored", "x_")])
