@@ -1185,7 +1185,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             display_name="GitHub",
             signature="`X-Hub-Signature-256`",
             signature_source="verified",
-            dedup_key="`X-GitHub-Delivery`",
+            dedup_key="derived: the signed body's digest",
             docs_url="https://docs.github.com/webhooks/securing",
         ),
     ),
