@@ -159,6 +159,9 @@ class IngestService:
             return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", event_id)
         # A refetch-verified delivery's key is its own, so the answer names it (`inbox send` prints it).
         answer: dict[str, Any] = {**accepted, "delivery": event_id} if hint_only else accepted
+        if failure and not trust.binds_body:
+            # Logged, not counted as unparseable: a body nobody signed raises no alarm (bounded by its hour slots)
+            return IngestResult(200, answer, "stored_ignored", event_id, {"reason": failure})
         if failure:
             return IngestResult(200, answer, "stored_unparseable", event_id, {"reason": failure})
         return IngestResult(200, answer, "stored", event_id)
