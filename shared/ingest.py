@@ -26,7 +26,6 @@ from shared.definitions import (
     MULTI_EVENT_INLINE_BODY_BUDGET_BYTES,
     TRUST_BODY,
     TRUST_NONE,
-    TRUST_SIGNED_FIELDS,
     UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR,
     WEBHOOK_PATH_SUFFIXES,
     SourceSpec,
@@ -273,16 +272,15 @@ def trusted_events(
     "Trust classes").
 
     - Time: a time later than receipt plus the source's signature tolerance is the receipt time (a gateway with a
-      skewed clock still gets through; a forged 2099 cannot become a payment's watermark). A `signed_fields` class
-      signs no time, so its time is never later than the receipt (no tolerance for a time nobody signed); and the
-      processor ignores an event that is already the payment's last one (decide.decide), so a captured item posted
-      again once its inbox item is gone moves no watermark.
+      skewed clock still gets through; a forged 2099 cannot become a payment's watermark). That holds for a time
+      nobody signed too (a `signed_fields` class's); and the processor ignores an event that is already the
+      payment's last one (decide.decide), so a captured item posted again once its inbox item is gone moves no
+      watermark.
     - State: a body its class does not bind states nothing when the payment is read back from the gateway (token
       providers with an API): status and amount are then the refetch's, and a changed body cannot fail an event
       on an amount mismatch. (`none` classes are reduced further, to a hint: `as_hint`.)
     Identity is the driver's: each one derives its event id from the parts its class authenticates."""
-    unsigned_time = trust.trust == TRUST_SIGNED_FIELDS
-    latest = received_at + timedelta(seconds=0 if unsigned_time else tolerance_seconds)
+    latest = received_at + timedelta(seconds=tolerance_seconds)
     trusted = []
     for event in events:
         occurred_at = received_at if event.occurred_at > latest else event.occurred_at

@@ -257,7 +257,8 @@ class GenericHmacDriver:
                 amount = raw_amount
         currency = _text_at(body, config.currency_path)
 
-        event_id = (request.header(config.id_header) or "").strip() if config.signs_id_header else ""
+        signed_id_header = config.id_header if config.signs_id_header else None
+        event_id = (request.header(signed_id_header) or "").strip() if signed_id_header else ""
         event_id = event_id or _text_at(body, config.id_path) or ""
         if not event_id:
             event_id = derive_event_id(resource_id or "", event_type, status or "", occurred_at)

@@ -25,8 +25,8 @@ SHA-256 of the manifest of the URL's `data.id`, `x-request-id` and `ts` (`signed
 duplicate), not a new refetch each. Whether Mercado Pago keeps `x-request-id` and `ts` across its retries is not
 documented; if a retry carries new ones it is stored once more and its refetch changes nothing (`ignored`).
 
-Time: `date_created` is read (the RESOURCE's creation date), but it is not signed: the ingest stores the receive
-time for this class (shared/ingest.py, `trusted_events`).
+Time: `date_created` (the RESOURCE's creation date) is not signed: the ingest caps it at the receipt plus the
+tolerance (shared/ingest.py, `trusted_events`), and the refetch, not the time, decides the payment.
 
 Event type: `action` (`payment.created`, `payment.updated`), else `type`. The payment is `data.id` for `type`
 `payment`; other types (merchant_order, chargebacks, subscription_*...) are stored with no resource. The webhook
