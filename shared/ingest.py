@@ -109,13 +109,10 @@ class IngestService:
             driver = cast(LegacySignatureDriver, driver).with_legacy_signature()
         now = self.clock()
         tolerance = source.signature_tolerance_seconds
+        if tolerance is None:
+            tolerance = self.settings.signature_tolerance_seconds
         try:
-            driver.verify(
-                request,
-                self.secrets.signing_secrets(source.name),
-                now=now,
-                tolerance_seconds=self.settings.signature_tolerance_seconds if tolerance is None else tolerance,
-            )
+            driver.verify(request, self.secrets.signing_secrets(source.name), now=now, tolerance_seconds=tolerance)
         except ValueError as misconfigured:  # an empty or malformed configured secret: retry once it is fixed
             raise SecretUnavailable(f"signing secret for {source.name!r} unusable: {misconfigured}") from None
         except SignatureInvalid as rejection:
@@ -134,8 +131,7 @@ class IngestService:
         if len(events) > MAX_EVENTS_PER_DELIVERY:
             reason = f"delivery holds {len(events)} events; at most {MAX_EVENTS_PER_DELIVERY} are stored per delivery"
             return IngestResult(413, {"error": reason}, "too_many_events", extra={"reason": reason})
-        effective_tolerance = self.settings.signature_tolerance_seconds if tolerance is None else tolerance
-        events = trusted_events(events, trust, received_at, effective_tolerance)
+        events = trusted_events(events, trust, received_at, tolerance)
         accepted = {"received": True, **accept_fields(driver)}
         if len(events) > 1:
             return self._receive_many(driver, request, source, events, received_at, accepted)
