@@ -1230,7 +1230,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             display_name="Mercado Pago",
             signature="`x-signature` manifest HMAC",
             signature_source="verified",
-            dedup_key="the signed manifest (`data.id`, `x-request-id`, `ts`)",
+            dedup_key="the signed `data.id` + `x-request-id`",
             docs_url="https://mercadopago.com.br/developers/en/docs/checkout-pro/payment-notifications",
         ),
         trust=TRUST_SIGNED_FIELDS,

@@ -20,10 +20,11 @@ Signing, per Mercado Pago's "Validate notification origin" guide and its officia
   only makes the processor refetch the payment (deduplicated, and the API is the truth).
 
 Dedup: from what the manifest signs, never from the body (the `signed_fields` trust class): the key is `s_` + the
-SHA-256 of the manifest of the URL's `data.id`, `x-request-id` and `ts` (`signed_event_id`). The body's `id`
-("Notification ID") is not signed: a captured notification posted again with other body ids is the same event (a
-duplicate), not a new refetch each. Whether Mercado Pago keeps `x-request-id` and `ts` across its retries is not
-documented; if a retry carries new ones it is stored once more and its refetch changes nothing (`ignored`).
+SHA-256 of the URL's `data.id` and `x-request-id` (`ts` instead when there is no `x-request-id`;
+`signed_event_id`). The body's `id` ("Notification ID") is not signed: a captured notification posted again with
+other body ids is the same event (a duplicate), not a new refetch each. Whether Mercado Pago keeps `x-request-id`
+across its retries is not documented (the local sender keeps it); if a retry carries a new one it is stored once
+more and its refetch changes nothing (`ignored`).
 
 Time: `date_created` (the RESOURCE's creation date) is not signed: the ingest caps it at the receipt plus the
 tolerance (shared/ingest.py, `trusted_events`), and the refetch, not the time, decides the payment.
@@ -128,20 +129,23 @@ def data_id_spellings(data_id: str) -> list[str]:
 
 
 def signed_event_id(request: WebhookRequest) -> str:
-    """The event's key from the signed manifest's parts: the URL's `data.id`, `x-request-id` and the `ts` of
-    `x-signature`. Not the body's `data.id`: without one in the URL, a manifest signed without `id:` verifies
-    whatever the body says, so only the other two are known to be signed (and `x-request-id` is per request)."""
-    header = request.header(SIGNATURE_HEADER)
-    if not header:
-        raise PayloadInvalid("missing x-signature header")
-    try:
-        ts, _ = _parse_signature_header(header)
-    except SignatureInvalid:
-        raise PayloadInvalid("malformed x-signature header") from None
+    """The event's key from parts the manifest signs: the URL's `data.id` and `x-request-id` (Mercado Pago's id of
+    the notification request), or, without an `x-request-id`, the `ts` of `x-signature`. Not the body's `data.id`:
+    without one in the URL, a manifest signed without `id:` verifies whatever the body says. Not `ts` beside an
+    `x-request-id`: a retry that keeps its request id but is signed at another time is the same notification."""
     request_id = (request.header(REQUEST_ID_HEADER) or "").strip() or None
+    ts: str | None = None
+    if request_id is None:
+        header = request.header(SIGNATURE_HEADER)
+        if not header:
+            raise PayloadInvalid("missing x-signature header")
+        try:
+            ts, _ = _parse_signature_header(header)
+        except SignatureInvalid:
+            raise PayloadInvalid("malformed x-signature header") from None
     signed_id = (request.query.get(DATA_ID_QUERY) or "").strip() or None
-    text = manifest(signed_id.lower() if signed_id else None, request_id, ts)
-    return "s_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+    parts = [f"id:{signed_id.lower()}" if signed_id else "", f"request-id:{request_id or ''}", f"ts:{ts or ''}"]
+    return "s_" + hashlib.sha256(";".join(parts).encode("utf-8")).hexdigest()[:40]
 
 
 class MercadoPagoDriver:

@@ -203,8 +203,8 @@ class TestVerify:
 class TestParse:
     def test_payment_notification(self):
         event = driver.parse(_request())
-        # the key is the signed manifest's (the URL's data.id, x-request-id, ts), never the body's unsigned id
-        signed = manifest("999999999", REQUEST_ID, TS)
+        # the key is from signed parts (the URL's data.id, x-request-id), never the body's unsigned id
+        signed = f"id:999999999;request-id:{REQUEST_ID};ts:"
         assert event.event_id == "s_" + hashlib.sha256(signed.encode()).hexdigest()[:40]
         assert event.event_type == "payment.created"
         assert event.resource_id == "999999999"
@@ -235,9 +235,15 @@ class TestParse:
         ]
         # Then every copy has the original's key (a duplicate), however the unsigned body reads
         assert {driver.parse(_request(json.dumps(body).encode())).event_id for body in replays} == {original.event_id}
-        # And a notification signed anew (another x-request-id, another ts) is another key
+        # And another notification request (another x-request-id) is another key
         other = _request(request_id="cc56a2f1-6aae-46ac-982e-9dcd3581d08f")
         assert driver.parse(other).event_id != original.event_id
+
+    def test_without_a_request_id_the_signed_ts_keys_it(self):
+        first = driver.parse(_request(request_id=None))
+        later_ts = f"ts=1704908011,v1={compute_signature('999999999', None, '1704908011', SECRET)}"
+        assert driver.parse(_request(request_id=None, signature=later_ts)).event_id != first.event_id
+        assert driver.parse(_request(request_id=None)).event_id == first.event_id
 
     def test_without_a_data_id_in_the_url_the_key_leaves_the_unsigned_body_id_out(self):
         # Given a notification whose URL carries no data.id (the manifest then signs none)
