@@ -54,9 +54,12 @@ def test_inbox_send_is_accepted_and_listed(local_stack, provider):
     rows = [row for row in listed if row["event_id"] == expected_id]
     assert len(rows) == 1, listed
     assert rows[0]["resource_id"] == (resource_id if names_resource else None)
-    # And sending the same sample again is absorbed as a duplicate
-    again = local_stack.cli("send", provider, "--event-id", event_id, "--resource-id", resource_id)
-    assert '"duplicate":true' in again.stdout, again.stdout
+    # And sending the same sample again is absorbed as a duplicate, where the sent event id is the key (where the key
+    # is the signed body's, a second `inbox send` is a new body, dated when it is sent: test_replays.py posts the
+    # same delivery again instead)
+    if keeps_id:
+        again = local_stack.cli("send", provider, "--event-id", event_id, "--resource-id", resource_id)
+        assert '"duplicate":true' in again.stdout, again.stdout
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
