@@ -368,3 +368,21 @@ def test_an_unparseable_body_is_failed_when_bound_and_ignored_when_not():
     # the token's ignored in a slot (no alarm: it proves nothing); both answered 2xx
     assert results["stripe"] == (200, "stored_unparseable", [("failed", "b_")])
     assert results["asaas"] == (200, "stored_ignored", [("ignored", "x_")])
+
+
+def test_the_docs_state_the_slots_and_every_providers_class_as_the_catalog_does():
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    providers = (ROOT / "docs" / "providers.md").read_text()
+    assert f"at most {UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR} such bodies per source and hour" in architecture
+    assert f"at most {UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR} per source" in providers.replace("\n", " ")
+    table = providers.split("## Trust classes", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[2].strip()
+        for line in table.splitlines()[1:]
+        if line.startswith("| `")
+    }
+    assert {provider: cell.split(":")[0] for provider, cell in rows.items()} == {
+        entry.id: entry.trust for entry in PROVIDER_CATALOG
+    }
+    for entry in PROVIDER_CATALOG:  # a signed_fields class names its fields, as the catalog does
+        assert all(f"`{field}`" in rows[entry.id] for field in entry.signed_fields), entry.id
