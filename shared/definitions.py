@@ -216,11 +216,14 @@ class WaitingFor(StrEnum):
 LIFECYCLE: Final[Mapping[Write, Transition]] = {
     Write.RECEIVE: Transition(
         sources=frozenset(),
-        targets=frozenset({EventStatus.PENDING, EventStatus.FAILED}),  # failed: signed but unparseable
+        # failed: a body its class binds that cannot be parsed; ignored: an unparseable body its class does not
+        # bind (it proves nothing: UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR)
+        targets=frozenset({EventStatus.PENDING, EventStatus.FAILED, EventStatus.IGNORED}),
         dispatch_reason=DispatchReason.RECEIVED,
         attempts=Attempts.RESET,
         last_error=LastError.RECORD,  # the parse failure of an unparseable one
         stamps=("received_at",),
+        optional_fields=("note",),  # why an ignored one is ignored
     ),
     Write.ATTEMPT: Transition(
         sources=_PENDING,
@@ -938,16 +941,44 @@ class ProviderFacts(NamedTuple):
     docs_url: str | None  # the provider's own page on its webhooks (None: the engine is ours)
 
 
-# How a provider's deliveries prove where they come from (docs/providers.md, "Refetch-verified providers").
-# signature: the driver verifies a signature (or a token) and the body is the event: it is deduplicated by its
-# stable id and may state the payment's status. refetch: the sender signs nothing that covers the body (Cielo,
-# Zoop), so a body proves nothing: a notification is only a hint that the processor refetches the payment from the
-# gateway's API, the stored event carries no state from the body (no status, no amount, the receive time), and
-# each delivery is stored under its own key (no body-derived key to dedup on). Only a provider with a refetch
-# API whose every route refetches may be refetch-verified: `catalog_problems` refuses any other at import.
-Verification = Literal["signature", "refetch"]
-VERIFICATION_SIGNATURE: Final[Verification] = "signature"
-VERIFICATION_REFETCH: Final[Verification] = "refetch"
+# What a provider's scheme authenticates: its trust class (docs/architecture.md, "Trust classes"; each provider's
+# class and its documentation source: docs/providers.md, "Trust classes"). What a captured delivery is worth follows
+# from it: someone who holds a delivery but not the secret, changing a part its class leaves unauthenticated, can
+# at most produce a duplicate or an event that settles `ignored` without touching the payment or its watermark.
+# - body: an HMAC or public-key signature over the raw bytes (and, for some, a signed id or timestamp beside
+#   them): the body is the provider's word. Identity, time and state may all come from it.
+# - signed_fields: a signing string of named fields (`signed_fields`), not the body: identity comes only from those
+#   fields, the time is the receipt time (no time is among them), the state from those fields or from the refetch.
+# - secret_prefix: a plain hash of `{secret}{body}`: binds the body against whoever lacks the secret, but is
+#   length-extendable (the driver refuses a body carrying a hash's padding: shared/providers/pagbank.py).
+# - token: a static token or URL secret compared as it is: the body is not authenticated at all; whoever holds the
+#   token is the gateway, and the inbox never stores nor logs it. The state comes from the refetch when the provider
+#   has an API, else from the body ordered by event time (the residual risk docs/providers.md names).
+# - none: nothing the gateway sends is authenticated beyond a header secret (Cielo, Zoop): a notification is only a
+#   hint that the processor refetches the payment from the gateway's API; the stored event carries no state from
+#   the body (no status, no amount, the receive time) and each delivery is stored under its own key (no
+#   body-derived key to dedup on). Only a provider with a refetch API whose every route refetches may be `none`:
+#   `catalog_problems` refuses any other at import.
+TrustClass = Literal["body", "signed_fields", "secret_prefix", "token", "none"]
+TRUST_BODY: Final[TrustClass] = "body"
+TRUST_SIGNED_FIELDS: Final[TrustClass] = "signed_fields"
+TRUST_SECRET_PREFIX: Final[TrustClass] = "secret_prefix"
+TRUST_TOKEN: Final[TrustClass] = "token"
+TRUST_NONE: Final[TrustClass] = "none"
+TRUST_CLASSES: Final[tuple[TrustClass, ...]] = (
+    TRUST_BODY,
+    TRUST_SIGNED_FIELDS,
+    TRUST_SECRET_PREFIX,
+    TRUST_TOKEN,
+    TRUST_NONE,
+)
+# The classes whose scheme binds the whole body (against anyone without the secret): a body of theirs may state a
+# payment's status and time, and one that cannot be parsed is still the provider's (stored `failed`).
+BODY_BINDING_TRUST: Final[frozenset[TrustClass]] = frozenset({TRUST_BODY, TRUST_SECRET_PREFIX})
+# A body the class does not bind and that cannot be parsed proves nothing: it is answered 2xx (a 401 would make a
+# token sender pause its queue: Asaas does after 15 failures), stored `ignored`, and at most this many such bodies
+# per source and hour are kept (their keys are hour slots: a further one is a duplicate of its slot).
+UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR: Final = 8
 
 
 class ProviderEntry(NamedTuple):
@@ -962,13 +993,21 @@ class ProviderEntry(NamedTuple):
     # processor instance and the sweeper's reconciliation (a source overrides it in sources.json). The gateway's
     # documented limit where it publishes one (docs/providers.md cites it), else the conservative default.
     refetch_rate_per_second: float = 0.0  # 0: DEFAULT_REFETCH_RATE_PER_SECOND
-    verification: Verification = VERIFICATION_SIGNATURE  # "refetch": a notification is only a hint (above)
+    # What its scheme authenticates (above); `signed_fields` names the fields of a `signed_fields` class's signing
+    # string, as the provider documents them.
+    trust: TrustClass = TRUST_BODY
+    signed_fields: tuple[str, ...] = ()
     # Path segments the provider appends to the registered URL (Efí: `/pix`): `/webhooks/{source}/{suffix}`
     # reaches the same source, for the sources of this provider only (WEBHOOK_SUFFIX_ROUTES).
     path_suffixes: tuple[str, ...] = ()
     # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
     # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
     legacy_signature: str | None = None
+
+    @property
+    def binds_body(self) -> bool:
+        """Whether its scheme binds the whole body: only then may a body state the payment's status."""
+        return self.trust in BODY_BINDING_TRUST
 
     @property
     def ordering(self) -> str:
@@ -1031,6 +1070,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="body `id`",
             docs_url="https://docs.asaas.com/docs/about-webhooks",
         ),
+        trust=TRUST_TOKEN,  # `asaas-access-token`: the token itself, nothing over the body
     ),
     ProviderEntry(
         id="pagarme",
@@ -1095,6 +1135,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="body `id`",
             docs_url="https://help.hotmart.com/en/article/360001491352",
         ),
+        trust=TRUST_TOKEN,  # `X-HOTMART-HOTTOK`: the token itself, nothing over the body
     ),
     ProviderEntry(
         id="eduzz",
@@ -1125,6 +1166,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             docs_url="https://dev.efipay.com.br/docs/api-pix/webhooks/",
         ),
         path_suffixes=("pix",),
+        trust=TRUST_TOKEN,  # mutual TLS authenticates the connection, `?hmac=` is the secret itself: no body MAC
     ),
     ProviderEntry(
         id="pagbank",
@@ -1139,6 +1181,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="derived",
             docs_url="https://developer.pagbank.com.br/reference/confirmar-autenticidade-da-notificacao",
         ),
+        trust=TRUST_SECRET_PREFIX,  # sha256(token + "-" + body): length-extendable
     ),
     ProviderEntry(
         id="iugu",
@@ -1153,6 +1196,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="derived",
             docs_url="https://dev.iugu.com/docs/gatilhos",
         ),
+        trust=TRUST_TOKEN,  # the token itself, in a header or the URL
     ),
     ProviderEntry(
         id="woovi",
@@ -1190,7 +1234,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             display_name="GitHub",
             signature="`X-Hub-Signature-256`",
             signature_source="verified",
-            dedup_key="`X-GitHub-Delivery`",
+            dedup_key="derived: the signed body's digest",
             docs_url="https://docs.github.com/webhooks/securing",
         ),
     ),
@@ -1205,7 +1249,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             display_name="Shopify",
             signature="`X-Shopify-Hmac-Sha256` base64",
             signature_source="verified",
-            dedup_key="`X-Shopify-Event-Id`",
+            dedup_key="derived from the signed body",
             docs_url="https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
         ),
     ),
@@ -1235,9 +1279,12 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             display_name="Mercado Pago",
             signature="`x-signature` manifest HMAC",
             signature_source="verified",
-            dedup_key="body `id` (notification id), else derived",
+            dedup_key="the signed `data.id` + `x-request-id`",
             docs_url="https://mercadopago.com.br/developers/en/docs/checkout-pro/payment-notifications",
         ),
+        trust=TRUST_SIGNED_FIELDS,
+        # The manifest `id:{data.id};request-id:{x-request-id};ts:{ts};`: the body is not signed.
+        signed_fields=("data.id", "x-request-id", "ts"),
     ),
     ProviderEntry(
         id="adyen",
@@ -1252,6 +1299,18 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             signature_source="verified",
             dedup_key="pspReference + eventCode + success",
             docs_url="https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
+        ),
+        trust=TRUST_SIGNED_FIELDS,
+        # The HMAC signing string of each NotificationRequestItem: `eventDate` and `additionalData` are not in it.
+        signed_fields=(
+            "pspReference",
+            "originalReference",
+            "merchantAccountCode",
+            "merchantReference",
+            "amount.value",
+            "amount.currency",
+            "eventCode",
+            "success",
         ),
     ),
     ProviderEntry(
@@ -1269,8 +1328,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             docs_url=None,
         ),
     ),
-    # Refetch-verified providers (issue 13): senders that sign nothing; a notification is a hint the processor
-    # refetches (VERIFICATION_REFETCH above).
+    # Refetch-verified providers: senders that sign nothing; a notification is a hint the processor refetches
+    # (TRUST_NONE above).
     ProviderEntry(
         id="cielo",
         driver="shared.providers.cielo:driver",
@@ -1286,7 +1345,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="none: each delivery stored",
             docs_url="https://docs.cielo.com.br/ecommerce-cielo-en/docs/notification-post",
         ),
-        verification=VERIFICATION_REFETCH,
+        trust=TRUST_NONE,
     ),
     ProviderEntry(
         id="zoop",
@@ -1301,7 +1360,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             dedup_key="none: each delivery stored",
             docs_url="https://docs.zoop.co/docs/sobre-os-webhooks",
         ),
-        verification=VERIFICATION_REFETCH,
+        trust=TRUST_NONE,
     ),
 )
 
@@ -1311,13 +1370,16 @@ class CatalogInvalid(ValueError):
 
 
 def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
-    """What is wrong with `catalog`: a refetch-verified provider without a refetch API, or with a route that does
-    not refetch (its notifications prove nothing, so only a read from the gateway may move a payment)."""
+    """What is wrong with `catalog`: a trust class that is not one, a `signed_fields` class that names no field (or
+    another class that names some), a refetch-verified provider (`none`) without a refetch API, or with a route
+    that does not refetch (its notifications prove nothing, so only a read from the gateway may move a payment)."""
     problems: list[str] = []
     for entry in catalog:
-        if entry.verification not in (VERIFICATION_SIGNATURE, VERIFICATION_REFETCH):
-            problems.append(f"{entry.id}: verification {entry.verification!r} is not signature or refetch")
-        if entry.verification != VERIFICATION_REFETCH:
+        if entry.trust not in TRUST_CLASSES:
+            problems.append(f"{entry.id}: trust {entry.trust!r} is not one of {', '.join(TRUST_CLASSES)}")
+        if (entry.trust == TRUST_SIGNED_FIELDS) != bool(entry.signed_fields):
+            problems.append(f"{entry.id}: signed_fields are named by, and only by, a signed_fields trust class")
+        if entry.trust != TRUST_NONE:
             continue
         if entry.refetch_client is None:
             problems.append(f"{entry.id}: refetch-verified but has no refetch_client (no API to refetch from)")
@@ -1349,7 +1411,7 @@ WEBHOOK_PATH_SUFFIXES: Final[tuple[str, ...]] = tuple(
 
 # Providers whose notifications are only hints: stored once per delivery, with no state from the body.
 REFETCH_VERIFIED_PROVIDERS: Final[frozenset[str]] = frozenset(
-    entry.id for entry in PROVIDER_CATALOG if entry.verification == VERIFICATION_REFETCH
+    entry.id for entry in PROVIDER_CATALOG if entry.trust == TRUST_NONE
 )
 
 

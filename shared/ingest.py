@@ -15,16 +15,21 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from shared.definitions import (
+    BODY_BINDING_TRUST,
+    HANDLER_REFETCH,
     MAX_EVENTS_PER_DELIVERY,
     MULTI_EVENT_INLINE_BODY_BUDGET_BYTES,
-    REFETCH_VERIFIED_PROVIDERS,
+    TRUST_BODY,
+    TRUST_NONE,
+    UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR,
     WEBHOOK_PATH_SUFFIXES,
     SourceSpec,
+    TrustClass,
     provider_entry,
 )
 from shared.inbox.model import (
@@ -98,18 +103,16 @@ class IngestService:
         """Verify, parse and store one delivery to `source` (default: the driver's provider's default source).
         Raises SecretUnavailable / StorageUnavailable (-> 5xx)."""
         source = source or SourceSpec(name=driver.name, provider=driver.name)
-        hint_only = driver.name in REFETCH_VERIFIED_PROVIDERS
+        trust = trust_of(driver.name)
+        hint_only = trust.trust == TRUST_NONE
         if source.legacy_signature:  # parse_sources allows it only for a provider whose driver has one
             driver = cast(LegacySignatureDriver, driver).with_legacy_signature()
         now = self.clock()
         tolerance = source.signature_tolerance_seconds
+        if tolerance is None:
+            tolerance = self.settings.signature_tolerance_seconds
         try:
-            driver.verify(
-                request,
-                self.secrets.signing_secrets(source.name),
-                now=now,
-                tolerance_seconds=self.settings.signature_tolerance_seconds if tolerance is None else tolerance,
-            )
+            driver.verify(request, self.secrets.signing_secrets(source.name), now=now, tolerance_seconds=tolerance)
         except ValueError as misconfigured:  # an empty or malformed configured secret: retry once it is fixed
             raise SecretUnavailable(f"signing secret for {source.name!r} unusable: {misconfigured}") from None
         except SignatureInvalid as rejection:
@@ -120,6 +123,7 @@ class IngestService:
             )
 
         failure: str | None = None
+        received_at = datetime.fromtimestamp(now, tz=UTC)
         try:
             events = parse_events(driver, request)
         except PayloadInvalid as invalid:
@@ -127,8 +131,8 @@ class IngestService:
         if len(events) > MAX_EVENTS_PER_DELIVERY:
             reason = f"delivery holds {len(events)} events; at most {MAX_EVENTS_PER_DELIVERY} are stored per delivery"
             return IngestResult(413, {"error": reason}, "too_many_events", extra={"reason": reason})
+        events = trusted_events(events, trust, received_at, tolerance)
         accepted = {"received": True, **accept_fields(driver)}
-        received_at = datetime.fromtimestamp(now, tz=UTC)
         if len(events) > 1:
             return self._receive_many(driver, request, source, events, received_at, accepted)
 
@@ -137,6 +141,10 @@ class IngestService:
         if hint_only:  # no identity of its own: each notification is stored under a key of its delivery
             event_id = delivery_event_id(received_at, request.body)
             event = as_hint(event, event_id, received_at) if event is not None else None
+        if event is None and not trust.binds_body:
+            # An unparseable body its class does not bind proves nothing: kept as `ignored`, in one of a bounded
+            # number of keys per source and hour, so that no sender of arbitrary bytes can fill the inbox.
+            event_id = unbound_unparseable_event_id(received_at, request.body)
         pk = event_key(source.name, event_id)
         body = self._store_body(
             source.name, driver.name, pk, redact_secret_fields(request.body, driver.secret_body_fields), received_at
@@ -146,6 +154,9 @@ class IngestService:
             return IngestResult(200, {**accepted, "duplicate": True}, "duplicate", event_id)
         # A refetch-verified delivery's key is its own, so the answer names it (`inbox send` prints it).
         answer: dict[str, Any] = {**accepted, "delivery": event_id} if hint_only else accepted
+        if failure and not trust.binds_body:
+            # Logged, not counted as unparseable: a body nobody signed raises no alarm (bounded by its hour slots)
+            return IngestResult(200, answer, "stored_ignored", event_id, {"reason": failure})
         if failure:
             return IngestResult(200, answer, "stored_unparseable", event_id, {"reason": failure})
         return IngestResult(200, answer, "stored", event_id)
@@ -199,6 +210,7 @@ class IngestService:
             received_at=received_at,
             retention_days=self.settings.retention_days,
             failure=failure,
+            failure_proves_nothing=not trust_of(driver.name).binds_body,
         )
 
     def _store_body(
@@ -222,6 +234,66 @@ class IngestService:
         key = body_object_key(source, pk, body, received_at)
         self.store.put_body(key, body)
         return StoredBody(sha256=digest, size=len(body), s3_key=key)
+
+
+class Trust(NamedTuple):
+    """What a provider's scheme authenticates (its catalog entry's trust class), and how its payments are read."""
+
+    trust: TrustClass
+    refetches: bool  # its routes refetch the payment from the gateway's API
+
+    @property
+    def binds_body(self) -> bool:
+        return self.trust in BODY_BINDING_TRUST
+
+
+# A driver registered at run time (`register_driver`) is not in the catalog: it is held to what every built-in
+# body-signing driver is (the generic HMAC driver signs the body: a template without `{body}` cannot be written).
+_UNLISTED_TRUST = Trust(TRUST_BODY, refetches=False)
+
+
+@cache
+def trust_of(provider: str) -> Trust:
+    try:
+        entry = provider_entry(provider)
+    except KeyError:
+        return _UNLISTED_TRUST
+    return Trust(entry.trust, refetches=entry.ordering == HANDLER_REFETCH)
+
+
+def trusted_events(
+    events: tuple[NormalizedEvent, ...], trust: Trust, received_at: datetime, tolerance_seconds: int
+) -> tuple[NormalizedEvent, ...]:
+    """What of a delivery's events its provider's trust class lets the inbox believe (docs/architecture.md,
+    "Trust classes").
+
+    - Time: a time later than receipt plus the source's signature tolerance is the receipt time (a gateway with a
+      skewed clock still gets through; a forged 2099 cannot become a payment's watermark). That holds for a time
+      nobody signed too (a `signed_fields` class's); and the processor ignores an event that is already the
+      payment's last one (decide.decide), so a captured item posted again once its inbox item is gone moves no
+      watermark.
+    - State: a body its class does not bind states nothing when the payment is read back from the gateway (token
+      providers with an API): status and amount are then the refetch's, and a changed body cannot fail an event
+      on an amount mismatch. (`none` classes are reduced further, to a hint: `as_hint`.)
+    Identity is the driver's: each one derives its event id from the parts its class authenticates."""
+    latest = received_at + timedelta(seconds=tolerance_seconds)
+    trusted = []
+    for event in events:
+        occurred_at = received_at if event.occurred_at > latest else event.occurred_at
+        if not trust.binds_body and trust.refetches:
+            trusted.append(replace(event, occurred_at=occurred_at, provider_status=None, amount=None, currency=None))
+        else:
+            trusted.append(event if occurred_at == event.occurred_at else replace(event, occurred_at=occurred_at))
+    return tuple(trusted)
+
+
+def unbound_unparseable_event_id(received_at: datetime, body: bytes) -> str:
+    """The key of an unparseable body whose scheme does not bind it: one of UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR
+    slots of its receive hour, `x_2024061219_3`, picked by the body's digest (the same body is the same slot: a
+    retry is a duplicate). A further body in a taken slot is a duplicate: what arbitrary bytes can add to a source
+    is bounded by construction, by the inbox's unique key, with no counter to keep."""
+    slot = int.from_bytes(hashlib.sha256(body).digest()[:4], "big") % UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR
+    return f"x_{received_at.astimezone(UTC).strftime('%Y%m%d%H')}_{slot}"
 
 
 def delivery_event_id(received_at: datetime, body: bytes) -> str:

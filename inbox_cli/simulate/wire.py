@@ -38,7 +38,7 @@ def read_back(provider: str, body: bytes, secret: str, *, now: int) -> Normalize
 
 @cache
 def dated_by_delivery(provider: str, body: bytes, secret: str) -> bool:
-    """Whether the driver reads the event's time from what signing adds (Shopify's `X-Shopify-Triggered-At`)
+    """Whether the driver reads the event's time from what signing adds (a signed timestamp header)
     rather than from the body: then a delivery must be signed at the event's time, as the gateway keeps it on
     every retry, or the retries of an old event would look newer than it."""
     first, second = (read_back(provider, body, secret, now=at).occurred_at for at in _PROBE_TIMES)

@@ -36,7 +36,7 @@ class GenericSender:
 
     def sample_body(self, *, event_id: str, resource_id: str, status: str, amount: int, occurred_at: int) -> bytes:
         """A body shaped by the configured paths: `payment.{status}` at `type_path`, the payment under the other
-        paths. The event id is put at `id_path` only when there is no `id_header` (then it travels in the header)."""
+        paths. The event id is put at `id_path` unless the template signs the `id_header` (then it travels there)."""
         config = self.driver.usable_config()
         when = utc_from_epoch(occurred_at).isoformat().replace("+00:00", "Z")
         reverse_map = {canonical: sent for sent, canonical in config.status_map.items()}
@@ -48,7 +48,7 @@ class GenericSender:
             (config.amount_path, amount),
             (config.currency_path, "USD"),
             (config.occurred_at_path, when),
-            (None if config.id_header else config.id_path, event_id),
+            (None if config.signs_id_header else config.id_path, event_id),
         ]
         for path, value in values:
             if path:

@@ -75,7 +75,8 @@ class GitHubSender:
         """A `marketplace_purchase` event (GitHub's closest thing to a payment), for `inbox send github`.
 
         `status` picks the action (see SAMPLE_STATUSES); `resource_id` becomes the purchasing account's login and
-        `amount` the plan's monthly price in cents. The event id travels in X-GitHub-Delivery (see `sign`).
+        `amount` the plan's monthly price in cents. `event_id` travels in X-GitHub-Delivery (see `sign`); the
+        stored key is the body's digest.
         """
         action = sample_values(_SAMPLES, status, gateway="GitHub")
         when = utc_from_epoch(occurred_at).isoformat().replace("+00:00", "Z")

@@ -39,7 +39,9 @@ class MercadoPagoSender:
     def sign(self, body: bytes, secret: str, *, now: int, event_id: str | None = None) -> WebhookRequest:
         """A notification as Mercado Pago sends it: `?data.id=...&type=...` on the URL, x-signature, x-request-id."""
         data_id = body_data_id(body)
-        request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{hashlib.sha256(body).hexdigest()}:{now}"))
+        # One request id per notification, kept on a redelivery signed later (not documented by Mercado Pago either
+        # way; the driver's key is the signed data.id and this id: shared/providers/mercadopago.py)
+        request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, hashlib.sha256(body).hexdigest()))
         ts = str(now)
         signature = compute_signature(data_id_spellings(data_id)[-1] if data_id else None, request_id, ts, secret)
         query = {DATA_ID_QUERY: data_id} if data_id else {}

@@ -97,8 +97,11 @@ def cut(message: str) -> str:
     return message[:MAX_TEXT_LENGTH]
 
 
-def received_attributes(pk: str, status: EventStatus, *, received_at: str, error: str | None = None) -> dict[str, Any]:
-    """The lifecycle attributes of a newly received item (plain Python values: the item is serialized whole)."""
+def received_attributes(
+    pk: str, status: EventStatus, *, received_at: str, error: str | None = None, note: str | None = None
+) -> dict[str, Any]:
+    """The lifecycle attributes of a newly received item (plain Python values: the item is serialized whole): a
+    failed one's `error`, an ignored one's `note`."""
     transition = LIFECYCLE[Write.RECEIVE]
     if status not in transition.targets:
         raise ValueError(f"a received item is {sorted(transition.targets)}, not {status}")
@@ -110,6 +113,8 @@ def received_attributes(pk: str, status: EventStatus, *, received_at: str, error
     }
     if error is not None:
         attributes["last_error"] = error
+    if note is not None:
+        attributes["note"] = cut(note)
     if status is EventStatus.PENDING and transition.dispatch_reason is not None:
         # Every later dispatching write stamps `dispatched_at` (and the processor's attempts `last_attempt_at`):
         # the sweeper re-dispatches a pending event when none of them nor `received_at` changed for its stale

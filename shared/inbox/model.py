@@ -178,12 +178,16 @@ def build_item(
     received_at: datetime,
     retention_days: int,
     failure: str | None = None,
+    failure_proves_nothing: bool = False,
 ) -> dict[str, Any]:
     """The item for a verified delivery to `source` (default: the provider's default source): pending when
-    parsed, failed (with the reason) when not."""
+    parsed; when not, failed with the reason, or, for a body its scheme does not bind
+    (`failure_proves_nothing`), ignored with the reason as its note."""
     source = source or provider
     pk = event_key(source, event_id)
-    status = EventStatus.FAILED if failure else EventStatus.PENDING
+    status = EventStatus.PENDING
+    if failure:
+        status = EventStatus.IGNORED if failure_proves_nothing else EventStatus.FAILED
     # Every attribute is paid for by each write of the item (billed per KB of the whole item), so nothing here is
     # derivable from the rest: the source is the key's first part (`source_of`), the body's digest is the body's,
     # the payment's key `{source}#{resource_id}` is the group id (or, for a key SQS refuses, what it hashes to).
@@ -193,7 +197,13 @@ def build_item(
         "event_id": event_id,
         # status, open_status, attempts, received_at, and the dispatch (dispatch_id, dispatch_reason) of a pending
         # one, or the failure (last_error) of an unparseable one
-        **received_attributes(pk, status, received_at=iso_utc(received_at), error=failure or None),
+        **received_attributes(
+            pk,
+            status,
+            received_at=iso_utc(received_at),
+            error=failure if status is EventStatus.FAILED else None,
+            note=f"unauthenticated body: {failure}" if status is EventStatus.IGNORED else None,
+        ),
         "expires_at": int(received_at.timestamp()) + retention_days * 86_400,
         "body_size": body.size,
         "headers": {name: request.headers[name] for name in replay_headers if name in request.headers},

@@ -26,8 +26,12 @@ with 2XX" change; the Node library's AccountNotificationResponse: "Respond with 
 `accept_fields`); it must come within 10 s.
 
 The payment is `originalReference` (a modification points at the payment it modifies) or `pspReference`.
-Time: `eventDate` (ISO-8601 with offset, seconds or milliseconds). There is no API to refetch from here: events are
-ordered by `eventDate` and `provider_status` carries the canonical status:
+Time: `eventDate` (ISO-8601 with offset, seconds or milliseconds) is read, but it is NOT in the signing string (the
+`signed_fields` trust class): a captured item posted again after its inbox item's retention with a future
+`eventDate` must not become the payment's watermark: the ingest caps it at the receipt plus the source's tolerance
+(shared/ingest.py, `trusted_events`), and the processor ignores an item that is already the payment's last event.
+What stays unsigned, and so a residual risk docs/providers.md names: `additionalData` (CANCEL_OR_REFUND's
+`modification.action`). There is no API to refetch from here: `provider_status` carries the canonical status:
 
 | eventCode                                        | success=true       | success=false (request refused) |
 |--------------------------------------------------|--------------------|---------------------------------|

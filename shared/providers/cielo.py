@@ -3,7 +3,7 @@
 Cielo signs nothing. Its notification is `{"RecurrentPaymentId"?, "PaymentId", "ChangeType"}` (docs.cielo.com.br,
 "Notification Post"): no status, no amount, no time, nothing that identifies one delivery. It is a hint that
 payment `PaymentId` changed; the processor reads the sale back (`GET {apiquery}/1/sales/{PaymentId}`,
-shared/gateway/cielo.py). The catalog declares Cielo `verification="refetch"`: the ingest stores each delivery
+shared/gateway/cielo.py). The catalog declares Cielo `trust="none"`: the ingest stores each delivery
 under its own key and keeps no state from the body (shared/ingest.py).
 
 Authentication: Cielo sends back up to three static headers (KEY/VALUE) the merchant registers for the

@@ -18,11 +18,13 @@ Verification:
   directions (default: the system tolerance); without it no tolerance is enforced (`signs_timestamp` is False).
 
 Parsing (paths are dotted JSON paths into the body, list indices allowed: `data.items.0.id`):
-- event id: the `id_header` value, else the body at `id_path`, else derived from the business fact
-  (`derive_event_id(resource, type, status, occurred_at)`), never from the whole body;
+- event id: the `id_header` value when the template signs it (`{id}`), else the body at `id_path`, else derived
+  from the business fact (`derive_event_id(resource, type, status, occurred_at)`), never from the whole body. An
+  id header the template does not sign is not an identity: whoever holds a captured delivery could change it;
 - `type_path` (required), `resource_path`, `status_path`, `amount_path` (integer minor units), `currency_path`;
 - `occurred_at_path`: an ISO-8601 string with a zone, or epoch seconds (milliseconds when >= 10^12); without it the
-  timestamp header is used; with neither, the body is PayloadInvalid (stored as failed);
+  timestamp header is used when the template signs it (`{timestamp}`); with neither, the body is PayloadInvalid
+  (stored as failed);
 - `status_map` maps the sender's statuses onto canonical ones (a status not in the map is kept as sent).
 
 There is no API to refetch from: the processor orders these events by `occurred_at`, for the event types matching
@@ -103,6 +105,16 @@ class GenericConfig:
     occurred_at_path: str | None = "created_at"
     status_map: Mapping[str, str] = field(default_factory=dict)
     payment_event_types: tuple[str, ...] = ("payment.*",)
+
+    @property
+    def signs_id_header(self) -> bool:
+        """Whether the `id_header` value is signed (the template holds `{id}`): only then is it an event id."""
+        return bool(self.id_header) and "{id}" in self.signed_content
+
+    @property
+    def signs_timestamp_header(self) -> bool:
+        """Whether the `timestamp_header` value is signed (the template holds `{timestamp}`)."""
+        return bool(self.timestamp_header) and "{timestamp}" in self.signed_content
 
     def __post_init__(self) -> None:
         self.scheme()  # the signature fields are a row of the HMAC engine: it refuses what cannot work
@@ -245,7 +257,8 @@ class GenericHmacDriver:
                 amount = raw_amount
         currency = _text_at(body, config.currency_path)
 
-        event_id = (request.header(config.id_header) or "").strip() if config.id_header else ""
+        signed_id_header = config.id_header if config.signs_id_header else None
+        event_id = (request.header(signed_id_header) or "").strip() if signed_id_header else ""
         event_id = event_id or _text_at(body, config.id_path) or ""
         if not event_id:
             event_id = derive_event_id(resource_id or "", event_type, status or "", occurred_at)
@@ -270,7 +283,7 @@ class GenericHmacDriver:
                 return epoch_to_utc(int(seconds), config.occurred_at_path)
             if value is not None:
                 raise PayloadInvalid(f"field {config.occurred_at_path} must be an ISO-8601 string or epoch seconds")
-        if config.timestamp_header:
+        if config.timestamp_header and config.signs_timestamp_header:
             try:
                 seconds = parse_epoch_seconds((request.header(config.timestamp_header) or "").strip())
             except SignatureInvalid:
@@ -280,7 +293,7 @@ class GenericHmacDriver:
         raise PayloadInvalid("no event time: neither the body's occurred_at nor a timestamp header")
 
     def fallback_event_id(self, request: WebhookRequest) -> str:
-        header = self.config.id_header
+        header = self.config.id_header if self.config.signs_id_header else None
         return ((request.header(header) or "").strip() if header else "") or body_digest_id(request.body)
 
     def payment_event_patterns(self) -> tuple[str, ...]:

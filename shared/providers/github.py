@@ -12,8 +12,11 @@ accepted ONLY when a delivery carries no `X-Hub-Signature-256` at all (GitHub En
 predate SHA-256). When the SHA-256 header is present it alone decides: a wrong SHA-256 signature is never rescued
 by a matching SHA-1 one, so there is no downgrade path.
 
-Dedup: `X-GitHub-Delivery` (a GUID) is the same when a delivery is redelivered, so it is the event id. GitHub does
-not retry failed deliveries automatically; an operator redelivers from the hook's settings (or the API).
+Dedup: the HMAC covers the body only (the `body` trust class), so no header can be an event's identity: the event
+id is the body's digest. A redelivery (GitHub does not retry failed deliveries automatically; an operator redelivers
+from the hook's settings or the API) carries the same body, so the same key; `X-GitHub-Delivery` (a GUID, the same on
+a redelivery) is not signed, and a captured body posted again under other delivery ids is a duplicate of itself.
+The delivery header is still required (every GitHub delivery has one) and kept with the stored event.
 
 GitHub events are not payments: they are stored with no resource, and the payment processor has no route for
 them (they end `ignored`). The event type is `X-GitHub-Event`, refined by the body's `action` when it has one
@@ -80,14 +83,14 @@ class GitHubDriver(SchemeVerified):
         payload = load_json_object(request.body)
         action = get_str(payload, "action", "action")
         return NormalizedEvent(
-            event_id=delivery,
+            event_id=body_digest_id(request.body),
             event_type=f"{event_name}.{action}" if action else event_name,
             resource_id=None,
             occurred_at=utc_from_epoch(self._clock()),
         )
 
     def fallback_event_id(self, request: WebhookRequest) -> str:
-        return request.header(DELIVERY_HEADER) or body_digest_id(request.body)
+        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = GitHubDriver()

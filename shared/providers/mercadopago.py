@@ -19,11 +19,15 @@ Signing, per Mercado Pago's "Validate notification origin" guide and its officia
   genuine delivery would be worse than a replayed one, and replays are harmless here because every notification
   only makes the processor refetch the payment (deduplicated, and the API is the truth).
 
-Dedup: the body `id` ("Notification ID"). Whether Mercado Pago keeps it across retries is not documented; either
-way it is safe: if a retry carried a new id, the copy would only cause one more refetch that changes nothing
-(`ignored`). Deriving a key instead would be worse: `date_created` is the RESOURCE's creation date, so every
-`payment.updated` of one payment would share it and distinct updates would collapse. A body without `id` (not
-seen in practice) gets `derive_event_id(data.id, action, "", date_created)`.
+Dedup: from what the manifest signs, never from the body (the `signed_fields` trust class): the key is `s_` + the
+SHA-256 of the URL's `data.id` and `x-request-id` (`ts` instead when there is no `x-request-id`;
+`signed_event_id`). The body's `id` ("Notification ID") is not signed: a captured notification posted again with
+other body ids is the same event (a duplicate), not a new refetch each. Whether Mercado Pago keeps `x-request-id`
+across its retries is not documented (the local sender keeps it); if a retry carries a new one it is stored once
+more and its refetch changes nothing (`ignored`).
+
+Time: `date_created` (the RESOURCE's creation date) is not signed: the ingest caps it at the receipt plus the
+tolerance (shared/ingest.py, `trusted_events`), and the refetch, not the time, decides the payment.
 
 Event type: `action` (`payment.created`, `payment.updated`), else `type`. The payment is `data.id` for `type`
 `payment`; other types (merchant_order, chargebacks, subscription_*...) are stored with no resource. The webhook
@@ -58,7 +62,6 @@ from shared.providers.base import (
     SigningSecrets,
     WebhookRequest,
     body_digest_id,
-    derive_event_id,
 )
 
 SIGNATURE_HEADER = "x-signature"
@@ -125,6 +128,26 @@ def data_id_spellings(data_id: str) -> list[str]:
     return [data_id] if lowered == data_id or not data_id.isalnum() else [data_id, lowered]
 
 
+def signed_event_id(request: WebhookRequest) -> str:
+    """The event's key from parts the manifest signs: the URL's `data.id` and `x-request-id` (Mercado Pago's id of
+    the notification request), or, without an `x-request-id`, the `ts` of `x-signature`. Not the body's `data.id`:
+    without one in the URL, a manifest signed without `id:` verifies whatever the body says. Not `ts` beside an
+    `x-request-id`: a retry that keeps its request id but is signed at another time is the same notification."""
+    request_id = (request.header(REQUEST_ID_HEADER) or "").strip() or None
+    ts: str | None = None
+    if request_id is None:
+        header = request.header(SIGNATURE_HEADER)
+        if not header:
+            raise PayloadInvalid("missing x-signature header")
+        try:
+            ts, _ = _parse_signature_header(header)
+        except SignatureInvalid:
+            raise PayloadInvalid("malformed x-signature header") from None
+    signed_id = (request.query.get(DATA_ID_QUERY) or "").strip() or None
+    parts = [f"id:{signed_id.lower()}" if signed_id else "", f"request-id:{request_id or ''}", f"ts:{ts or ''}"]
+    return "s_" + hashlib.sha256(";".join(parts).encode("utf-8")).hexdigest()[:40]
+
+
 class MercadoPagoDriver:
     name: str = "mercadopago"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, REQUEST_ID_HEADER)
@@ -172,9 +195,8 @@ class MercadoPagoDriver:
         if is_payment and not resource_id:
             raise PayloadInvalid("missing field data.id")
         occurred_at = self._occurred_at(body)
-        event_id = get_id(body, "id", "id") or derive_event_id(data_id or "", event_type, "", occurred_at)
         return NormalizedEvent(
-            event_id=event_id,
+            event_id=signed_event_id(request),
             event_type=event_type,
             resource_id=resource_id,
             occurred_at=occurred_at,

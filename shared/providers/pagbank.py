@@ -5,6 +5,14 @@ SHA-256 (not an HMAC) of the account token, a hyphen, and the payload exactly as
 recomputed for the current and the previous token (rotation) and compared in constant time; hex case is not
 significant. The header is a digest, not the token: it is kept for re-verification. No timestamp is signed.
 
+Length extension (the `secret_prefix` trust class): SHA-256 is a Merkle-Damgard hash, so from one captured
+`(body, digest)` anyone can compute the digest of `{token}-{body}` + SHA-256's padding + any suffix once they guess
+the token's length, without the token. Such a forged body always carries the padding: a 0x80 byte right after the
+original message, zero bytes, and the original message's length in bits in the 8 bytes that end a 64-byte block.
+`verify` knows each candidate token, so it checks that exact structure (`carries_hash_padding`) and refuses the
+delivery (401, nothing stored); a genuine body never holds a NUL-padded 0x80 followed by its own bit length. A
+genuine body that does not parse (no padding in it) is still PagBank's, stored `failed` with its reason.
+
 Body: the resource itself, no envelope: an order (`ORDE_...`, with `charges[]`) for Orders API notifications, or
 a charge (`CHAR_...`) for Charges API ones. The payment is that resource: the order (its charges move
 together) or the charge. The processor refetches it (`GET /orders/{id}` or `GET /charges/{id}`,
@@ -79,6 +87,30 @@ def compute_signature(body: bytes, token: str) -> str:
     return hashlib.sha256(token.encode("utf-8") + b"-" + body).hexdigest()
 
 
+_BLOCK = 64  # SHA-256's block, in bytes
+_LENGTH_FIELD = 8  # the message length in bits, big-endian, that ends the padding
+
+
+def carries_hash_padding(message: bytes) -> bool:
+    """Whether `message` holds SHA-256's padding of one of its own prefixes: a length-extension forgery's glue.
+
+    For a prefix of `n` bytes the padding is 0x80, then zeros up to 8 bytes before the next 64-byte boundary `end`,
+    then `8 * n` in those 8 bytes. So at every block boundary `end` inside the message, the 8 bytes before it name a
+    candidate `n` (bit length / 8), and the glue is there when `n` is where that padding would start. Linear in the
+    message's length (one look per 64 bytes)."""
+    for end in range(_BLOCK, len(message) + 1, _BLOCK):
+        bits = int.from_bytes(message[end - _LENGTH_FIELD : end], "big")
+        if bits % 8:
+            continue
+        n = bits // 8
+        # The padding of an n-byte message ends at the first block boundary with room for 0x80 and the length.
+        if n >= end or (n + 1 + _LENGTH_FIELD + _BLOCK - 1) // _BLOCK * _BLOCK != end:
+            continue
+        if message[n] == 0x80 and not any(message[n + 1 : end - _LENGTH_FIELD]):
+            return True
+    return False
+
+
 def _charge_of(resource: JsonObject, kind: str) -> tuple[JsonObject | None, str]:
     if kind == "charge":
         return resource, ""
@@ -106,6 +138,10 @@ class PagbankDriver:
         expected = [compute_signature(request.body, token) for token in candidates]
         if not matches_any(expected, [received.strip().lower()]):
             raise SignatureInvalid("no signature matches")
+        # A digest that matches proves nothing when the body extends a signed one (module doc, "Length extension").
+        extended = [carries_hash_padding(token.encode("utf-8") + b"-" + request.body) for token in candidates]
+        if any(extended):
+            raise SignatureInvalid("body extends a signed body (SHA-256 length extension)")
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         resource = load_json_object(request.body)

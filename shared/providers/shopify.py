@@ -11,10 +11,22 @@ Signing, as `@shopify/shopify-api` (shopify-app-js) validates it:
 - Rotation: after the client secret is rotated Shopify may keep signing with the old one for up to an hour; the
   previous secret verifies meanwhile.
 
-Dedup: `X-Shopify-Event-Id` ("the same value across more than one webhook indicates a duplicate", Shopify's
-duplicate-webhook guide). Without it, `X-Shopify-Webhook-Id` (documented as unique per delivery: if it changes on
-a retry, the retry is stored twice, and the occurred_at ordering below makes the second copy `ignored`), and
-without either the id is derived from the business fact (order, topic, status, triggered-at).
+What the HMAC authenticates: the raw body, and nothing else (the `body` trust class). Every header beside the HMAC
+(topic, event id, webhook id, triggered-at, shop domain) can be changed by whoever holds a captured delivery, so
+none of them is an event's identity or time:
+- Dedup: derived from the body alone, `derive_event_id(resource, kind, status, time)`, where the kind is what the
+  body is (an order, a transaction or a dispute: read from its fields, not from the topic header). A redelivery
+  carries the same body, so the same key; a captured body posted again under any other event id, topic or
+  triggered-at is a duplicate of itself. A body that is none of the three (products, customers...) is keyed by its
+  digest (the body is the only authenticated part). Shopify's own `X-Shopify-Event-Id` is not the key: it is not
+  signed.
+- Time: the body's own, when the object last changed: an order's `updated_at`, a dispute's latest of
+  `finalized_on`, `evidence_sent_on` and `initiated_at`, a transaction's `processed_at` or `created_at`.
+  `X-Shopify-Triggered-At` is not signed: a captured `paid` order posted with a triggered-at in 2099 must not
+  become the payment's watermark.
+- The topic header still names the event type (what is routed and shown; `unknown` without one). It cannot change
+  what a body means: the body's kind decides how it is read, and a body posted under another topic is the same
+  event (the same key).
 
 The payment is the order:
 - `orders/*` topics carry the order: resource = `id`, status = `financial_status`, amount = `total_price`
@@ -26,8 +38,8 @@ The payment is the order:
   not the order's, so it is not reported.
 Other topics (products, customers...) are stored with no resource.
 
-Ordering: Shopify's Admin API is not refetched; events are ordered by `X-Shopify-Triggered-At` (when the event
-fired; ISO-8601 UTC with up to nanoseconds, kept to microseconds), falling back to the body's `updated_at`.
+Ordering: Shopify's Admin API is not refetched; events are ordered by the body's time (above; ISO-8601 with an
+offset, kept to microseconds).
 
 Canonical statuses (`provider_status` carries the canonical value; the processor applies it):
 
@@ -160,36 +172,37 @@ class ShopifyDriver(SchemeVerified):
     signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
-        topic = _first_header(request, TOPIC_HEADERS)
-        if not topic:
-            raise PayloadInvalid("missing X-Shopify-Topic header")
+        # Every Shopify delivery names its topic; without one (a changed copy) the body is still what it is, under
+        # the same key, with a type no route applies.
+        topic = _first_header(request, TOPIC_HEADERS) or NO_TOPIC
         body = load_json_object(request.body)
 
-        resource_id: str | None
-        provider_status: str | None
+        kind = body_kind(body)
+        resource_id: str | None = None
+        provider_status: str | None = None
         amount: int | None = None
         currency: str | None = None
-        if topic.startswith("orders/"):
+        if kind == KIND_ORDER:
             resource_id = get_id(body, "id", "id")
             financial = get_str(body, "financial_status", "financial_status")
             provider_status = FINANCIAL_STATUS.get(financial) if financial else None
             currency = get_currency(body, "currency", "currency")
             amount = _minor_units(body, "total_price", currency, "total_price")
-        elif topic.startswith("order_transactions/"):
+        elif kind == KIND_TRANSACTION:
             resource_id = get_id(body, "order_id", "order_id")
             provider_status = transaction_status(get_str(body, "kind", "kind"), get_str(body, "status", "status"))
-        elif topic.startswith("disputes/"):
+        elif kind == KIND_DISPUTE:
             resource_id = get_id(body, "order_id", "order_id")
             dispute = get_str(body, "status", "status")
             provider_status = DISPUTE_STATUS.get(dispute) if dispute else None
             currency = get_currency(body, "currency", "currency")  # the amount is the disputed one: not reported
-        else:
-            resource_id, provider_status = None, None
 
-        occurred_at = self._occurred_at(request, body)
-        event_id = _first_header(request, EVENT_ID_HEADERS) or request.header(WEBHOOK_ID_HEADER)
-        if not event_id:
-            event_id = derive_event_id(resource_id or "", topic, provider_status or "", occurred_at)
+        if kind == KIND_OTHER:
+            occurred_at = _other_time(request, body)
+            event_id = body_digest_id(request.body)
+        else:
+            occurred_at = _body_time(body, kind)
+            event_id = derive_event_id(resource_id or "", kind, provider_status or "", occurred_at)
         return NormalizedEvent(
             event_id=event_id,
             event_type=topic,
@@ -200,22 +213,59 @@ class ShopifyDriver(SchemeVerified):
             currency=currency,
         )
 
-    @staticmethod
-    def _occurred_at(request: WebhookRequest, body: JsonObject) -> datetime:
-        triggered = _first_header(request, TRIGGERED_AT_HEADERS)
-        if triggered:
-            return iso_to_utc(triggered.strip(), "X-Shopify-Triggered-At")
-        updated = get_str(body, "updated_at", "updated_at") or get_str(body, "created_at", "created_at")
-        if updated is None:
-            raise PayloadInvalid("no event time: neither X-Shopify-Triggered-At nor updated_at")
-        return iso_to_utc(updated, "updated_at")
-
     def fallback_event_id(self, request: WebhookRequest) -> str:
-        return (
-            _first_header(request, EVENT_ID_HEADERS)
-            or request.header(WEBHOOK_ID_HEADER)
-            or body_digest_id(request.body)
-        )
+        return body_digest_id(request.body)
+
+
+NO_TOPIC = "unknown"  # the event type of a delivery without a topic header (routed nowhere)
+KIND_ORDER = "order"
+KIND_TRANSACTION = "transaction"
+KIND_DISPUTE = "dispute"
+KIND_OTHER = "other"
+# The fields, most specific first, whose latest value is when a dispute last changed.
+_DISPUTE_TIMES = ("finalized_on", "evidence_sent_on", "initiated_at")
+
+
+def body_kind(body: JsonObject) -> str:
+    """What the signed body is, from its own fields: an order has `financial_status`; a transaction and a dispute
+    name their `order_id`, a transaction with its `kind`, a dispute with its `reason` or `initiated_at`."""
+    if "financial_status" in body:
+        return KIND_ORDER
+    if "order_id" in body:
+        if "kind" in body:
+            return KIND_TRANSACTION
+        if "reason" in body or "initiated_at" in body:
+            return KIND_DISPUTE
+    return KIND_OTHER
+
+
+def _body_time(body: JsonObject, kind: str) -> datetime:
+    """When the object last changed, by the body's own fields (see the module doc)."""
+    if kind == KIND_DISPUTE:
+        times = [iso_to_utc(text, name) for name in _DISPUTE_TIMES if (text := get_str(body, name, name))]
+        if times:
+            return max(times)
+        raise PayloadInvalid("no event time: the dispute has none of " + ", ".join(_DISPUTE_TIMES))
+    names = ("processed_at", "created_at") if kind == KIND_TRANSACTION else ("updated_at", "created_at")
+    for name in names:
+        text = get_str(body, name, name)
+        if text is not None:
+            return iso_to_utc(text, name)
+    raise PayloadInvalid(f"no event time: neither {names[0]} nor {names[1]}")
+
+
+def _other_time(request: WebhookRequest, body: JsonObject) -> datetime:
+    """The time of a body that is no payment's: its `updated_at` or `created_at`, else `X-Shopify-Triggered-At`
+    (GDPR topics' bodies carry no time). Unsigned there, and harmless: such an event orders nothing (it is about
+    no payment), its key is the body's digest, and the ingest clamps a time later than receipt."""
+    for name in ("updated_at", "created_at"):
+        text = get_str(body, name, name)
+        if text is not None:
+            return iso_to_utc(text, name)
+    triggered = _first_header(request, TRIGGERED_AT_HEADERS)
+    if triggered:
+        return iso_to_utc(triggered.strip(), "X-Shopify-Triggered-At")
+    raise PayloadInvalid("no event time: neither updated_at nor X-Shopify-Triggered-At")
 
 
 driver: ProviderDriver = ShopifyDriver()

@@ -2,7 +2,7 @@
 
 Zoop documents its webhooks (docs.zoop.co, "Sobre os Webhooks": registered per marketplace and event type, through
 the API or the Dashboard) and no signature over them: nothing found in its documentation or in the SDKs we read
-proves a body came from Zoop. So Zoop is declared `verification="refetch"`: a notification is a hint that a
+proves a body came from Zoop. So Zoop is declared `trust="none"`: a notification is a hint that a
 transaction changed, the processor reads the transaction back (`GET /v1/marketplaces/{marketplace}/transactions/
 {id}`, shared/gateway/zoop.py), and the ingest keeps no state from the body (shared/ingest.py).
 

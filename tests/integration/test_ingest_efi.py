@@ -76,4 +76,5 @@ def test_a_refund_callback_stores_the_devolucao_beside_the_pix_stored_before(aws
     types = sorted(item["event_type"] for item in stored_items(aws_world))
     assert types == ["pix", "pix.devolucao"]
     [devolucao] = [item for item in stored_items(aws_world) if item["event_type"] == "pix.devolucao"]
-    assert (devolucao["resource_id"], devolucao["provider_status"]) == (E2E, "refunded")
+    # (its status is the refetch's: `?hmac=` is a token, the body states nothing the processor applies)
+    assert devolucao["resource_id"] == E2E and "provider_status" not in devolucao

@@ -27,6 +27,7 @@ PENDING, PROCESSED, IGNORED, FAILED = (
 EXPECTED: dict[tuple[EventStatus | None, EventStatus], set[Write]] = {
     (None, PENDING): {Write.RECEIVE},
     (None, FAILED): {Write.RECEIVE},  # signed but unparseable: stored, never dropped
+    (None, IGNORED): {Write.RECEIVE},  # unparseable, and its scheme does not bind the body: proves nothing
     (PENDING, PENDING): {Write.ATTEMPT, Write.WAIT, Write.REDISPATCH, Write.REPLAY},
     (PENDING, PROCESSED): {Write.SETTLE},
     (PENDING, IGNORED): {Write.SETTLE},

@@ -89,3 +89,18 @@ def test_without_an_api_a_newer_event_of_the_same_status_moves_the_watermark():
     assert decision.payment.last_event_at == "2026-11-29T10:00:03.000000Z"
     later = decide(decision.payment, seen(S.DISPUTED, at="2026-11-29T10:00:02.000000Z", by_time=True), now=NOW)
     assert isinstance(later, Ignore)
+
+
+def test_without_an_api_the_payments_last_event_again_moves_nothing():
+    # Given a payment whose last event is evt_0, and that event posted again with a later time (a captured copy
+    # whose inbox item is gone: its key is free again, and a time nobody signed can be anything up to the receipt)
+    current = payment(S.PAID)
+    replayed = Observation(
+        "stripe", "pi_1", S.PAID, "paid", 1000, "BRL", 0, "evt_0", "2026-11-29T11:59:00.000000Z", True
+    )
+    # Then it is ignored: neither the status nor the watermark moves
+    decision = decide(current, replayed, now=NOW)
+    assert isinstance(decision, Ignore) and "already applied" in decision.reason
+    # (a refetched observation is the gateway's truth, whatever event led to it: not concerned)
+    refetched = Observation("stripe", "pi_1", S.REFUNDED, "refunded", 1000, "BRL", 1000, "evt_0", None, False)
+    assert isinstance(decide(current, refetched, now=NOW), Apply)

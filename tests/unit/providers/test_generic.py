@@ -288,12 +288,30 @@ class TestConfiguration:
 class TestParse:
     def test_defaults(self):
         event = DEFAULT.parse(GenericSender(DEFAULT).sign(BODY, SECRET, now=NOW, event_id="msg_1"))
-        assert event.event_id == "msg_1"  # the id header wins over the body id
+        # the id header is not in the default template ({timestamp}.{body}): unsigned, so the body's id is the key
+        assert event.event_id == "evt_body_1"
         assert event.event_type == "payment.paid"
         assert event.resource_id == "pay_1"
         assert event.provider_status == "paid"
         assert (event.amount, event.currency) == (2599, "BRL")
         assert event.occurred_at == datetime(2024, 6, 12, 19, 45, 3, tzinfo=UTC)
+
+    def test_a_signed_id_header_wins_over_the_body_id(self):
+        config = GenericConfig(signed_content="{id}.{timestamp}.{body}")
+        driver = GenericHmacDriver(config)
+        event = driver.parse(GenericSender(driver).sign(BODY, SECRET, now=NOW, event_id="msg_1"))
+        assert event.event_id == "msg_1"
+        assert driver.fallback_event_id(WebhookRequest(body=b"x", headers={"x-webhook-id": "m"})) == "m"
+
+    def test_an_unsigned_timestamp_header_is_not_an_event_time(self):
+        # Given a configuration with no body time and a timestamp header the template does not sign
+        driver = GenericHmacDriver(GenericConfig(occurred_at_path=None, signed_content="{body}"))
+        headers = {"x-webhook-timestamp": str(NOW)}
+        # Then the body has no time the scheme vouches for
+        with pytest.raises(PayloadInvalid, match="no event time"):
+            driver.parse(WebhookRequest(body=BODY, headers=headers))
+        signed = GenericHmacDriver(GenericConfig(occurred_at_path=None))
+        assert signed.parse(WebhookRequest(body=BODY, headers=headers)).occurred_at == datetime.fromtimestamp(NOW, UTC)
 
     def test_the_body_id_when_there_is_no_id_header(self):
         assert DEFAULT.parse(WebhookRequest(body=BODY, headers={})).event_id == "evt_body_1"
@@ -354,7 +372,10 @@ class TestParse:
             DEFAULT.parse(WebhookRequest(body=body, headers=headers))
 
     def test_fallback_event_id(self):
-        assert DEFAULT.fallback_event_id(WebhookRequest(body=b"x", headers={"x-webhook-id": "m"})) == "m"
+        # the default template does not sign the id header: the body's digest, whatever the header says
+        assert DEFAULT.fallback_event_id(WebhookRequest(body=b"x", headers={"x-webhook-id": "m"})) == body_digest_id(
+            b"x"
+        )
         assert DEFAULT.fallback_event_id(WebhookRequest(body=b"x", headers={})) == body_digest_id(b"x")
 
 

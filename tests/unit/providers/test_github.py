@@ -119,8 +119,9 @@ class TestParse:
         # Given an `issues` delivery parsed at a known instant
         parser = GitHubDriver(clock=lambda: NOW)
         event = parser.parse(_request())
-        # Then the delivery GUID is the event id, the type is event.action, and no payment is named
-        assert event.event_id == DELIVERY
+        # Then the signed body's digest is the event id (X-GitHub-Delivery is not signed), the type is
+        # event.action, and no payment is named
+        assert event.event_id == body_digest_id(BODY)
         assert event.event_type == "issues.opened"
         assert event.resource_id is None
         assert event.provider_status is None
@@ -136,6 +137,9 @@ class TestParse:
         first = GitHubDriver(clock=lambda: NOW).parse(_request())
         again = GitHubDriver(clock=lambda: NOW + 3600).parse(_request())
         assert first.event_id == again.event_id
+        # And the same body under another delivery GUID (a captured one posted again) is the same event too
+        forged = GitHubDriver(clock=lambda: NOW).parse(_request(x_github_delivery="00000000-0000-0000-0000-0000000000"))
+        assert forged.event_id == first.event_id
 
     @pytest.mark.parametrize(
         ("headers", "reason"),
@@ -153,8 +157,8 @@ class TestParse:
         with pytest.raises(PayloadInvalid):
             driver.parse(_request(body))
 
-    def test_fallback_event_id_is_the_delivery(self):
-        assert driver.fallback_event_id(_request(b"not json")) == DELIVERY
+    def test_fallback_event_id_is_the_body_digest(self):
+        assert driver.fallback_event_id(_request(b"not json")) == body_digest_id(b"not json")
         assert driver.fallback_event_id(WebhookRequest(body=b"x", headers={})) == body_digest_id(b"x")
 
 
@@ -166,7 +170,7 @@ class TestSamples:
         _verify(request)
         assert request.header("x-github-event") == "marketplace_purchase"
         event = driver.parse(request)
-        assert event.event_id == "d-1"
+        assert event.event_id == body_digest_id(body)
         assert event.event_type.startswith("marketplace_purchase.")
         assert json.loads(body)["marketplace_purchase"]["plan"]["monthly_price_in_cents"] == 900
 
@@ -185,4 +189,4 @@ class TestSamples:
         stored = {h: request.headers[h] for h in driver.replay_headers if h in request.headers}
         assert SECRET not in stored.values()
         _verify(WebhookRequest(body=BODY, headers=stored))
-        assert driver.parse(WebhookRequest(body=BODY, headers=stored)).event_id == DELIVERY
+        assert driver.parse(WebhookRequest(body=BODY, headers=stored)).event_id == body_digest_id(BODY)

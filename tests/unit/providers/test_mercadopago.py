@@ -203,7 +203,9 @@ class TestVerify:
 class TestParse:
     def test_payment_notification(self):
         event = driver.parse(_request())
-        assert event.event_id == "12345"  # the body's notification id, as text
+        # the key is from signed parts (the URL's data.id, x-request-id), never the body's unsigned id
+        signed = f"id:999999999;request-id:{REQUEST_ID};ts:"
+        assert event.event_id == "s_" + hashlib.sha256(signed.encode()).hexdigest()[:40]
         assert event.event_type == "payment.created"
         assert event.resource_id == "999999999"
         assert event.occurred_at == datetime(2015, 3, 25, 14, 4, 58, 396000, tzinfo=UTC)
@@ -224,14 +226,31 @@ class TestParse:
         body = json.dumps({**NOTIFICATION, "data": {"id": 999999999}}).encode()
         assert driver.parse(_request(body)).resource_id == "999999999"
 
-    def test_without_a_notification_id_the_id_is_derived(self):
-        created = {k: v for k, v in NOTIFICATION.items() if k != "id"}
-        a = driver.parse(_request(json.dumps(created).encode()))
-        b = driver.parse(_request(json.dumps(dict(reversed(list(created.items())))).encode()))
-        updated = driver.parse(_request(json.dumps({**created, "action": "payment.updated"}).encode()))
-        assert a.event_id == b.event_id
-        assert a.event_id.startswith("d_")
-        assert updated.event_id != a.event_id
+    def test_the_key_is_what_the_manifest_signs_whatever_the_body_says(self):
+        # Given one signed notification, and the same one posted with other body ids, actions and dates
+        original = driver.parse(_request())
+        replays = [
+            {**NOTIFICATION, "id": 99999 + n, "action": "payment.updated", "date_created": "2099-01-01T00:00:00Z"}
+            for n in range(5)
+        ]
+        # Then every copy has the original's key (a duplicate), however the unsigned body reads
+        assert {driver.parse(_request(json.dumps(body).encode())).event_id for body in replays} == {original.event_id}
+        # And another notification request (another x-request-id) is another key
+        other = _request(request_id="cc56a2f1-6aae-46ac-982e-9dcd3581d08f")
+        assert driver.parse(other).event_id != original.event_id
+
+    def test_without_a_request_id_the_signed_ts_keys_it(self):
+        first = driver.parse(_request(request_id=None))
+        later_ts = f"ts=1704908011,v1={compute_signature('999999999', None, '1704908011', SECRET)}"
+        assert driver.parse(_request(request_id=None, signature=later_ts)).event_id != first.event_id
+        assert driver.parse(_request(request_id=None)).event_id == first.event_id
+
+    def test_without_a_data_id_in_the_url_the_key_leaves_the_unsigned_body_id_out(self):
+        # Given a notification whose URL carries no data.id (the manifest then signs none)
+        first = driver.parse(_request(data_id=None, signed_id=None))
+        moved = json.dumps({**NOTIFICATION, "data": {"id": "111"}}).encode()
+        # Then another body data.id is not another key
+        assert driver.parse(_request(moved, data_id=None, signed_id=None)).event_id == first.event_id
 
     @pytest.mark.parametrize(
         ("changes", "reason"),
@@ -241,13 +260,12 @@ class TestParse:
             ({"date_created": "2015-03-25 10:04:58"}, "date_created has no time zone"),
             ({"data": {}}, "missing field data.id"),
             ({"data": "999"}, "field data must be an object"),
-            ({"id": 1.5}, "field id must be a string"),
         ],
     )
     def test_invalid_notifications(self, changes, reason):
         body = json.dumps({k: v for k, v in {**NOTIFICATION, **changes}.items() if v is not None}).encode()
         with pytest.raises(PayloadInvalid, match=reason):
-            driver.parse(WebhookRequest(body=body, headers={}))
+            driver.parse(_request(body, data_id=None, signed_id=None))
 
     def test_fallback_event_id_is_the_body_digest(self):
         assert driver.fallback_event_id(WebhookRequest(body=b"x", headers={})) == body_digest_id(b"x")
@@ -261,7 +279,7 @@ class TestSamples:
         assert request.query == {"data.id": "1320000", "type": "payment"}
         _verify(request)
         event = driver.parse(request)
-        assert (event.event_id, event.resource_id) == ("73311", "1320000")
+        assert event.event_id.startswith("s_") and event.resource_id == "1320000"
         assert event.event_type == ("payment.created" if status == "pending" else "payment.updated")
         assert event.occurred_at == datetime.fromtimestamp(NOW, tz=UTC)
 

@@ -9,10 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inbox_local.senders.pagbank import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.pagbank import CHARGE_STATUS, canonical_status, compute_signature, driver
+from shared.providers.pagbank import CHARGE_STATUS, canonical_status, carries_hash_padding, compute_signature, driver
+from tests.length_extension import forge
 
 TOKEN = "pagbank-account-token-0123456789"
 PREVIOUS = "pagbank-account-token-previous"
@@ -92,6 +95,69 @@ class TestVerify:
         stored = {name: request.headers[name] for name in driver.replay_headers}
         assert TOKEN not in stored.values()
         _verify(WebhookRequest(body=CHARGE, headers=stored))
+
+
+class TestLengthExtension:
+    """sha256(token + "-" + body) is length-extendable: from one captured delivery a forger computes a valid digest
+    for the body + SHA-256's padding + any suffix, guessing only the token's length. Such a forgery is refused."""
+
+    SUFFIX = b',"status":"PAID"}'
+
+    def _forged(self, guessed_token_length: int, body: bytes = CHARGE) -> WebhookRequest:
+        # The forger holds the captured body and its header, and guesses len(token) + 1 (the hyphen)
+        captured = _request(body)
+        digest = captured.headers["x-authenticity-token"]
+        glue, forged_digest = forge(digest, guessed_token_length + 1 + len(body), self.SUFFIX)
+        return WebhookRequest(body=body + glue + self.SUFFIX, headers={"x-authenticity-token": forged_digest})
+
+    def test_the_forgery_is_a_valid_digest_that_verify_refuses(self):
+        # Given a forgery made with the token's length guessed right
+        forged = self._forged(len(TOKEN))
+        # Then its digest is exactly what PagBank's scheme computes for the forged body (the forgery works)...
+        assert compute_signature(forged.body, TOKEN) == forged.headers["x-authenticity-token"]
+        assert hashlib.sha256(f"{TOKEN}-".encode() + forged.body).hexdigest() == forged.headers["x-authenticity-token"]
+        # ...and the driver refuses it, saying why
+        with pytest.raises(SignatureInvalid, match="length extension"):
+            _verify(forged)
+
+    def test_every_guess_of_the_token_length_is_refused(self):
+        for guess in range(1, 65):
+            with pytest.raises(SignatureInvalid):
+                _verify(self._forged(guess))
+
+    def test_a_forgery_during_a_rotation_is_refused_for_the_previous_token_too(self):
+        captured = _request(CHARGE, token=PREVIOUS)
+        glue, digest = forge(captured.headers["x-authenticity-token"], len(PREVIOUS) + 1 + len(CHARGE), b"}")
+        with pytest.raises(SignatureInvalid, match="length extension"):
+            _verify(
+                WebhookRequest(body=CHARGE + glue + b"}", headers={"x-authenticity-token": digest}),
+                SigningSecrets(TOKEN, PREVIOUS),
+            )
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            CHARGE,
+            b"",
+            b"\x80" + b"\x00" * 70,  # a 0x80 and zeros, but not followed by its own length
+            "notificationCode=ABC&notificationType=transaction&nome=Jo\u00e3o".encode("latin-1"),
+            bytes(range(256)) * 3,
+        ],
+        ids=["documented", "empty", "0x80-and-zeros", "latin-1-form", "every-byte"],
+    )
+    def test_genuine_bodies_carry_no_padding_and_verify(self, body):
+        assert not carries_hash_padding(f"{TOKEN}-".encode() + body)
+        _verify(_request(body))
+
+    @given(st.binary(max_size=600))
+    def test_no_random_body_is_mistaken_for_a_forgery(self, body):
+        assert not carries_hash_padding(f"{TOKEN}-".encode() + body)
+
+    @given(st.binary(min_size=1, max_size=300), st.binary(max_size=100), st.integers(min_value=1, max_value=80))
+    def test_every_forgery_carries_the_padding(self, body, suffix, token_length):
+        token = "t" * token_length
+        glue, _ = forge(compute_signature(body, token), token_length + 1 + len(body), suffix)
+        assert carries_hash_padding(f"{token}-".encode() + body + glue + suffix)
 
 
 class TestParse:

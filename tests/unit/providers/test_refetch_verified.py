@@ -13,7 +13,7 @@ from shared.definitions import (
     HANDLER_OCCURRED_AT,
     HANDLER_REFETCH,
     REFETCH_VERIFIED_PROVIDERS,
-    VERIFICATION_REFETCH,
+    TRUST_NONE,
     CatalogInvalid,
     ProviderEntry,
     ProviderFacts,
@@ -94,7 +94,7 @@ def _entry(**changes: Any) -> ProviderEntry:
         routes=(Route(HANDLER_REFETCH, ("*",)),),
         dev_secret="x",
         facts=ProviderFacts("Unsigned", "none", "inferred", "none", None),
-        verification=VERIFICATION_REFETCH,
+        trust=TRUST_NONE,
     )
     return entry._replace(**changes)
 
@@ -112,7 +112,8 @@ def test_the_catalog_declares_cielo_and_zoop_refetch_verified():
         ({"refetch_client": None}, "no refetch_client"),
         ({"routes": (Route(HANDLER_OCCURRED_AT, ("*",)),)}, "every route must refetch"),
         ({"routes": ()}, "every route must refetch"),
-        ({"verification": "trust-me"}, "is not signature or refetch"),
+        ({"trust": "trust-me"}, "is not one of body, signed_fields, secret_prefix, token, none"),
+        ({"signed_fields": ("PaymentId",)}, "signed_fields are named by, and only by, a signed_fields trust class"),
     ],
 )
 def test_a_refetch_verified_provider_without_an_api_is_refused_when_the_catalog_loads(changes, problem):

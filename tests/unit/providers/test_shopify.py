@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from inbox_local.senders.shopify import SAMPLE_STATUSES, compute_signature, sender
-from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
+from shared.providers.base import (
+    PayloadInvalid,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    body_digest_id,
+    derive_event_id,
+)
 from shared.providers.shopify import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
 
 SECRET = "shpss_current_client_secret_0123456789"
@@ -105,7 +112,8 @@ class TestVerify:
         # Then it verifies and parses like the classic family
         _verify(request)
         event = driver.parse(request)
-        assert (event.event_id, event.event_type, event.resource_id) == ("evt-events-1", "orders/updated", "450789469")
+        assert (event.event_type, event.resource_id) == ("orders/updated", "450789469")
+        assert event.event_id == driver.parse(_request(ORDER)).event_id
 
     @pytest.mark.parametrize("value", [None, ""])
     def test_missing_hmac(self, value):
@@ -136,14 +144,15 @@ class TestParse:
     def test_order_event(self):
         # Given an orders/updated delivery
         event = driver.parse(_request(ORDER))
-        # Then the event id is X-Shopify-Event-Id, the order is the resource, the status canonical, money exact
-        assert event.event_id == "98880550-7158-44d4-b7cd-2c97c8a091b5"
+        # Then the event id is derived from the signed body (order, kind, status, updated_at), the order is the
+        # resource, the status canonical, money exact
+        assert event.event_id == derive_event_id("450789469", "order", "paid", "2024-06-12T19:45:03+00:00")
         assert event.event_type == "orders/updated"
         assert event.resource_id == "450789469"
         assert event.provider_status == "paid"
         assert (event.amount, event.currency) == (59894, "USD")
-        # occurred_at is X-Shopify-Triggered-At, UTC, nanoseconds truncated to microseconds
-        assert event.occurred_at == datetime(2024, 6, 12, 19, 45, 3, 123456, tzinfo=UTC)
+        # occurred_at is the order's updated_at (signed), in UTC: not X-Shopify-Triggered-At (unsigned)
+        assert event.occurred_at == datetime(2024, 6, 12, 19, 45, 3, tzinfo=UTC)
 
     @pytest.mark.parametrize(("financial", "canonical"), sorted(FINANCIAL_STATUS.items()))
     def test_financial_status_table(self, financial, canonical):
@@ -181,7 +190,14 @@ class TestParse:
         ],
     )
     def test_transaction_events_belong_to_their_order(self, kind, status, canonical):
-        transaction = {"id": 389404469, "order_id": 450789469, "kind": kind, "status": status, "amount": "10.00"}
+        transaction = {
+            "id": 389404469,
+            "order_id": 450789469,
+            "kind": kind,
+            "status": status,
+            "amount": "10.00",
+            "created_at": "2024-06-12T15:45:03-04:00",
+        }
         event = driver.parse(_request(transaction, topic="order_transactions/create"))
         assert event.resource_id == "450789469"
         assert event.provider_status == canonical == transaction_status(kind, status)
@@ -199,7 +215,15 @@ class TestParse:
         ],
     )
     def test_dispute_events(self, dispute_status, canonical):
-        dispute = {"id": 1, "order_id": 450789469, "amount": "11.50", "currency": "USD", "status": dispute_status}
+        dispute = {
+            "id": 1,
+            "order_id": 450789469,
+            "amount": "11.50",
+            "currency": "USD",
+            "reason": "fraudulent",
+            "status": dispute_status,
+            "initiated_at": "2024-06-12T15:45:03-04:00",
+        }
         event = driver.parse(_request(dispute, topic="disputes/update"))
         assert (event.resource_id, event.provider_status, event.amount) == ("450789469", canonical, None)
 
@@ -207,32 +231,77 @@ class TestParse:
         event = driver.parse(_request({"id": 632910392, "title": "IPod Nano"}, topic="products/update"))
         assert (event.resource_id, event.provider_status) == (None, None)
 
-    def test_webhook_id_is_the_fallback_event_id(self):
-        event = driver.parse(_request(ORDER, x_shopify_event_id=""))
-        assert event.event_id == "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"
+    def test_no_unsigned_header_is_the_identity_or_the_time(self):
+        # Given a signed order, and the same body posted with every unsigned header changed (the replay of a
+        # captured delivery: another event id and webhook id, a triggered-at in 2099, another topic)
+        original = driver.parse(_request(ORDER))
+        replayed = driver.parse(
+            _request(
+                ORDER,
+                topic="orders/paid",
+                x_shopify_event_id="forged-event-id",
+                x_shopify_webhook_id="forged-webhook-id",
+                x_shopify_triggered_at="2099-01-01T00:00:00Z",
+            )
+        )
+        # Then it is the same event (a duplicate) at the same time
+        assert (replayed.event_id, replayed.occurred_at) == (original.event_id, original.occurred_at)
 
-    def test_without_any_id_header_the_id_is_derived_from_the_business_fact(self):
-        # Given two copies without id headers, keys re-ordered and an unrelated field changed
-        a = driver.parse(_request(ORDER, x_shopify_event_id="", x_shopify_webhook_id=""))
+    def test_without_a_topic_the_body_is_the_same_event_routed_nowhere(self):
+        event = driver.parse(_request(ORDER, x_shopify_topic=""))
+        assert (event.event_id, event.event_type) == (driver.parse(_request(ORDER)).event_id, "unknown")
+        assert event.event_type not in PAYMENT_TOPICS
+
+    def test_a_body_read_under_another_topic_is_still_what_it_is(self):
+        # Given an order body posted under a dispute topic: its kind is the body's, so it reads as the order
+        event = driver.parse(_request(ORDER, topic="disputes/create"))
+        assert (event.event_id, event.resource_id, event.provider_status) == (
+            driver.parse(_request(ORDER)).event_id,
+            "450789469",
+            "paid",
+        )
+
+    def test_the_id_is_derived_from_the_business_fact_of_the_body(self):
+        # Given two copies, keys re-ordered and an unrelated field changed
+        a = driver.parse(_request(ORDER))
         reordered = dict(reversed(list({**ORDER, "note": "changed"}.items())))
-        b = driver.parse(_request(reordered, x_shopify_event_id="", x_shopify_webhook_id=""))
-        # Then they share a derived id; another status or trigger time is another fact
+        b = driver.parse(_request(reordered))
+        # Then they share a derived id; another status or another time is another fact
         assert a.event_id == b.event_id
         assert a.event_id.startswith("d_")
         refunded = {**ORDER, "financial_status": "refunded"}
-        assert driver.parse(_request(refunded, x_shopify_event_id="", x_shopify_webhook_id="")).event_id != a.event_id
+        assert driver.parse(_request(refunded)).event_id != a.event_id
+        later = {**ORDER, "updated_at": "2024-06-12T16:00:00-04:00"}
+        assert driver.parse(_request(later)).event_id != a.event_id
 
-    def test_without_triggered_at_the_body_updated_at_is_used(self):
-        event = driver.parse(_request(ORDER, x_shopify_triggered_at=""))
-        assert event.occurred_at == datetime(2024, 6, 12, 19, 45, 3, tzinfo=UTC)
+    def test_a_dispute_is_dated_by_its_latest_change(self):
+        dispute = {
+            "id": 1,
+            "order_id": 450789469,
+            "reason": "fraudulent",
+            "status": "won",
+            "initiated_at": "2024-06-01T10:00:00Z",
+            "evidence_sent_on": "2024-06-03T10:00:00Z",
+            "finalized_on": "2024-06-20T10:00:00Z",
+        }
+        assert driver.parse(_request(dispute, topic="disputes/update")).occurred_at == datetime(
+            2024, 6, 20, 10, tzinfo=UTC
+        )
+
+    def test_a_body_about_no_payment_is_keyed_by_its_digest(self):
+        body = json.dumps({"shop_id": 954889, "shop_domain": "shop1.myshopify.io"}).encode()
+        event = driver.parse(_request(body, topic="shop/redact"))
+        assert event.event_id == body_digest_id(body)
+        assert event.occurred_at == datetime(2024, 6, 12, 19, 45, 3, 123456, tzinfo=UTC)  # its triggered-at
 
     @pytest.mark.parametrize(
         ("payload", "extra", "reason"),
         [
-            (ORDER, {"x_shopify_topic": ""}, "missing X-Shopify-Topic header"),
             ({"id": 1}, {"x_shopify_triggered_at": ""}, "no event time"),
-            (ORDER, {"x_shopify_triggered_at": "yesterday"}, "X-Shopify-Triggered-At is not an ISO-8601"),
-            (ORDER, {"x_shopify_triggered_at": "2024-06-12T19:45:03"}, "X-Shopify-Triggered-At has no time zone"),
+            ({"id": 1}, {"x_shopify_triggered_at": "yesterday"}, "X-Shopify-Triggered-At is not an ISO-8601"),
+            ({"id": 1}, {"x_shopify_triggered_at": "2024-06-12T19:45:03"}, "X-Shopify-Triggered-At has no time zone"),
+            ({**ORDER, "updated_at": None, "created_at": None}, {}, "no event time"),
+            ({**ORDER, "updated_at": "2024-06-12T19:45:03"}, {}, "updated_at has no time zone"),
             ({**ORDER, "financial_status": 1}, {}, "field financial_status must be a string"),
             ({**ORDER, "id": [1]}, {}, "field id must be a string"),
         ],
@@ -241,8 +310,8 @@ class TestParse:
         with pytest.raises(PayloadInvalid, match=reason):
             driver.parse(_request(payload, **extra))
 
-    def test_fallback_event_id(self):
-        assert driver.fallback_event_id(_request(b"not json")) == "98880550-7158-44d4-b7cd-2c97c8a091b5"
+    def test_fallback_event_id_is_the_body_digest_whatever_the_headers(self):
+        assert driver.fallback_event_id(_request(b"not json")) == body_digest_id(b"not json")
         assert driver.fallback_event_id(WebhookRequest(body=b"x", headers={})) == body_digest_id(b"x")
 
 
@@ -256,7 +325,8 @@ class TestSamples:
         request = sender.sign(body, SECRET, now=NOW, event_id="ev-9")
         _verify(request)
         event = driver.parse(request)
-        assert (event.event_id, event.resource_id, event.provider_status) == ("ev-9", "820982911946154508", status)
+        assert (event.resource_id, event.provider_status) == ("820982911946154508", status)
+        assert event.event_id.startswith("d_")
         assert event.event_type in PAYMENT_TOPICS
         assert event.occurred_at == datetime.fromtimestamp(NOW, tz=UTC)
         if event.event_type.startswith("orders/"):
@@ -272,4 +342,6 @@ class TestSamples:
         assert SECRET not in stored.values()
         assert all(h == h.lower() for h in driver.replay_headers)
         _verify(WebhookRequest(body=request.body, headers=stored))
-        assert driver.parse(WebhookRequest(body=request.body, headers=stored)).event_id == "ev-1"
+        assert (
+            driver.parse(WebhookRequest(body=request.body, headers=stored)).event_id == driver.parse(request).event_id
+        )
