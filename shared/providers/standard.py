@@ -44,7 +44,6 @@ from shared.providers._signing import (
     matches_any,
     parse_epoch_seconds,
     require_object,
-    require_str,
     usable_secrets,
 )
 from shared.providers.base import (
