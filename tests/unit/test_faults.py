@@ -16,6 +16,7 @@ from inbox_cli.chaos.schedule import UNKNOWN_UNTIL_REVEALED, build_schedule
 from inbox_cli.simulate import Delivery
 from inbox_local.faults import ADMIN_PATH, FaultInjector, FaultKind, InjectedCrash, keyed_draw
 from inbox_local.gateway_simulator import GatewaySimulator
+from shared.inbox.lifecycle import IgnoredReason
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.payments.store import ProcessingStore
