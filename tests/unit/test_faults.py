@@ -148,7 +148,11 @@ def test_the_crashing_store_settles_an_ignored_event_with_its_reason():
     store = FaultInjector().crashing_store(inner)
     # When an ignored event is settled with its reason
     store.settle(
-        "stripe#evt_1", EventStatus.IGNORED, now="t", note="event names no payment", ignored_reason="no_payment"
+        "stripe#evt_1",
+        EventStatus.IGNORED,
+        now="t",
+        note="event names no payment",
+        ignored_reason=IgnoredReason.NO_PAYMENT,
     )
     # Then the real store receives the reason (the local stack stores what AWS would)
     assert (inner.settled, inner.reasons) == (["stripe#evt_1"], ["no_payment"])
