@@ -145,3 +145,22 @@ def test_a_processed_event_carries_no_ignored_reason(aws_world, gateway, process
     pk = store_event(aws_world.names)
     assert run(processor, pk) is Outcome.PROCESSED
     assert "ignored_reason" not in item(aws_world, pk)
+
+
+def test_the_cli_lists_ignored_events_with_their_reason(aws_world, processor):
+    # Given an ignored event (a type nobody routes) and a processed one, in the inbox the CLI reads
+    from click.testing import CliRunner
+
+    from inbox_cli.main import cli
+
+    ignored = store_event(aws_world.names, event_type="setup_intent.created", resource_id=None, status=None)
+    run(processor, ignored)
+    # When `inbox events list --status ignored --json` runs
+    result = CliRunner().invoke(cli, ["events", "list", "--status", "ignored", "--json"])
+    # Then each ignored event is listed with its reason
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert [(row["event_type"], row["ignored_reason"]) for row in rows] == [("setup_intent.created", "unrouted_type")]
+    # And the table shows the column
+    table = CliRunner().invoke(cli, ["events", "list", "--status", "ignored"]).output
+    assert "IGNORED_REASON" in table and "unrouted_type" in table
