@@ -5,6 +5,7 @@ by source and reason (EventsIgnored, the no-payment alarm's metric). Against mot
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -147,14 +148,18 @@ def test_a_processed_event_carries_no_ignored_reason(aws_world, gateway, process
     assert "ignored_reason" not in item(aws_world, pk)
 
 
-def test_the_cli_lists_ignored_events_with_their_reason(aws_world, processor):
-    # Given an ignored event (a type nobody routes) and a processed one, in the inbox the CLI reads
+def test_the_cli_lists_ignored_events_with_their_reason(aws_world, processor, monkeypatch):
+    # Given an ignored event (a type nobody routes), in the inbox the CLI reads
     from click.testing import CliRunner
 
     from inbox_cli.main import cli
+    from inbox_local.config import LocalEndpoints, aws_environment
 
     ignored = store_event(aws_world.names, event_type="setup_intent.created", resource_id=None, status=None)
     run(processor, ignored)
+    # (the CLI's local target sets the local stack's AWS variables for good: undone after this test)
+    for name, value in aws_environment(LocalEndpoints.from_environ()).items():
+        monkeypatch.setenv(name, os.environ.get(name, value))
     # When `inbox events list --status ignored --json` runs
     result = CliRunner().invoke(cli, ["events", "list", "--status", "ignored", "--json"])
     # Then each ignored event is listed with its reason
