@@ -94,6 +94,7 @@ class LatencyStore:
         note: str,
         payment: Any = None,
         expected_version: int | None = None,
+        ignored_reason: Any = None,
     ) -> None:
         from shared.inbox.store import EventAlreadySettled  # noqa: PLC0415
         from shared.payments.store import VersionConflict  # noqa: PLC0415
@@ -108,6 +109,8 @@ class LatencyStore:
                     raise VersionConflict(payment.key)
                 self.payments[payment.key] = payment
             self.events[event_pk] |= {"status": outcome.value, "note": note, "processed_at": now}
+            if ignored_reason is not None:
+                self.events[event_pk]["ignored_reason"] = str(ignored_reason)
 
     def record_attempt(self, event_pk: str, error: str, *, now: str | None = None) -> int:
         raise AssertionError(f"no retry expected here: {error}")

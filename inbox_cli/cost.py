@@ -157,9 +157,12 @@ PIPE_ALARM_METRICS = 1  # AWS/EventBridge/Pipes ExecutionFailed (monitoring.PIPE
 IGNORED_RATIO_ALARM_METRICS = 2  # EventsSettled of the provider: its Average and its SampleCount
 
 
-def alarm_metrics(providers: tuple[str, ...], *, forwarding: bool) -> dict[str, int]:
+def alarm_metrics(
+    providers: tuple[str, ...], *, forwarding: bool, sources: tuple[str, ...] | None = None
+) -> dict[str, int]:
     """Alarm name (without the stack's prefix) -> how many metrics it references, for a deployment of
-    `providers` with or without forwarding."""
+    `providers` with or without forwarding; `sources`: the declared sources' names (default: one per provider,
+    named after it)."""
     functions = ("ingest", "processor", "sweeper", "archiver", "publisher", *(("forwarder",) if forwarding else ()))
     pipes = ("dispatch", "publish", *(("forward",) if forwarding else ()))
     single = (
@@ -178,6 +181,7 @@ def alarm_metrics(providers: tuple[str, ...], *, forwarding: bool) -> dict[str, 
     return {
         **dict.fromkeys(single, 1),
         **{f"ignored-ratio-{provider}": IGNORED_RATIO_ALARM_METRICS for provider in providers},
+        **{f"ignored-no-payment-{source}": 1 for source in sources or providers},  # EventsIgnored, one reason
         **{f"lambda-{name}": LAMBDA_ALARM_METRICS for name in functions},
         **{f"pipe-{name}": PIPE_ALARM_METRICS for name in pipes},
     }

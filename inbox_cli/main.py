@@ -462,13 +462,18 @@ def list_events(
     """List events, newest first."""
     from inbox_cli import operations  # noqa: PLC0415
 
+    # Ignored events with the reason each was ignored for (definitions.IgnoredReason)
+    columns = operations.IGNORED_EVENT_COLUMNS if status == "ignored" else operations.EVENT_SUMMARY_COLUMNS
     summaries = operations.list_events(
-        _target(ctx), operations.EventFilter(provider=provider, source=source, status=status), limit=limit
+        _target(ctx),
+        operations.EventFilter(provider=provider, source=source, status=status),
+        limit=limit,
+        columns=columns,
     )
     if as_json:
         _echo_json(summaries)
     else:
-        _table(summaries, operations.EVENT_SUMMARY_COLUMNS)
+        _table(summaries, columns)
 
 
 @events.command("show")

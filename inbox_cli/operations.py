@@ -46,6 +46,7 @@ EVENT_SUMMARY_COLUMNS = [
     "attempts",
 ]
 FAILED_EVENT_COLUMNS = [*EVENT_SUMMARY_COLUMNS, "last_error"]
+IGNORED_EVENT_COLUMNS = [*EVENT_SUMMARY_COLUMNS, "ignored_reason"]  # definitions.IgnoredReason, the closed set
 # The events of one payment a timeline reads (each is one GetItem after the index query).
 TIMELINE_MAX_EVENTS = 200
 
@@ -207,6 +208,7 @@ _TIMELINE_EVENT_FIELDS = (
     "currency",
     "attempts",
     "note",
+    "ignored_reason",
     "last_error",
 )
 

@@ -56,6 +56,7 @@ from botocore.exceptions import ClientError
 
 from shared import definitions
 from shared.gateway.http import READ_TIMEOUT_SECONDS
+from shared.inbox.lifecycle import IgnoredReason
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore
 from shared.payments.model import Payment
@@ -436,10 +437,19 @@ class _CrashingProcessingStore(ProcessingStore):
         note: str,
         payment: Payment | None = None,
         expected_version: int | None = None,
+        ignored_reason: IgnoredReason | None = None,
     ) -> None:
         if self._injector.should_inject(FaultKind.CRASH_BEFORE_COMMIT, event_pk):
             raise InjectedCrash(f"before the transaction of {event_pk}")
-        self._inner.settle(event_pk, outcome, now=now, note=note, payment=payment, expected_version=expected_version)
+        self._inner.settle(
+            event_pk,
+            outcome,
+            now=now,
+            note=note,
+            payment=payment,
+            expected_version=expected_version,
+            ignored_reason=ignored_reason,
+        )
         if self._injector.should_inject(FaultKind.CRASH_AFTER_COMMIT, event_pk):
             raise InjectedCrash(f"after the transaction of {event_pk}, before the acknowledgement")
 

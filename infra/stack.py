@@ -147,6 +147,7 @@ class WebhookInboxStack(Stack):
             replay_state_machine=self.replay.state_machine,
             # The providers of the declared sources, in catalog order (alarm names derive from them).
             providers=definitions.declared_providers(sources),
+            sources=tuple(source.name for source in sources),
             downstream_dead_letter_queues=[
                 (
                     "outbox-dead-letter-queue",

@@ -142,6 +142,36 @@ class DispatchReason(StrEnum):
     WAIT = "wait"  # the processor's note that the event waits for its source (never re-enqueues either)
 
 
+class IgnoredReason(StrEnum):
+    """Why a well-formed event settled `ignored`: a closed set, stored on the item (`ignored_reason`, beside the
+    free-text `note`) and counted per source and reason (METRIC_EVENTS_IGNORED). `failed` is kept for an event that
+    should have changed a payment and could not (an amount the gateway contradicts, a status nobody maps, a payment
+    the gateway never knew); an event that has nothing to change is one of these."""
+
+    UNROUTED_TYPE = "unrouted_type"  # no handler routes its type: not a payment event (setup_intent.*, contact.*)
+    NO_PAYMENT = "no_payment"  # a routed type, but it names no payment the inbox tracks
+    NOTHING_TO_APPLY = "nothing_to_apply"  # it names a payment but states nothing to apply (no status, no API)
+    NO_CHANGE = "no_change"  # the payment is already in the state it reports
+    NOT_NEWER = "not_newer"  # ordered by event time, and not newer than the last event applied
+    TRANSITION_REFUSED = "transition_refused"  # the state machine refuses the move (a regression)
+
+
+IGNORED_REASONS: Final[tuple[str, ...]] = tuple(reason.value for reason in IgnoredReason)
+# Routine: a payment's second event that finds it already there, a type the gateway was configured to send that is
+# not a payment's. Stored on the item and in EventsSettled's ignored share (per provider), but not counted per
+# source: they are sent every hour of traffic, and each (source, reason) would be a custom metric billed all month.
+ROUTINE_IGNORED_REASONS: Final[tuple[str, ...]] = (IgnoredReason.NO_CHANGE.value, IgnoredReason.UNROUTED_TYPE.value)
+# Counted per source and reason (METRIC_EVENTS_IGNORED), sent only when one happens.
+COUNTED_IGNORED_REASONS: Final[tuple[str, ...]] = tuple(
+    reason for reason in IGNORED_REASONS if reason not in ROUTINE_IGNORED_REASONS
+)
+# The reason a healthy driver almost never gives: a routed payment event that names no payment is what a parser
+# that lost the resource (or a gateway that changed its shape) looks like. Its rise on one source pages
+# (infra/constructs/monitoring.py, `ignored-no-payment-<source>`). One reason, one metric per alarm: each metric an
+# alarm reads is billed by the month, per source.
+ALARMED_IGNORED_REASON: Final = IgnoredReason.NO_PAYMENT.value
+
+
 DISPATCHING_REASONS: Final = frozenset({DispatchReason.RECEIVED, DispatchReason.REDISPATCH, DispatchReason.REPLAY})
 DISPATCH_REASONS: Final = tuple(reason.value for reason in DispatchReason if reason in DISPATCHING_REASONS)
 
@@ -241,6 +271,7 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         last_error=LastError.CLEAR,
         stamps=("processed_at",),
         fields=("note",),
+        optional_fields=("ignored_reason",),  # an IgnoredReason, for an ignored one
         # A settled event is never dispatched again (only failed or pending ones are replayed, with fresh marks):
         # its dispatch marks go, and so does a wait it was in, so that the settle's item is no larger than the
         # received one.
@@ -798,6 +829,8 @@ METRIC_STORAGE_FAILURES: Final = "StorageFailures"
 # provider (Sum = ignored, SampleCount = settled, Average = the ignored share); failed ones service-wide.
 METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
+# One count per ignored event of a counted reason (COUNTED_IGNORED_REASONS), by `source` and `reason`.
+METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 # Archiver (shared/retention.py): items archived incomplete: without their body (gone from the body bucket, or

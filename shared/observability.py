@@ -73,10 +73,14 @@ class MetricDeclaration:
     why: str  # what reads it: an alarm, or the question it answers
 
 
-# The closed sets a dimension may take (never a value a delivery chooses): "provider" is the declared sources'.
+# The closed sets a dimension may take (never a value a delivery chooses): "provider" is the declared sources'
+# providers, "source" the declared sources (a deployment's configuration, never a delivery's).
 DIMENSION_VALUES: Final[dict[str, tuple[str, ...]]] = {
     "cause": definitions.REJECTION_NOT_RECORDED_CAUSES,
+    "reason": definitions.COUNTED_IGNORED_REASONS,
 }
+# Dimensions whose values are the deployment's own (its sources, its providers), not a closed set of the code.
+DEPLOYMENT_DIMENSIONS: Final = frozenset({"provider", "source"})
 
 METRICS: Final[dict[str, MetricDeclaration]] = {
     declaration.name: declaration
@@ -102,6 +106,13 @@ METRICS: Final[dict[str, MetricDeclaration]] = {
             definitions.METRIC_EVENTS_SETTLED, ("provider",), Emitted.STEADY, "alarm ignored-ratio-<provider>"
         ),
         MetricDeclaration(definitions.METRIC_EVENTS_FAILED, (), Emitted.ON_TROUBLE, "alarm failed-events"),
+        # Why events were ignored, per source, for the reasons that are not routine (count_ignored).
+        MetricDeclaration(
+            definitions.METRIC_EVENTS_IGNORED,
+            ("reason", "source"),
+            Emitted.ON_TROUBLE,
+            "alarm ignored-no-payment-<source>",
+        ),
         MetricDeclaration("EventsSkipped", (), Emitted.ON_TROUBLE, "dashboard: redeliveries of settled events"),
         MetricDeclaration("ReconciliationsUnchanged", (), Emitted.ON_TROUBLE, "dashboard: stuck payments asked"),
         MetricDeclaration("PaymentsReconciled", (), Emitted.ON_TROUBLE, "dashboard: webhooks that never came"),
@@ -133,11 +144,11 @@ def declared(name: str) -> MetricDeclaration:
 
 
 def metric_dimension_sets(declaration: MetricDeclaration, providers: Sequence[str]) -> list[dict[str, str]]:
-    """Every dimension set (besides `service`) the metric can be emitted with, for a deployment of `providers`:
-    each is one custom metric."""
+    """Every dimension set (besides `service`) the metric can be emitted with, for a deployment of `providers`
+    (one default source each, named after it): each is one custom metric."""
     sets: list[dict[str, str]] = [{}]
     for dimension in declaration.dimensions:
-        values = tuple(providers) if dimension == "provider" else DIMENSION_VALUES[dimension]
+        values = tuple(providers) if dimension in DEPLOYMENT_DIMENSIONS else DIMENSION_VALUES[dimension]
         sets = [{**existing, dimension: value} for existing in sets for value in values]
     return sets
 
@@ -289,6 +300,18 @@ def count_outcome(outcome: str, provider: str) -> None:
         count_for_provider(definitions.METRIC_EVENTS_SETTLED, provider, 1.0 if outcome == "ignored" else 0.0)
     else:
         count_for_provider(f"Events{outcome.capitalize()}", provider)
+
+
+def count_ignored(source: str, reason: str) -> None:
+    """One ignored event of `source`, by its reason (a closed set; the source is a declared one, resolved by the
+    ingest before anything was stored). A routine reason (definitions.ROUTINE_IGNORED_REASONS) is not sent: the
+    settled count's ignored share already holds it, and a metric sent every hour is billed every hour."""
+    declaration = declared(definitions.METRIC_EVENTS_IGNORED)
+    if reason in definitions.ROUTINE_IGNORED_REASONS:
+        return
+    if reason not in DIMENSION_VALUES["reason"]:
+        raise UndeclaredMetric(f"{reason!r} is not a declared value of {declaration.name}'s dimension 'reason'")
+    _emit(declaration.name, MetricUnit.Count, 1, {"source": source, "reason": reason})
 
 
 def count_by(name: str, dimension: str, value: str, count: float = 1) -> None:

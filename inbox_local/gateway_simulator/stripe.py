@@ -17,6 +17,13 @@ or dispute for `charge.*` events, with `payment_intent` set):
 - disputed: charge disputed, dispute needs_response -> charge.dispute.created
 - charged_back / dispute won: dispute lost / won -> charge.dispute.closed
 
+Charges API: a payment whose id is a charge's (`ch_...`, created with that id) is a charge made without a
+PaymentIntent, its own payment: `GET /v1/payment_intents/{id}` does not know it, `GET /v1/charges/{id}` is it
+(`payment_intent: null`), and its steps render charge events with that charge in `data.object` (the dispute's
+`charge` for a dispute): pending -> charge.pending, authorized -> charge.succeeded (captured false), paid ->
+charge.succeeded (charge.captured from authorized), failed -> charge.failed, refunds and disputes as above. A charge
+cannot be canceled (an uncaptured one is refunded), so it has no `canceled` step.
+
 Connect: a payment created under an `account` is a connected account's object. Stripe answers 404 for it unless
 the request names that account (`Stripe-Account: acct_...`, or a `Stripe-Context` path ending in it), and 404 for
 the platform's own objects when a request names an account; its webhooks carry the top-level `account`. A payment
@@ -35,10 +42,30 @@ from shared.payments.status import PaymentStatus
 S = PaymentStatus
 
 
+CHARGE_PREFIX = "ch_"
+
+
+def is_charge_payment(p: SimulatedPayment) -> bool:
+    """A Charges-API charge that is its own payment (no PaymentIntent)."""
+    return p.resource_id.startswith(CHARGE_PREFIX)
+
+
+def charge_id_of(p: SimulatedPayment) -> str | None:
+    return p.resource_id if is_charge_payment(p) else p.charge_id
+
+
+def _charge_status(p: SimulatedPayment) -> str:
+    if p.charge_failed:
+        return "failed"
+    if is_charge_payment(p) and p.intent_status != "succeeded":
+        return "pending"  # a Charges-API charge not yet succeeded (e.g. an ACH debit)
+    return "succeeded"
+
+
 def charge(p: SimulatedPayment) -> dict[str, Any]:
     captured = p.captured
     return {
-        "id": p.charge_id,
+        "id": charge_id_of(p),
         "object": "charge",
         "amount": p.amount,
         "amount_captured": p.amount if captured else 0,
@@ -49,10 +76,10 @@ def charge(p: SimulatedPayment) -> dict[str, Any]:
         "disputed": p.dispute_id is not None,
         "failure_code": "card_declined" if p.charge_failed else None,
         "livemode": False,
-        "paid": not p.charge_failed,
-        "payment_intent": p.resource_id,
+        "paid": _charge_status(p) == "succeeded",
+        "payment_intent": None if is_charge_payment(p) else p.resource_id,
         "refunded": p.amount_refunded >= p.amount > 0,
-        "status": "failed" if p.charge_failed else "succeeded",
+        "status": _charge_status(p),
     }
 
 
@@ -87,11 +114,11 @@ def dispute(p: SimulatedPayment) -> dict[str, Any]:
         "id": p.dispute_id,
         "object": "dispute",
         "amount": p.amount - p.amount_refunded,
-        "charge": p.charge_id,
+        "charge": charge_id_of(p),
         "created": p.dispute_created,
         "currency": p.currency.lower(),
         "livemode": False,
-        "payment_intent": p.resource_id,
+        "payment_intent": None if is_charge_payment(p) else p.resource_id,
         "reason": "fraudulent",
         "status": p.dispute_status,
     }
@@ -125,8 +152,10 @@ class StripeShape:
     unauthorized_status = 401
 
     def statuses(self, resource_id: str) -> frozenset[PaymentStatus]:
+        if resource_id.startswith(CHARGE_PREFIX):
+            return frozenset(S) - {S.CANCELED}  # a Charges-API charge: refunded, never canceled
         if not resource_id.startswith("pi_"):
-            raise ValueError("a Stripe payment is a PaymentIntent: its id starts with pi_")
+            raise ValueError("a Stripe payment is a PaymentIntent (pi_...) or a Charges-API charge (ch_...)")
         return frozenset(S)
 
     def new_id(self, tokens: Tokens) -> str:
@@ -140,13 +169,16 @@ class StripeShape:
         account = requested_account(request)
         in_scope = [p for p in payments.all() if p.connect_account == account]  # another account's objects do not exist
         if route == "payment_intents" and len(rest) == 1:
-            known = any(p.resource_id == rest[0] for p in in_scope)
+            known = any(p.resource_id == rest[0] and not is_charge_payment(p) for p in in_scope)
             p = payments.fetch(rest[0]) if known else None
             if p is None:
                 return 404, {}, _missing("payment_intent", rest[0])
             return 200, {}, intent(p, expand_charge="latest_charge" in request.query.get("expand[]", []))
         if route == "charges" and len(rest) == 1:
             for p in in_scope:
+                if is_charge_payment(p) and p.resource_id == rest[0]:
+                    fetched = payments.fetch(rest[0])  # the payment itself: counted, and unknown while it is
+                    return (200, {}, charge(fetched)) if fetched else (404, {}, _missing("charge", rest[0]))
                 if p.charge_id == rest[0]:
                     return 200, {}, charge(p)
             return 404, {}, _missing("charge", rest[0])
@@ -161,7 +193,7 @@ class StripeShape:
                 dispute(p)
                 for p in in_scope
                 if p.dispute_id is not None
-                and (by_charge is None or p.charge_id == by_charge)
+                and (by_charge is None or charge_id_of(p) == by_charge)
                 and (by_intent is None or p.resource_id == by_intent)
             ]
             return 200, {}, {"object": "list", "url": "/v1/disputes", "has_more": False, "data": data}
@@ -177,7 +209,7 @@ class StripeShape:
         return {"error": {"type": "api_error", "message": "An unknown error occurred"}}
 
     def provider_status(self, p: SimulatedPayment) -> str:
-        return p.intent_status
+        return f"charge:{_charge_status(p)}" if is_charge_payment(p) else p.intent_status
 
     @staticmethod
     def _event(p: SimulatedPayment, event_type: str, obj: dict[str, Any], when: int, tokens: Tokens) -> Webhook:
@@ -187,7 +219,30 @@ class StripeShape:
         return Webhook(f"v1.{event_type}" if p.thin else event_type, body, when)
 
     def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]:
+        if is_charge_payment(p):
+            return []  # a charge is announced with its outcome (charge.pending, .succeeded, .failed)
         return [self._event(p, "payment_intent.created", intent(p), p.created, tokens)]
+
+    def _charge_step(
+        self, p: SimulatedPayment, current: PaymentStatus, target: PaymentStatus, when: int, tokens: Tokens
+    ) -> list[Webhook] | None:
+        """The steps of a Charges-API charge before any refund or dispute; None for those (shared with intents)."""
+        if target is S.PENDING:
+            p.intent_status, p.charge_failed, p.captured = "pending", False, False
+            return [self._event(p, "charge.pending", charge(p), when, tokens)]
+        if target is S.AUTHORIZED:
+            p.intent_status, p.charge_failed, p.captured = "succeeded", False, False
+            return [self._event(p, "charge.succeeded", charge(p), when, tokens)]
+        if target is S.FAILED:
+            p.intent_status, p.charge_failed, p.captured = "failed", True, False
+            return [self._event(p, "charge.failed", charge(p), when, tokens)]
+        if target is S.PAID and current is not S.DISPUTED:
+            captured_later = current is S.AUTHORIZED
+            p.intent_status, p.charge_failed, p.captured = "succeeded", False, True
+            return [
+                self._event(p, "charge.captured" if captured_later else "charge.succeeded", charge(p), when, tokens)
+            ]
+        return None
 
     @staticmethod
     def _new_charge(p: SimulatedPayment, tokens: Tokens) -> None:
@@ -195,15 +250,10 @@ class StripeShape:
         p.charge_failed = False
         p.captured = False
 
-    def step(
-        self,
-        p: SimulatedPayment,
-        current: PaymentStatus,
-        target: PaymentStatus,
-        refund: int,
-        when: int,
-        tokens: Tokens,
-    ) -> list[Webhook]:
+    def _intent_step(
+        self, p: SimulatedPayment, current: PaymentStatus, target: PaymentStatus, when: int, tokens: Tokens
+    ) -> list[Webhook] | None:
+        """The steps of a PaymentIntent before any refund or dispute; None for those (shared with charges)."""
         if target is S.PENDING:
             p.intent_status, p.last_payment_error = "processing", False
             return [self._event(p, "payment_intent.processing", intent(p), when, tokens)]
@@ -226,6 +276,21 @@ class StripeShape:
             p.captured = True
             p.intent_status, p.last_payment_error = "succeeded", False
             return [self._event(p, "payment_intent.succeeded", intent(p), when, tokens)]
+        return None
+
+    def step(
+        self,
+        p: SimulatedPayment,
+        current: PaymentStatus,
+        target: PaymentStatus,
+        refund: int,
+        when: int,
+        tokens: Tokens,
+    ) -> list[Webhook]:
+        own_step = self._charge_step if is_charge_payment(p) else self._intent_step
+        webhooks = own_step(p, current, target, when, tokens)
+        if webhooks is not None:
+            return webhooks
         if target in (S.PARTIALLY_REFUNDED, S.REFUNDED) and current is not S.DISPUTED:
             p.amount_refunded += refund
             return [self._event(p, "charge.refunded", charge(p), when, tokens)]

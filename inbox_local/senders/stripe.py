@@ -1,5 +1,9 @@
 """Stripe: a delivery as Stripe signs it, and sample payment notifications
-(shared/providers/stripe.py verifies and parses them)."""
+(shared/providers/stripe.py verifies and parses them).
+
+A sample about a PaymentIntent (`pi_...`) is an intent's event (or its charge's, refund's, dispute's); a sample
+about a charge id (`ch_...`) is a Charges-API charge's, made without an intent (`payment_intent: null`): the charge
+is then the payment (https://docs.stripe.com/api/charges/object), and a Charges-API charge is never canceled."""
 
 from __future__ import annotations
 
@@ -43,26 +47,43 @@ def _intent(status: str, **extra: Any) -> _Builder:
     return build
 
 
-def _charge(refunded_fraction: int) -> _Builder:
+CHARGE_PREFIX = "ch_"
+
+
+def is_charge_payment(resource_id: str) -> bool:
+    """Whether the payment is a Charges-API charge (no PaymentIntent)."""
+    return resource_id.startswith(CHARGE_PREFIX)
+
+
+def _charge_id(resource_id: str) -> str:
+    return resource_id if is_charge_payment(resource_id) else f"ch_{_suffix(resource_id)}"
+
+
+def _intent_of(resource_id: str) -> str | None:
+    return None if is_charge_payment(resource_id) else resource_id
+
+
+def _charge(refunded_fraction: int, *, status: str = "succeeded", captured: bool = True) -> _Builder:
     """refunded_fraction: 0 none, 1 half, 2 all."""
 
     def build(resource_id: str, amount: int, created: int) -> JsonObject:
         refunded = {0: 0, 1: max(1, amount // 2), 2: amount}[refunded_fraction]
         return {
-            "id": f"ch_{_suffix(resource_id)}",
+            "id": _charge_id(resource_id),
             "object": "charge",
             "amount": amount,
-            "amount_captured": amount,
+            "amount_captured": amount if captured and status == "succeeded" else 0,
             "amount_refunded": refunded,
-            "captured": True,
+            "captured": captured,
             "created": created,
             "currency": "brl",
             "disputed": False,
+            "failure_code": "card_declined" if status == "failed" else None,
             "livemode": False,
-            "paid": True,
-            "payment_intent": resource_id,
+            "paid": status == "succeeded",
+            "payment_intent": _intent_of(resource_id),
             "refunded": refunded == amount,
-            "status": "succeeded",
+            "status": status,
         }
 
     return build
@@ -74,11 +95,11 @@ def _dispute(status: str) -> _Builder:
             "id": f"dp_{_suffix(resource_id)}",
             "object": "dispute",
             "amount": amount,
-            "charge": f"ch_{_suffix(resource_id)}",
+            "charge": _charge_id(resource_id),
             "created": created,
             "currency": "brl",
             "livemode": False,
-            "payment_intent": resource_id,
+            "payment_intent": _intent_of(resource_id),
             "reason": "fraudulent",
             "status": status,
         }
@@ -105,6 +126,14 @@ _SAMPLES: dict[str, tuple[str, _Builder]] = {
     "charged_back": ("charge.dispute.closed", _dispute("lost")),
 }
 SAMPLE_STATUSES: tuple[str, ...] = tuple(_SAMPLES)
+# A Charges-API charge's own events for the statuses an intent's events announce (refunds and disputes: as above).
+_CHARGE_SAMPLES: dict[str, tuple[str, _Builder]] = {
+    **{status: _SAMPLES[status] for status in ("partially_refunded", "refunded", "disputed", "charged_back")},
+    "pending": ("charge.pending", _charge(0, status="pending", captured=False)),
+    "authorized": ("charge.succeeded", _charge(0, captured=False)),
+    "paid": ("charge.succeeded", _charge(0)),
+    "failed": ("charge.failed", _charge(0, status="failed", captured=False)),
+}
 
 
 _COLLECTIONS = {"payment_intent": "payment_intents", "charge": "charges", "refund": "refunds", "dispute": "disputes"}
@@ -174,14 +203,16 @@ class StripeSender:
     ) -> bytes:
         """A Stripe Event for the canonical `status`: see SAMPLE_STATUSES for the supported values. `account`: from
         that Connect account; `thin`: the thin version (about the same object)."""
-        event_type, build = sample_values(_SAMPLES, status, gateway="Stripe")
+        samples = _CHARGE_SAMPLES if is_charge_payment(resource_id) else _SAMPLES
+        gateway = "Stripe (Charges API)" if samples is _CHARGE_SAMPLES else "Stripe"
+        event_type, build = sample_values(samples, status, gateway=gateway)
         render = thin_event if thin else snapshot_event
         obj = build(resource_id, amount, occurred_at)
-        if thin and obj["object"] != "payment_intent":
+        if thin and obj["id"] != resource_id:
             # A thin event names only its object, and a sample's charge or dispute id is made up: no gateway (nor the
-            # simulator) could resolve it to the payment. Snapshot samples carry the intent's id inside the object.
-            intent_statuses = [name for name, (kind, _) in _SAMPLES.items() if kind.startswith("payment_intent.")]
-            raise ValueError(f"a thin Stripe sample is about the intent: status one of {', '.join(intent_statuses)}")
+            # simulator) could resolve it to the payment. Snapshot samples carry the payment's id inside the object.
+            own = [name for name, (_, built) in samples.items() if built(resource_id, 1, 0)["id"] == resource_id]
+            raise ValueError(f"a thin Stripe sample is about the payment's own object: status one of {', '.join(own)}")
         return render(event_id=event_id, event_type=event_type, obj=obj, created=occurred_at, account=account)
 
 

@@ -40,9 +40,10 @@ services' own metrics are alarmed as well, each on any occurrence in five minute
   execution that does not recover on retry still pages; this alarm is the early word. A Pipe that Pipes disabled
   emits nothing, which ``oldest-pending`` still catches for dispatch.
 
-The only per-provider alarms are the ratio alarms, per provider by nature. The optional dashboard (context value
-``inbox_dashboard``) draws the settled and ignored counts one line per provider with SEARCH expressions, and all
-five Pipe failure counts (dashboards' own metric reads are not billed).
+The only per-provider alarms are the ratio alarms, per provider by nature; the no-payment alarms are per declared
+source (a bounded set: the declaration's, never a value a delivery brings), on one metric each. The optional
+dashboard (context value ``inbox_dashboard``) draws the settled and ignored counts one line per provider with
+SEARCH expressions, and all five Pipe failure counts (dashboards' own metric reads are not billed).
 
 The topic is encrypted with a customer managed KMS key (rotated yearly): CloudWatch cannot publish to a topic
 encrypted with the AWS managed ``aws/sns`` key, whose policy cannot be changed to let it. The key and the topic
@@ -75,6 +76,8 @@ SIGNATURE_REJECTIONS_THRESHOLD = 20
 IGNORED_RATIO_THRESHOLD = 0.5
 IGNORED_RATIO_MIN_EVENTS = 20
 IGNORED_RATIO_PERIOD = Duration.minutes(15)
+IGNORED_REASON_THRESHOLD = 10
+IGNORED_REASON_PERIOD = Duration.minutes(15)
 PIPES_NAMESPACE = "AWS/EventBridge/Pipes"
 # The failure metrics of a Pipe (EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes":
 # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-monitoring.html), all counts by PipeName. An
@@ -112,6 +115,20 @@ def dimension_metric(name: str, dimension: str, value: str, *, period: Duration 
         statistic="Sum",
         period=period,
         label=value,
+    )
+
+
+def source_reason_metric(
+    name: str, source: str, reason: str, *, statistic: str = "Sum", period: Duration = FIVE_MINUTES
+) -> cw.Metric:
+    """A metric the functions emit per source and reason (shared/observability: count_ignored)."""
+    return cw.Metric(
+        namespace=definitions.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": definitions.SERVICE_NAME, "source": source, "reason": reason},
+        statistic=statistic,
+        period=period,
+        label=f"{name} {statistic} {source} {reason}",
     )
 
 
@@ -209,11 +226,13 @@ class Monitoring(Construct):
         replay_state_machine: sfn.IStateMachine,
         downstream_dead_letter_queues: Sequence[tuple[str, sqs.IQueue, str]] = (),
         providers: Sequence[str] = definitions.PROVIDERS,
+        sources: Sequence[str] | None = None,
     ) -> None:
         """`functions`: every Lambda function of the stack by short name; `api_stage`: the stage gateways call;
         `pipe_names`: every Pipe's name by short name; `downstream_dead_letter_queues`: (alarm name, queue, what
         lands there) of the outbox's Pipes; `providers`: those of the declared sources (an ignored-ratio alarm
-        each: a bounded set, the declaration's, never a value a delivery brings)."""
+        each: a bounded set, the declaration's, never a value a delivery brings); `sources`: the declared sources'
+        names (an ignored-no-payment alarm each; default: one source per provider, named after it)."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
 
@@ -355,6 +374,24 @@ class Monitoring(Construct):
                     f"More than {IGNORED_RATIO_THRESHOLD:.0%} of {provider}'s settled events were ignored in 15 "
                     f"minutes (at least {IGNORED_RATIO_MIN_EVENTS} events): stale or repeated deliveries, or "
                     "statuses the driver no longer maps."
+                ),
+            )
+
+        for source in providers if sources is None else sources:
+            alarm(
+                f"ignored-no-payment-{source}",
+                source_reason_metric(
+                    definitions.METRIC_EVENTS_IGNORED,
+                    source,
+                    definitions.ALARMED_IGNORED_REASON,
+                    period=IGNORED_REASON_PERIOD,
+                ),
+                threshold=IGNORED_REASON_THRESHOLD,
+                description=(
+                    f"Source {source} ignored at least {IGNORED_REASON_THRESHOLD} payment events in 15 minutes that "
+                    "name no payment (EventsIgnored, reason no_payment): a driver that lost the resource, or a "
+                    f"gateway that changed its payload. `inbox events list --source {source} --status ignored` shows "
+                    "each one's ignored_reason."
                 ),
             )
 

@@ -47,6 +47,20 @@ dispute (`dp_`/`du_`) instead of the intent: those are read first (`GET /v1/char
 their `payment_intent`, and the snapshot is the intent's (its resource_id is the intent's id, so the payment is
 the same whichever object the event named). Stripe's id prefixes are not a documented contract, but they are
 stable and the related object's `type` put the id here in the first place.
+
+A charge with no intent (the Charges API: `payment_intent` null, https://docs.stripe.com/api/charges/object) is its
+own payment: a snapshot event names it (or a refund's or dispute's `charge`), and the refetch reads
+`GET /v1/charges/{id}` (a refund or dispute with no intent is read first for its `charge`), then, when the charge
+says `disputed: true`, its disputes as above. Its resource_id is the charge's id. Canonical status of such a charge:
+
+| charge                                                   | canonical                                            |
+|----------------------------------------------------------|------------------------------------------------------|
+| status `failed` (before `status` existed: `paid: false`) | failed                                               |
+| status `pending`                                         | pending                                              |
+| status `succeeded` (or `paid: true`), `captured: false`  | authorized (the funds are held)                      |
+| status `succeeded`                                       | the intent table's succeeded rows (dispute, refunds) |
+
+amount, currency and amount_refunded are the charge's; provider_status is `charge:<status>` refined the same way.
 provider_status: the intent status, refined by what decided it, e.g. "succeeded/refunded",
 "succeeded/disputed:needs_response", "requires_payment_method/last_payment_error".
 """
@@ -97,6 +111,43 @@ def account_headers(account: SubAccount | None) -> dict[str, str]:
     return {"Stripe-Account": account.reference}
 
 
+def _settled_charge_status(
+    label: str, charge: dict[str, Any], dispute: dict[str, Any] | None
+) -> tuple[PaymentStatus, str]:
+    """A succeeded (captured) charge refined by its dispute and refunds; `label` prefixes the provider status."""
+    if charge.get("disputed") is True:
+        dispute_status = dispute.get("status") if dispute else None
+        shown = dispute_status if isinstance(dispute_status, str) else "unknown"
+        if dispute_status in DISPUTE_LOST:
+            return S.CHARGED_BACK, f"{label}/disputed:{shown}"
+        if dispute_status not in DISPUTE_RESOLVED_FOR_MERCHANT:
+            return S.DISPUTED, f"{label}/disputed:{shown}"
+    if charge.get("refunded") is True:
+        return S.REFUNDED, f"{label}/refunded"
+    if _int(charge, "amount_refunded", "charge") > 0:
+        return S.PARTIALLY_REFUNDED, f"{label}/partially_refunded"
+    return S.PAID, label
+
+
+def charge_status(charge: dict[str, Any], dispute: dict[str, Any] | None) -> tuple[PaymentStatus, str]:
+    """(canonical status, provider status) of a Charges-API charge (no intent) and its latest dispute."""
+    status = charge.get("status")
+    if status is None and isinstance(charge.get("paid"), bool):  # objects of API versions before `status`
+        status = "succeeded" if charge["paid"] else "failed"
+    if not isinstance(status, str):
+        raise GatewayResponseInvalid("stripe charge has no status")
+    label = f"charge:{status[:40]}"
+    if status == "failed":
+        return S.FAILED, label
+    if status == "pending":
+        return S.PENDING, label
+    if status != "succeeded":
+        raise GatewayResponseInvalid(f"stripe charge status {status[:40]!r} is not mapped")
+    if charge.get("captured") is False:
+        return S.AUTHORIZED, f"{label}/uncaptured"
+    return _settled_charge_status(label, charge, dispute)
+
+
 def stripe_status(
     intent: dict[str, Any], charge: dict[str, Any] | None, dispute: dict[str, Any] | None
 ) -> tuple[PaymentStatus, str]:
@@ -116,18 +167,7 @@ def stripe_status(
         raise GatewayResponseInvalid(f"stripe payment intent status {status[:40]!r} is not mapped")
     if charge is None:
         return S.PAID, status
-    if charge.get("disputed") is True:
-        dispute_status = dispute.get("status") if dispute else None
-        label = dispute_status if isinstance(dispute_status, str) else "unknown"
-        if dispute_status in DISPUTE_LOST:
-            return S.CHARGED_BACK, f"{status}/disputed:{label}"
-        if dispute_status not in DISPUTE_RESOLVED_FOR_MERCHANT:
-            return S.DISPUTED, f"{status}/disputed:{label}"
-    if charge.get("refunded") is True:
-        return S.REFUNDED, f"{status}/refunded"
-    if _int(charge, "amount_refunded", "charge") > 0:
-        return S.PARTIALLY_REFUNDED, f"{status}/partially_refunded"
-    return S.PAID, status
+    return _settled_charge_status(status, charge, dispute)
 
 
 def _int(obj: dict[str, Any], key: str, where: str, *, default: int = 0) -> int:
@@ -137,6 +177,13 @@ def _int(obj: dict[str, Any], key: str, where: str, *, default: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise GatewayResponseInvalid(f"stripe {where}.{key} is not an integer")
     return value
+
+
+def _reference(value: Any) -> str | None:
+    """An object reference as Stripe writes it: an id, null, or (expanded) an object with an id."""
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, str) and value else None
 
 
 def _latest_dispute(listing: dict[str, Any]) -> dict[str, Any] | None:
@@ -162,7 +209,10 @@ class StripeClient:
             "Authorization": f"Bearer {self._api_key()}",
             "Stripe-Version": API_VERSION,
         }
-        resource_id = self._intent_id(resource_id, headers)
+        owner = self._owner(resource_id, headers)
+        if isinstance(owner, dict):
+            return self._charge_payment(owner, headers)
+        resource_id = owner
         intent = self._http.get_json(
             f"/v1/payment_intents/{path_segment(resource_id)}",
             headers=headers,
@@ -194,19 +244,52 @@ class StripeClient:
             amount_refunded=_int(charge, "amount_refunded", "charge") if charge is not None else 0,
         )
 
-    def _intent_id(self, resource_id: str, headers: dict[str, str]) -> str:
-        """The PaymentIntent a thin event's charge, refund or dispute belongs to; an intent's own id as it is."""
+    def _owner(self, resource_id: str, headers: dict[str, str]) -> str | dict[str, Any]:
+        """What `resource_id` is the payment of: the id of the PaymentIntent a charge, refund or dispute belongs to
+        (an intent's own id as it is), or, for one with no intent (the Charges API), the charge itself (read)."""
         for prefixes, collection in _OBJECTS_OF_AN_INTENT:
             if resource_id.startswith(prefixes):
                 obj = self._http.get_json(f"/v1/{collection}/{path_segment(resource_id)}", headers=headers)
                 if obj.get("id") not in (None, resource_id):
                     raise GatewayResponseInvalid(f"stripe answered another {collection[:-1]} than the one asked for")
-                value: Any = obj.get("payment_intent")
-                intent_id = value.get("id") if isinstance(value, dict) else value
-                if not isinstance(intent_id, str) or not intent_id:
-                    raise GatewayResponseInvalid(f"stripe {collection[:-1]} belongs to no payment intent")
-                return intent_id
+                intent_id = _reference(obj.get("payment_intent"))
+                if intent_id:
+                    return intent_id
+                if collection == "charges":
+                    return obj
+                charge_id = _reference(obj.get("charge"))
+                if not charge_id:
+                    raise GatewayResponseInvalid(f"stripe {collection[:-1]} belongs to no payment intent nor charge")
+                return self._read_charge(charge_id, headers)
         return resource_id
+
+    def _read_charge(self, charge_id: str, headers: dict[str, str]) -> dict[str, Any]:
+        charge = self._http.get_json(f"/v1/charges/{path_segment(charge_id)}", headers=headers)
+        if charge.get("id") not in (None, charge_id):
+            raise GatewayResponseInvalid("stripe answered another charge than the one asked for")
+        return charge
+
+    def _charge_payment(self, charge: dict[str, Any], headers: dict[str, str]) -> PaymentSnapshot:
+        """A Charges-API charge as its own payment (see the module docstring)."""
+        if _reference(charge.get("payment_intent")):
+            raise GatewayResponseInvalid("stripe charge belongs to a payment intent: it is not its own payment")
+        charge_id = charge.get("id")
+        if not isinstance(charge_id, str) or not charge_id:
+            raise GatewayResponseInvalid("stripe charge has no id")
+        dispute = self._latest_dispute(charge_id, headers) if charge.get("disputed") is True else None
+        status, provider_status = charge_status(charge, dispute)
+        amount = charge.get("amount")
+        if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
+            raise GatewayResponseInvalid("stripe charge amount is not an integer")
+        currency = charge.get("currency")
+        return PaymentSnapshot(
+            resource_id=charge_id,
+            status=status,
+            provider_status=provider_status,
+            amount=amount,
+            currency=currency.upper() if isinstance(currency, str) and currency else None,
+            amount_refunded=_int(charge, "amount_refunded", "charge"),
+        )
 
     def _latest_dispute(self, charge_id: str, headers: dict[str, str]) -> dict[str, Any] | None:
         try:

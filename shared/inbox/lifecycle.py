@@ -34,6 +34,7 @@ from shared.definitions import (
     AttributeValue,
     DispatchReason,
     EventStatus,
+    IgnoredReason,
     LastError,
     Transition,
     WaitingFor,
@@ -59,6 +60,7 @@ __all__ = [
     "AttributeValue",
     "DispatchReason",
     "EventStatus",
+    "IgnoredReason",
     "LastError",
     "Transition",
     "WaitingFor",
@@ -137,8 +139,16 @@ def wait_update(*, until: str, waiting_for: WaitingFor, now: str) -> dict[str, A
     )
 
 
-def settle_update(outcome: EventStatus, *, note: str, now: str) -> dict[str, Any]:
-    return compose_update(Write.SETTLE, outcome, now=text_value(now), fields={"note": text_value(cut(note))})
+def settle_update(
+    outcome: EventStatus, *, note: str, now: str, ignored_reason: IgnoredReason | None = None
+) -> dict[str, Any]:
+    """pending -> processed | ignored; an ignored one records why, from the closed set (definitions.IgnoredReason)."""
+    fields: dict[str, AttributeValue] = {"note": text_value(cut(note))}
+    if ignored_reason is not None:
+        if outcome is not EventStatus.IGNORED:
+            raise ValueError(f"an ignored reason on a {outcome.value} event")
+        fields["ignored_reason"] = text_value(IgnoredReason(ignored_reason).value)
+    return compose_update(Write.SETTLE, outcome, now=text_value(now), fields=fields)
 
 
 def fail_update(

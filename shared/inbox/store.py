@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import aws
 from shared.definitions import OPEN_EVENTS_INDEX, OPEN_EVENTS_SHARDS
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import EventStatus
+from shared.inbox.lifecycle import EventStatus, IgnoredReason
 from shared.inbox.model import inline_body
 
 if TYPE_CHECKING:
@@ -122,11 +122,13 @@ class InboxStore:
         request = self.update_request(pk, lifecycle.wait_update(until=until, waiting_for=waiting_for, now=now))
         self._update(pk, request, EventAlreadySettled)
 
-    def settle(self, pk: str, outcome: EventStatus, *, note: str, now: str) -> None:
+    def settle(
+        self, pk: str, outcome: EventStatus, *, note: str, now: str, ignored_reason: IgnoredReason | None = None
+    ) -> None:
         """pending -> processed | ignored with nothing else to write (no payment change): one conditional
         UpdateItem, not a transaction. The condition (still pending) is what makes a redelivery harmless; with no
         other item to keep in step there is nothing a transaction would add but its doubled write units."""
-        update = lifecycle.settle_update(outcome, note=note, now=now)
+        update = lifecycle.settle_update(outcome, note=note, now=now, ignored_reason=ignored_reason)
         self._update(pk, self.update_request(pk, update), EventAlreadySettled)
 
     def fail(self, pk: str, error: str, *, now: str, counts_attempt: bool) -> None:

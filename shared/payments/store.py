@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import aws
 from shared.definitions import ENV_OUTBOX_TABLE
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import EventStatus, WaitingFor
+from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
 from shared.inbox.model import iso_utc
 from shared.inbox.store import (
     EventAlreadySettled,
@@ -90,6 +90,7 @@ class ProcessingStore:
         note: str,
         payment: Payment | None = None,
         expected_version: int | None = None,
+        ignored_reason: IgnoredReason | None = None,
     ) -> None:
         """With a payment to write, one transaction: the payment's new state, conditioned on the version we decided
         from, and the inbox item pending -> processed | ignored. Either both happen or neither does.
@@ -102,7 +103,7 @@ class ProcessingStore:
         in step with the item: a plain conditional update (shared/inbox/store.py `settle`), half a transaction's
         write units."""
         if payment is None:
-            self.inbox.settle(event_pk, outcome, note=note, now=now)
+            self.inbox.settle(event_pk, outcome, note=note, now=now, ignored_reason=ignored_reason)
             return
         items: list[Any] = []
         condition = "attribute_not_exists(pk)" if expected_version is None else "version = :expected"
@@ -122,7 +123,7 @@ class ProcessingStore:
                 created_at=now,
             )
             items.append({"Put": self._outbox_put(record)})
-        settle = lifecycle.settle_update(outcome, note=note, now=now)
+        settle = lifecycle.settle_update(outcome, note=note, now=now, ignored_reason=ignored_reason)
         items.append({"Update": self.inbox.update_request(event_pk, settle)})  # last: its refusal is reasons[-1]
         try:
             self.dynamodb.transact_write_items(TransactItems=items)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.definitions import IgnoredReason
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus, is_allowed
 from shared.sub_account import SubAccount
@@ -46,11 +47,13 @@ class Touch:
     payment: Payment
     previous: Payment
     reason: str
+    code: IgnoredReason = IgnoredReason.NO_CHANGE  # the event is ignored: the payment was already in that state
 
 
 @dataclass(frozen=True, slots=True)
 class Ignore:
-    reason: str
+    reason: str  # for a human: what was compared
+    code: IgnoredReason  # the closed set's reason, stored and counted
 
 
 Decision = Apply | Touch | Ignore
@@ -96,7 +99,9 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
         and current.last_event_at is not None
         and (seen.event_occurred_at is None or seen.event_occurred_at <= current.last_event_at)
     ):
-        return Ignore(f"event is not newer than the last applied one ({current.last_event_at})")
+        return Ignore(
+            f"event is not newer than the last applied one ({current.last_event_at})", IgnoredReason.NOT_NEWER
+        )
     if seen.status == current.status:
         further_refund = (
             seen.status is PaymentStatus.PARTIALLY_REFUNDED and seen.amount_refunded > current.amount_refunded
@@ -113,9 +118,11 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
                     current,
                     f"no change: already {current.status.value} (newer event recorded)",
                 )
-            return Ignore(f"no change: already {current.status.value}")
+            return Ignore(f"no change: already {current.status.value}", IgnoredReason.NO_CHANGE)
     elif not is_allowed(current.status, seen.status):
-        return Ignore(f"transition {current.status.value} -> {seen.status.value} refused")
+        return Ignore(
+            f"transition {current.status.value} -> {seen.status.value} refused", IgnoredReason.TRANSITION_REFUSED
+        )
     return Apply(
         current.evolve(
             status=seen.status,

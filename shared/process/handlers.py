@@ -10,6 +10,7 @@ from shared.definitions import (
     HANDLER_REFETCH,
     PROVIDER_CATALOG,
     HandlerKind,
+    IgnoredReason,
     ProviderEntry,
     Route,
 )
@@ -17,7 +18,14 @@ from shared.gateway.base import GatewayClient, PaymentSnapshot
 from shared.payments.status import PaymentStatus
 from shared.process.coalesce import Refetches
 from shared.process.decide import Observation
-from shared.process.router import EventHandler, InboxEvent, Router, StateMachineApply, UnprocessableEvent
+from shared.process.router import (
+    EventHandler,
+    InboxEvent,
+    NothingToApply,
+    Router,
+    StateMachineApply,
+    UnprocessableEvent,
+)
 from shared.sub_account import SubAccount
 
 # source name -> the gateway client of that source (its own API key, base URL and breaker), None without an API.
@@ -48,7 +56,7 @@ class RefetchPaymentHandler(StateMachineApply):
         if refetches is not None and type(self).prepare is not RefetchPaymentHandler.prepare:
             return self.prepare(event)
         if not event.resource_id:
-            raise UnprocessableEvent("event names no payment")
+            raise NothingToApply(IgnoredReason.NO_PAYMENT, "event names no payment")
         client = self._clients(event.source)
         if client is None:
             raise UnprocessableEvent(f"no API client for source {event.source!r}")
@@ -99,9 +107,11 @@ class EventTimeOrderedHandler(StateMachineApply):
 
     def prepare(self, event: InboxEvent) -> Observation:
         if not event.resource_id:
-            raise UnprocessableEvent("event names no payment")
+            raise NothingToApply(IgnoredReason.NO_PAYMENT, "event names no payment")
+        if not event.provider_status:  # a stated status nobody maps is failed below; none at all is nothing to apply
+            raise NothingToApply(IgnoredReason.NOTHING_TO_APPLY, "event states no status and there is no API to ask")
         try:
-            status = PaymentStatus(event.provider_status or "")
+            status = PaymentStatus(event.provider_status)
         except ValueError:
             raise UnprocessableEvent(f"status {event.provider_status!r} is not a canonical payment status") from None
         return Observation(

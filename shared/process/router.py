@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from shared.definitions import source_of
+from shared.definitions import IgnoredReason, source_of
 from shared.payments.model import Payment
 from shared.process.decide import Decision, Observation, decide
 from shared.sub_account import SubAccount
@@ -21,6 +21,16 @@ from shared.sub_account import SubAccount
 
 class UnprocessableEvent(Exception):
     """Retrying cannot help (amounts disagree with the gateway, a status nobody maps): the event is failed."""
+
+
+class NothingToApply(Exception):
+    """A well-formed event with nothing to apply to a payment (it names none, or states nothing): it settles
+    `ignored` with `reason`, never `failed`. `failed` is for an event that should have changed a payment and could
+    not."""
+
+    def __init__(self, reason: IgnoredReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +75,7 @@ class InboxEvent:
 class EventHandler(Protocol):
     def prepare(self, event: InboxEvent) -> Observation:
         """Gather the truth about the event's payment. May raise ResourceNotFound, GatewayUnavailable,
-        GatewayRejected or UnprocessableEvent."""
+        GatewayRejected, UnprocessableEvent, or NothingToApply (the event settles ignored)."""
         ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision:

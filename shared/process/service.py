@@ -19,15 +19,15 @@ from enum import StrEnum
 from typing import Protocol
 
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
-from shared.inbox.lifecycle import EventStatus, WaitingFor
+from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
 from shared.inbox.model import iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
-from shared.observability import count_for_provider, count_outcome, logger
+from shared.observability import count_for_provider, count_ignored, count_outcome, logger
 from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.coalesce import Refetches, SharesRefetches
 from shared.process.decide import Apply, Decision, Observation, Touch
-from shared.process.router import EventHandler, InboxEvent, Router, UnprocessableEvent
+from shared.process.router import EventHandler, InboxEvent, NothingToApply, Router, UnprocessableEvent
 from shared.sub_account import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
@@ -214,7 +214,7 @@ class EventProcessor:
         handler = self.router.resolve(event.provider, event.event_type)
         try:
             if handler is None:
-                return self._settle(event, EventStatus.IGNORED, f"no handler for {event.event_type!r}")
+                return self._ignore(event, f"no handler for {event.event_type!r}", IgnoredReason.UNROUTED_TYPE)
             return self._prepare_and_apply(event, handler, delivery, refetches)
         except EventAlreadySettled:
             return Outcome.SKIPPED
@@ -230,6 +230,8 @@ class EventProcessor:
                 seen = handler.prepare_sharing(event, refetches)
             else:
                 seen = handler.prepare(event)
+        except NothingToApply as nothing:
+            return self._ignore(event, str(nothing), nothing.reason)
         except (UnprocessableEvent, GatewayRejected) as error:
             self.store.mark_failed(event.pk, f"{type(error).__name__}: {error}", now=self._now(), count_attempt=True)
             self._count(event, Outcome.FAILED, type(error).__name__)
@@ -269,10 +271,11 @@ class EventProcessor:
                         note=decision.reason,
                         payment=decision.payment,
                         expected_version=decision.previous.version,
+                        ignored_reason=decision.code,
                     )
-                    self._count(event, Outcome.IGNORED, decision.reason)
+                    self._count(event, Outcome.IGNORED, decision.reason, decision.code)
                     return Outcome.IGNORED
-                return self._settle(event, EventStatus.IGNORED, decision.reason)
+                return self._ignore(event, decision.reason, decision.code)
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
         raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
@@ -296,11 +299,11 @@ class EventProcessor:
         except StorageUnavailable as failure:
             logger.warning("wait not recorded", extra={"pk": event.pk, "error": type(failure).__name__})
 
-    def _settle(self, event: InboxEvent, status: EventStatus, note: str) -> Outcome:
-        self.store.settle(event.pk, status, now=self._now(), note=note)
-        outcome = Outcome(status.value)
-        self._count(event, outcome, note)
-        return outcome
+    def _ignore(self, event: InboxEvent, note: str, reason: IgnoredReason) -> Outcome:
+        """Settle an event that changes no payment: `ignored`, with its reason from the closed set."""
+        self.store.settle(event.pk, EventStatus.IGNORED, now=self._now(), note=note, ignored_reason=reason)
+        self._count(event, Outcome.IGNORED, note, reason)
+        return Outcome.IGNORED
 
     def _retry(self, event: InboxEvent, delivery: Delivery, error: str, retry_after: float | None = None) -> Outcome:
         attempts = self.store.record_attempt(event.pk, error, now=self._now())
@@ -377,9 +380,14 @@ class EventProcessor:
         count_for_provider("ReconciliationsFailed", provider)
         return Outcome.FAILED
 
-    def _count(self, event: InboxEvent, outcome: Outcome, reason: str | None = None) -> None:
-        """The event's one line (docs/operations.md, "Logs"): its pk, provider, type, outcome and why."""
+    def _count(
+        self, event: InboxEvent, outcome: Outcome, reason: str | None = None, ignored: IgnoredReason | None = None
+    ) -> None:
+        """The event's one line (docs/operations.md, "Logs"): its pk, provider, type, outcome and why; an ignored
+        one is also counted by source and reason (EventsIgnored)."""
         count_outcome(outcome.value, event.provider)
+        if ignored is not None:
+            count_ignored(event.source, ignored.value)
         logger.info(
             "event settled",
             extra={
@@ -388,5 +396,6 @@ class EventProcessor:
                 "type": event.event_type,
                 "outcome": outcome.value,
                 "reason": reason[:MAX_LOGGED_REASON_CHARS] if reason else None,
+                **({"ignored_reason": ignored.value} if ignored is not None else {}),
             },
         )

@@ -6,12 +6,19 @@ empty, and a stored Asaas event is re-verified by nothing but the fact that it w
 timestamp, a captured delivery can be replayed at will; deduplication by event id is what makes that harmless.
 
 Dedup: the body `id` (`evt_...`) repeats on every redelivery of the same event, so it is the event id. A body
-without one (older webhook versions) gets `derive_event_id(payment.id, event, payment.status, dateCreated)`.
+without one (older webhook versions) gets `derive_event_id(payment.id, event, payment.status, occurred_at)`.
 
-Time: `dateCreated` ("2024-06-12 16:45:03") carries no zone. Asaas is a Brazilian gateway and its times are
-America/Sao_Paulo; they are converted to UTC with that zone, from the tz database (`tzdata` when the system has
-none: base.time_zone). `dateCreated` is required: inventing a time
-(e.g. the receive time) would change the derived id on every redelivery and corrupt `occurred_at` ordering.
+Time: the event's `dateCreated` ("2024-06-12 16:45:03") carries no zone. Asaas is a Brazilian gateway and its
+times are America/Sao_Paulo; they are converted to UTC with that zone, from the tz database (`tzdata` when the
+system has none: base.time_zone). The example of Asaas's "Webhook para cobranças" page
+(https://docs.asaas.com/docs/webhook-para-cobrancas, the version before event ids) has no `dateCreated` and no `id`:
+only the payment, whose dates are days ("2021-01-01"). Then `occurred_at` is the latest of the payment's dates of
+things that already happened (PAST_PAYMENT_DATES: created, confirmed, paid, paid by the customer), at midnight
+Sao Paulo time: the day the payment reached its state, never a time we invent (the receive time would change the
+derived id on every redelivery), never a future date (`dueDate`, `creditDate`, `estimatedCreditDate`). Day
+precision orders nothing within a day: Asaas is refetched, so the state always comes from `GET /v3/payments/{id}`,
+and two events of one payment on one day differ by their type and status in the derived id. A body with neither
+`dateCreated` nor any of those dates is PayloadInvalid.
 
 Money: `payment.value` is a decimal amount in BRL (`100.0`). The body is parsed with `parse_float=Decimal`
 so that `10.1` becomes exactly 1010 centavos (as a float, 10.1 * 100 = 1009.9999999999999).
@@ -69,6 +76,26 @@ def value_to_minor_units(value: Any, where: str) -> int:
     return int((amount * 100).to_integral_value(rounding=ROUND_HALF_UP))
 
 
+# The payment's dates (days) of what already happened, in the order a payment reaches them (docs: "Webhook para
+# cobrancas", the payment object): the latest present is an event's time when the event has no `dateCreated`.
+PAST_PAYMENT_DATES: tuple[str, ...] = ("dateCreated", "confirmedDate", "paymentDate", "clientPaymentDate")
+
+
+def event_time(body: dict[str, Any], payment: dict[str, Any]) -> datetime:
+    """The event's `dateCreated`; without it, the payment's latest past date (a day, midnight Sao Paulo)."""
+    created = get_str(body, "dateCreated", "dateCreated")
+    if created is not None:
+        return parse_asaas_time(created, "dateCreated")
+    days = [
+        parse_asaas_time(text, f"payment.{name}")
+        for name in PAST_PAYMENT_DATES
+        if (text := get_str(payment, name, f"payment.{name}")) is not None
+    ]
+    if not days:
+        raise PayloadInvalid("missing field dateCreated (and the payment states no date)")
+    return max(days)
+
+
 AUTHENTICATION = TokenScheme(headers=(TOKEN_HEADER,), called="access token")
 
 
@@ -86,7 +113,7 @@ class AsaasDriver(SchemeVerified):
         payment = require_object(body, "payment", "payment")
         payment_id = require_str(payment, "id", "payment.id")
         status = get_str(payment, "status", "payment.status")
-        occurred_at = parse_asaas_time(require_str(body, "dateCreated", "dateCreated"), "dateCreated")
+        occurred_at = event_time(body, payment)
         value = payment.get("value")
         amount = value_to_minor_units(value, "payment.value") if value is not None else None
         event_id = get_str(body, "id", "id") or derive_event_id(payment_id, event_type, status or "", occurred_at)

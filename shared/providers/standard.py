@@ -17,8 +17,11 @@ low bits in the last character), and there is no reason to accept a signature in
 
 Dedup: `webhook-id` is the same on every retry of a message, so it is the event id.
 
-The body is the provider's own: Standard Webhooks only fixes `{"type", "timestamp", "data"}`. This driver reads
-the payment from `data` (`payment_id`, else `id`; `status`, `amount` in minor units, `currency`). Such
+The body is the provider's own: the spec recommends `{"type", "timestamp", "data"}` but does not dictate the
+payload (its own test vector's body is `{"test": 2432232314}`). This driver reads the payment from `data`
+(`payment_id`, else `id`; `status`, `amount` in minor units, `currency`). A well-formed JSON object without `type`
+or `data` is kept as what it is, a signed message about nothing the inbox tracks: its type is empty (no handler
+routes it) and it names no payment, so it settles `ignored` (reason `unrouted_type`), never `failed`. Such
 providers have no API the processor could refetch from: ordering falls back to `occurred_at`.
 """
 
@@ -41,7 +44,6 @@ from shared.providers._signing import (
     matches_any,
     parse_epoch_seconds,
     require_object,
-    require_str,
     usable_secrets,
 )
 from shared.providers.base import (
@@ -56,6 +58,7 @@ from shared.providers.base import (
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix of every secret, not a secret
 SCHEME = "v1"
+UNTYPED_EVENT_TYPE = ""  # a message whose payload has no `type`: no handler routes it
 # (id, timestamp, signature) header names, in order of preference
 HEADER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("webhook-id", "webhook-timestamp", "webhook-signature"),
@@ -140,8 +143,8 @@ class StandardWebhooksDriver:
         if msg_id is None:
             raise PayloadInvalid("missing webhook-id header")
         payload = load_json_object(request.body)
-        event_type = require_str(payload, "type", "type")
-        data = require_object(payload, "data", "data")
+        event_type = get_str(payload, "type", "type") or UNTYPED_EVENT_TYPE
+        data = require_object(payload, "data", "data") if "data" in payload else {}
 
         timestamp = get_str(payload, "timestamp", "timestamp")
         if timestamp is not None:

@@ -10,8 +10,12 @@ Signing, as stripe-python's `WebhookSignature` does it:
 Dedup: the event `id` (`evt_...`) is the same on every redelivery of an event, so it is the event id.
 
 The payment, for the inbox, is the PaymentIntent: `payment_intent.*` events are about `data.object.id`;
-charge, refund and dispute events belong to their intent (`data.object.payment_intent`). Other events (customer,
-invoice, payout...) are stored with no resource and left to the processor to ignore.
+charge, refund and dispute events belong to their intent (`data.object.payment_intent`). A charge made with the
+Charges API has no intent (`payment_intent: null`, or no such field in objects of API versions before intents
+existed: https://docs.stripe.com/api/charges/object, "payment_intent: nullable"): the charge is then its own
+payment, and its refunds and disputes belong to it (`data.object.charge`, an id or an expanded charge). Other
+events (customer, invoice, payout, setup_intent...) are stored with no resource and left to the processor to ignore
+(their types are not routed).
 
 Connect: an event from a connected account carries the top-level `account` (`acct_...`; "each event for a
 connected account contains a top-level account attribute", https://docs.stripe.com/connect/webhooks). It becomes
@@ -107,6 +111,27 @@ def _intent_reference(obj: JsonObject) -> str | None:
     return get_str(obj, "payment_intent", "data.object.payment_intent")
 
 
+def _charge_reference(obj: JsonObject) -> str | None:
+    """`charge` of a refund or dispute: an id, or (when expanded) an object with an id."""
+    value: Any = obj.get("charge")
+    if isinstance(value, dict):
+        return get_str(value, "id", "data.object.charge.id")
+    return get_str(obj, "charge", "data.object.charge")
+
+
+def _payment_of(kind: str | None, obj: JsonObject) -> str | None:
+    """The payment a charge, refund or dispute belongs to: its intent; with none (the Charges API), the charge
+    itself (a charge's own id, a refund's or dispute's `charge`)."""
+    intent = _intent_reference(obj)
+    if intent is not None:
+        return intent
+    if kind == "charge":
+        return get_str(obj, "id", "data.object.id")
+    if kind in ("refund", "dispute"):
+        return _charge_reference(obj)
+    return None
+
+
 def _object_kind(event_type: str, obj: JsonObject) -> str | None:
     kind = get_str(obj, "object", "data.object.object")
     if kind is not None:
@@ -197,7 +222,7 @@ class StripeDriver:
         if event_type.startswith("payment_intent."):
             resource_id = require_str(obj, "id", "data.object.id")
         elif event_type.startswith(("charge.", "refund.")):
-            resource_id = _intent_reference(obj)  # None for a charge made without an intent (legacy API)
+            resource_id = _payment_of(kind, obj)  # the intent, or the Charges-API charge that is its own payment
         elif kind == "payment_intent":
             resource_id = require_str(obj, "id", "data.object.id")
         else:

@@ -1,6 +1,7 @@
-"""Stripe Connect and thin events through the local stack (`make run`): a connected account's webhook, sent with
-the CLI, is refetched from the gateway simulator within its account (which answers 404 without it, as Stripe
-does), ends `processed`, and `inbox payments show` finds the payment by the intent's own id, with its account."""
+"""Stripe Connect, thin events and the Charges API through the local stack (`make run`): a connected account's
+webhook, sent with the CLI, is refetched from the gateway simulator within its account (which answers 404 without
+it, as Stripe does), ends `processed`, and `inbox payments show` finds the payment by the intent's own id, with its
+account; a Charges-API charge (no PaymentIntent) is its own payment, and its refund reaches it."""
 
 from __future__ import annotations
 
@@ -78,3 +79,26 @@ def test_a_connected_accounts_event_is_processed_and_its_payment_shows_the_accou
 def test_an_account_that_is_not_one_is_refused_by_the_cli(local_stack):
     result = inbox(local_stack, "send", "stripe", "--account", "acct_1\r\nX-Evil: 1")
     assert result.returncode == 2 and "acct_" in result.stderr
+
+
+def test_a_charges_api_refund_reaches_its_charge_payment(local_stack):
+    # Given a charge made with the Charges API (no PaymentIntent), paid: `inbox send` registers it with the gateway
+    # simulator under its charge id and sends its charge.succeeded
+    charge_id = "ch_1ChargesApiE2e0000000001"
+    paid_event, resource_id = send(local_stack, "--resource-id", charge_id, "--status", "paid", "--amount", "4200")
+    assert resource_id == charge_id
+    assert settled(local_stack, paid_event)["status"] == "processed"
+
+    # When the charge is refunded and its charge.refunded (payment_intent null) is sent
+    refund_event, _ = send(local_stack, "--resource-id", charge_id, "--status", "refunded", "--amount", "4200")
+
+    # Then the refund is processed against the charge itself, refetched with GET /v1/charges/{id}
+    item = settled(local_stack, refund_event)
+    assert (item["status"], item["resource_id"], item["event_type"]) == ("processed", charge_id, "charge.refunded")
+    shown = inbox(local_stack, "payments", "show", "stripe", charge_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    payment = json.loads(shown.stdout)
+    truth = gateway_truth(local_stack, charge_id)
+    assert (payment["status"], payment["amount"], payment["amount_refunded"]) == ("refunded", 4200, 4200)
+    assert payment["status"] == truth["status"]
+    assert payment["provider_status"] == "charge:succeeded/refunded"

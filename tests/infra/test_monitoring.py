@@ -87,6 +87,7 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         "forward-dead-letter-queue",
         "signature-rejections",
         *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
+        *(f"ignored-no-payment-{provider}" for provider in definitions.PROVIDERS),  # the default sources
         "api-5xx",
         *(f"lambda-{name}" for name in FUNCTIONS),
         *(f"pipe-{name}" for name in PIPES),
@@ -237,6 +238,39 @@ def test_a_jump_in_a_providers_ignored_ratio_alarms(synthesized: Synthesized, pr
     )
     assert properties["Threshold"] == monitoring.IGNORED_RATIO_THRESHOLD
     assert properties["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+@pytest.mark.parametrize("source", definitions.PROVIDERS)
+def test_payment_events_naming_no_payment_on_one_source_alarm(synthesized: Synthesized, source: str) -> None:
+    # Given a source (the default declaration: one per provider, named after it) whose ignored events are counted by
+    # reason (shared/observability.count_ignored)
+    properties = _alarm(synthesized, f"ignored-no-payment-{source}")
+    metric = _single_metric(properties)
+    # Then its alarm reads EventsIgnored of that source with the reason no_payment, summed over 15 minutes
+    assert metric["MetricName"] == definitions.METRIC_EVENTS_IGNORED
+    assert metric["Namespace"] == definitions.METRICS_NAMESPACE
+    assert sorted(metric["Dimensions"], key=lambda d: d["Name"]) == [
+        {"Name": "reason", "Value": definitions.ALARMED_IGNORED_REASON},
+        {"Name": "service", "Value": definitions.SERVICE_NAME},
+        {"Name": "source", "Value": source},
+    ]
+    assert metric["Statistic"] == "Sum"
+    assert metric["Period"] == 900
+    # And it fires from IGNORED_REASON_THRESHOLD such events in one period, no data meaning nothing was ignored
+    assert properties["Threshold"] == monitoring.IGNORED_REASON_THRESHOLD
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"
+    _assert_notifies_the_topic(synthesized, properties)
+
+
+def test_a_one_source_declaration_has_its_no_payment_alarm_named_after_the_source(one_source: Synthesized) -> None:
+    # Given one declared source, stripe-br (a source name, not the provider's)
+    alarms = one_source.stack.monitoring.alarms
+    # Then its no-payment alarm is the source's, and the provider's default source has none
+    assert "ignored-no-payment-stripe-br" in alarms
+    assert "ignored-no-payment-stripe" not in alarms
+    properties = _alarm(one_source, "ignored-no-payment-stripe-br")
+    assert {"Name": "source", "Value": "stripe-br"} in _single_metric(properties)["Dimensions"]
 
 
 def test_a_5xx_answered_by_the_webhook_api_alarms(synthesized: Synthesized) -> None:
@@ -470,9 +504,9 @@ def test_the_cost_model_counts_the_alarms_and_their_metrics_of_a_one_source_temp
     # Given one Stripe source with the default settings (no forwarding, no dashboard)
     template = _template_alarms(one_source)
     # Then the model agrees alarm by alarm
-    assert template == alarm_metrics(("stripe",), forwarding=False)
-    # And what the fixed-cost target (issue 15: $5 a month) counts today: 18 alarms on 24 metrics
-    assert (len(template), sum(template.values())) == (18, 24)
+    assert template == alarm_metrics(("stripe",), forwarding=False, sources=("stripe-br",))
+    # And what the one-source fixed cost counts today: 19 alarms on 25 metrics
+    assert (len(template), sum(template.values())) == (19, 25)
 
 
 def test_the_dashboard_is_deployed_only_when_asked_for(synthesized: Synthesized, one_source: Synthesized) -> None:

@@ -66,7 +66,7 @@ def store_event(
     *,
     provider: str = "stripe",
     event_id: str | None = None,
-    resource_id: str = "pi_1",
+    resource_id: str | None = "pi_1",
     event_type: str = "payment_intent.succeeded",
     status: str | None = "paid",
     amount: int | None = 1000,

@@ -16,6 +16,7 @@ from inbox_cli.chaos.schedule import UNKNOWN_UNTIL_REVEALED, build_schedule
 from inbox_cli.simulate import Delivery
 from inbox_local.faults import ADMIN_PATH, FaultInjector, FaultKind, InjectedCrash, keyed_draw
 from inbox_local.gateway_simulator import GatewaySimulator
+from shared.inbox.lifecycle import IgnoredReason
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.payments.store import ProcessingStore
@@ -47,9 +48,11 @@ class RecordingProcessingStore(ProcessingStore):
     def __init__(self) -> None:
         super().__init__("inbox", "payments")
         self.settled: list[str] = []
+        self.reasons: list[Any] = []
 
-    def settle(self, event_pk, outcome, *, now, note, payment=None, expected_version=None) -> None:
+    def settle(self, event_pk, outcome, *, now, note, payment=None, expected_version=None, ignored_reason=None) -> None:
         self.settled.append(event_pk)
+        self.reasons.append(ignored_reason)
 
 
 class RecordingSqs:
@@ -137,6 +140,22 @@ def test_a_crash_before_the_transaction_commits_nothing_and_one_after_it_commits
     assert inner.settled == ["stripe#evt_1"]
     counters = injector.counters()
     assert (counters["crash_before_commit"], counters["crash_after_commit"]) == (1, 1)
+
+
+def test_the_crashing_store_settles_an_ignored_event_with_its_reason():
+    # Given the local stack's processor store behind the injector, injecting nothing
+    inner = RecordingProcessingStore()
+    store = FaultInjector().crashing_store(inner)
+    # When an ignored event is settled with its reason
+    store.settle(
+        "stripe#evt_1",
+        EventStatus.IGNORED,
+        now="t",
+        note="event names no payment",
+        ignored_reason=IgnoredReason.NO_PAYMENT,
+    )
+    # Then the real store receives the reason (the local stack stores what AWS would)
+    assert (inner.settled, inner.reasons) == (["stripe#evt_1"], ["no_payment"])
 
 
 def test_an_injected_crash_is_not_an_exception_the_function_could_handle():

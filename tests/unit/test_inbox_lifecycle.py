@@ -13,7 +13,7 @@ import pytest
 from infra.replay_definition import SELECTABLE_STATUSES, replay_definition
 from shared import definitions
 from shared.inbox import lifecycle
-from shared.inbox.lifecycle import LIFECYCLE, DispatchReason, EventStatus, Write, text_value
+from shared.inbox.lifecycle import LIFECYCLE, DispatchReason, EventStatus, IgnoredReason, Write, text_value
 
 PENDING, PROCESSED, IGNORED, FAILED = (
     EventStatus.PENDING,
@@ -276,3 +276,22 @@ def test_a_dispatch_id_is_a_valid_and_fresh_sqs_deduplication_id():
     # Then each is a valid SQS deduplication id, 16 characters (96 random bits), and none repeats
     assert len(ids) == 10_000
     assert all(is_valid_fifo_id(value) and len(value) == 16 for value in ids)
+
+
+def test_an_ignored_settle_records_its_reason_from_the_closed_set():
+    # Given an event ignored because it names no payment
+    update = lifecycle.settle_update(
+        IGNORED, note="event names no payment", now="t1", ignored_reason=IgnoredReason.NO_PAYMENT
+    )
+    # Then the settle writes the reason beside the note
+    names = update.get("ExpressionAttributeNames", {})
+    values = update["ExpressionAttributeValues"]
+    assert {"S": "no_payment"} in values.values()
+    assert "ignored_reason" in update["UpdateExpression"] or "ignored_reason" in names.values()
+    # And a processed one, or a reason outside the set, is refused before any request
+    with pytest.raises(ValueError, match="processed"):
+        lifecycle.settle_update(PROCESSED, note="n", now="t", ignored_reason=IgnoredReason.NO_PAYMENT)
+    with pytest.raises(ValueError, match="free text"):
+        lifecycle.settle_update(IGNORED, note="n", now="t", ignored_reason="free text")  # type: ignore[arg-type]
+    # And without a reason nothing is written for it (a processed event)
+    assert "ignored_reason" not in str(lifecycle.settle_update(PROCESSED, note="paid", now="t1"))

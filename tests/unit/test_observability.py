@@ -72,6 +72,39 @@ def test_a_refusal_is_counted_without_its_reason_and_not_recorded_by_cause(capsy
     ]
 
 
+def test_an_ignored_event_is_counted_by_its_source_and_reason_unless_routine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When events of the source stripe-br are ignored: one naming no payment, one stating nothing, one already
+    # applied (routine) and one of a type nobody routes (routine)
+    observability.count_ignored("stripe-br", "no_payment")
+    observability.count_ignored("stripe-br", "nothing_to_apply")
+    observability.count_ignored("stripe-br", "no_change")
+    observability.count_ignored("stripe-br", "unrouted_type")
+    # Then the first two are one EventsIgnored count each with the source and the reason as dimensions, and the
+    # routine ones are not sent (EventsSettled's ignored share holds them)
+    service = {"service": definitions.SERVICE_NAME}
+    assert _sent(capsys) == [
+        {
+            "name": definitions.METRIC_EVENTS_IGNORED,
+            "value": 1.0,
+            "dimensions": {**service, "source": "stripe-br", "reason": "no_payment"},
+        },
+        {
+            "name": definitions.METRIC_EVENTS_IGNORED,
+            "value": 1.0,
+            "dimensions": {**service, "source": "stripe-br", "reason": "nothing_to_apply"},
+        },
+    ]
+
+
+def test_an_ignored_reason_outside_the_closed_set_is_refused() -> None:
+    # Given a reason that is not one of definitions.IGNORED_REASONS (a free text would be a metric per value)
+    # Then counting it is refused
+    with pytest.raises(UndeclaredMetric, match="names no payment"):
+        observability.count_ignored("stripe", "event names no payment")
+
+
 def test_a_trouble_gauge_of_zero_is_not_sent_but_the_oldest_pending_age_always_is(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -109,7 +142,7 @@ def _emitted_names() -> set[str]:
 def test_every_metric_the_code_emits_is_declared() -> None:
     # Given every emitter call under shared/, the processor's outcomes (processed, ignored, failed, skipped) and the
     # ingest's outcome -> metric map
-    outcomes = {definitions.METRIC_EVENTS_SETTLED, "EventsFailed", "EventsSkipped"}
+    outcomes = {definitions.METRIC_EVENTS_SETTLED, "EventsFailed", "EventsSkipped", definitions.METRIC_EVENTS_IGNORED}
     emitted = _emitted_names() | outcomes | set(ingest._METRIC_BY_OUTCOME.values())
     # Then each is declared, and nothing is declared that nothing emits
     assert emitted == set(observability.METRICS)
@@ -123,10 +156,12 @@ def test_the_custom_metrics_follow_the_providers_only_where_declared() -> None:
     assert [m.name for m in per_provider] == [definitions.METRIC_EVENTS_SETTLED]
     assert observability.custom_metric_count(one, Emitted.STEADY) == 2
     assert observability.custom_metric_count(many, Emitted.STEADY) == 1 + len(many)
-    # And the trouble counts do not grow with the sources (closed sets only: three causes)
-    assert observability.custom_metric_count(one, Emitted.ON_TROUBLE) == observability.custom_metric_count(
-        many, Emitted.ON_TROUBLE
-    )
+    # And the trouble counts grow with the sources only by the ignored reasons counted per source (closed sets
+    # otherwise: three causes)
+    counted = len(definitions.COUNTED_IGNORED_REASONS)
+    assert observability.custom_metric_count(many, Emitted.ON_TROUBLE) - observability.custom_metric_count(
+        one, Emitted.ON_TROUBLE
+    ) == counted * (len(many) - 1)
 
 
 class _Context:

@@ -117,13 +117,13 @@ def test_a_thin_events_object_is_read_back_to_its_intent(object_id, collection):
     assert (snapshot.resource_id, snapshot.status) == ("pi_1", S.PAID)
 
 
-def test_an_object_of_no_intent_is_invalid_not_a_guess():
-    # Given a charge made without a PaymentIntent (the legacy Charges API)
-    pool = FakePool([FakeResponse(200, {"id": "ch_1", "object": "charge", "payment_intent": None})])
+def test_a_refund_of_neither_an_intent_nor_a_charge_is_invalid_not_a_guess():
+    # Given a refund that names no PaymentIntent and no charge (no Stripe object looks like this)
+    pool = FakePool([FakeResponse(200, {"id": "re_1", "object": "refund", "payment_intent": None, "charge": None})])
 
     # When a thin event about it is fetched  Then no payment is made up
-    with pytest.raises(GatewayResponseInvalid, match="belongs to no payment intent"):
-        make_client(pool).fetch_payment("ch_1")
+    with pytest.raises(GatewayResponseInvalid, match="belongs to no payment intent nor charge"):
+        make_client(pool).fetch_payment("re_1")
 
 
 @pytest.mark.parametrize("provider", sorted(set(supported_providers()) - {"stripe"}))

@@ -241,7 +241,6 @@ class TestParse:
             ({"event": 3}, "field event must be a string"),
             ({"payment": None}, "missing field payment"),
             ({"payment": "pay_1"}, "field payment must be an object"),
-            ({"dateCreated": None}, "missing field dateCreated"),
             ({"dateCreated": "12/06/2024 16:45"}, "field dateCreated is not"),
             ({"id": 5}, "field id must be a string"),
         ],
@@ -298,3 +297,59 @@ class TestSamples:
     def test_unknown_status(self):
         with pytest.raises(ValueError, match="no Asaas sample for status 'authorized'"):
             sender.sample_body(event_id="e", resource_id="p", status="authorized", amount=1, occurred_at=NOW)
+
+
+# The example of Asaas's "Webhook para cobrancas" page (https://docs.asaas.com/docs/webhook-para-cobrancas, the
+# version before event ids; trimmed): no event `id`, no event `dateCreated`, the payment with its day dates.
+DOCS_EXAMPLE = """{
+  "event": "PAYMENT_RECEIVED",
+  "payment": {
+    "object": "payment",
+    "id": "pay_080225913252",
+    "dateCreated": "2021-01-01",
+    "customer": "cus_G7Dvo4iphUNk",
+    "dueDate": "2021-01-01",
+    "value": 100,
+    "netValue": 94.51,
+    "billingType": "CREDIT_CARD",
+    "status": "RECEIVED",
+    "confirmedDate": "2021-01-01",
+    "paymentDate": "2021-01-02",
+    "clientPaymentDate": "2021-01-01",
+    "creditDate": "2021-02-01",
+    "estimatedCreditDate": "2021-02-01",
+    "deleted": false
+  }
+}"""
+
+
+class TestDocumentationShapeWithoutEventIdOrTime:
+    def test_it_is_about_its_payment_at_the_latest_past_date_of_the_payment(self):
+        # Given the documented example: no event id, no dateCreated, day dates on the payment
+        event = driver.parse(_request(DOCS_EXAMPLE))
+        # Then it names its payment, with its status and amount
+        assert (event.resource_id, event.provider_status, event.amount) == ("pay_080225913252", "RECEIVED", 10000)
+        # And its time is the latest past date (paymentDate), at midnight Sao Paulo (03:00 UTC), never the future
+        # credit dates
+        assert event.occurred_at == datetime(2021, 1, 2, 3, 0, tzinfo=UTC)
+        # And its id is derived from the business fact: the same on a redelivery
+        assert event.event_id.startswith("d_")
+        assert driver.parse(_request(DOCS_EXAMPLE)).event_id == event.event_id
+
+    def test_the_id_differs_for_another_status_or_event_of_the_same_payment(self):
+        base = driver.parse(_request(DOCS_EXAMPLE)).event_id
+        refunded = json.loads(DOCS_EXAMPLE)
+        refunded["event"], refunded["payment"]["status"] = "PAYMENT_REFUNDED", "REFUNDED"
+        assert driver.parse(_request(json.dumps(refunded))).event_id != base
+
+    def test_an_event_date_still_wins_over_the_payments_days(self):
+        body = json.loads(DOCS_EXAMPLE)
+        body["dateCreated"] = "2021-01-05 10:00:00"
+        assert driver.parse(_request(json.dumps(body))).occurred_at == datetime(2021, 1, 5, 13, 0, tzinfo=UTC)
+
+    def test_a_body_with_no_date_at_all_is_invalid(self):
+        body = json.loads(DOCS_EXAMPLE)
+        for name in ("dateCreated", "confirmedDate", "paymentDate", "clientPaymentDate"):
+            del body["payment"][name]
+        with pytest.raises(PayloadInvalid, match="missing field dateCreated"):
+            driver.parse(_request(json.dumps(body)))

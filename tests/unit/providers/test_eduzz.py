@@ -135,6 +135,20 @@ class TestParse:
         assert (event.amount, event.currency) == (30150, "BRL")  # 301.5 read as a decimal: exact centavos
         assert event.occurred_at == datetime(2024, 1, 9, 14, 45, tzinfo=UTC)
 
+    def test_the_published_invoice_opened_example(self):
+        # Given eduzz/eduzz-webhook-docs events/myeduzz/invoice_opened.md: the same invoice, opened (awaiting payment)
+        body = json.loads(PUBLISHED_INVOICE_PAID)
+        body["event"] = "myeduzz.invoice_opened"
+        body["data"]["status"] = "open"
+        body["data"]["paidAt"] = None
+        event = driver.parse(_request(json.dumps(body).encode()))
+        # Then it is about the invoice, pending
+        assert (event.event_type, event.resource_id, event.provider_status) == (
+            "myeduzz.invoice_opened",
+            "12345678",
+            "pending",
+        )
+
     @pytest.mark.parametrize(("status", "canonical"), sorted((k, v.value) for k, v in INVOICE_STATUS.items()))
     def test_every_invoice_status(self, status, canonical):
         assert driver.parse(_request(_with(data={"status": status}))).provider_status == canonical

@@ -247,10 +247,10 @@ class TestParse:
         assert event.amount == 1000
         assert event.currency == "USD"
 
-    def test_charge_without_an_intent_has_no_resource(self):
-        # Given a legacy charge made without a PaymentIntent, Then it is not about a payment we track
+    def test_a_charge_without_an_intent_is_its_own_payment(self):
+        # Given a Charges-API charge made without a PaymentIntent, Then the charge is the payment
         event = _parse(_event({"id": "ch_1", "object": "charge", "payment_intent": None}, "charge.succeeded"))
-        assert event.resource_id is None
+        assert event.resource_id == "ch_1"
 
     def test_expanded_intent_reference(self):
         event = _parse(_event({"id": "ch_1", "object": "charge", "payment_intent": {"id": "pi_9"}}, "charge.captured"))

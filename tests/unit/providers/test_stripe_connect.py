@@ -174,7 +174,7 @@ def test_thin_event_renders_the_related_objects_url():
 
 def test_a_thin_sample_about_a_made_up_charge_is_refused():
     # A thin event names only its object; a sample's charge id resolves to no payment anywhere
-    with pytest.raises(ValueError, match="thin Stripe sample is about the intent"):
+    with pytest.raises(ValueError, match="thin Stripe sample is about the payment's own object"):
         sender.sample_body(
             event_id="evt_1", resource_id="pi_1", status="refunded", amount=5, occurred_at=NOW, thin=True
         )

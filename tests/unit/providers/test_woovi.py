@@ -295,3 +295,47 @@ def test_the_ingest_applies_the_sources_option():
     )
     assert service.receive(driver, request, plain).status_code == 401
     assert service.receive(driver, request, enabled).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("event_type", "charge_status", "canonical", "value"),
+    [
+        # woovibr/woovi-developers docs/webhook/examples/charge-created-payload.mdx (trimmed): a charge awaiting its Pix
+        ("OPENPIX:CHARGE_CREATED", "ACTIVE", "pending", 100),
+        # docs/webhook/examples/charge-expired-payload.mdx (trimmed): the charge expired unpaid
+        ("OPENPIX:CHARGE_EXPIRED", "EXPIRED", "failed", 1),
+    ],
+)
+def test_woovis_published_charge_created_and_expired_examples_read_as_their_charge(
+    event_type, charge_status, canonical, value
+):
+    # Given the documented example's shape: the event, the charge (no Pix yet), the company and the account
+    correlation = "9134e286-6f71-427a-bf00-100000000004"
+    body = {
+        "event": event_type,
+        "charge": {
+            "customer": None,
+            "value": value,
+            "comment": "",
+            "identifier": "9134e2866f71427abf0010000",
+            "correlationID": correlation,
+            "transactionID": "9134e2866f71427abf00100000000006",
+            "status": charge_status,
+            "additionalInfo": [],
+            "discount": 0,
+            "valueWithDiscount": value,
+            "expiresDate": None,
+            "type": "DYNAMIC",
+            "createdAt": "2025-09-30T15:35:13.607Z",
+            "updatedAt": "2025-09-30T15:35:13.607Z",
+            "brCode": "000201...",
+            "expiresIn": 86400,
+        },
+        "company": {"id": "624e3c0d1f4a1d4c1bba7e1f", "name": "Empresa", "taxID": "00000000000000"},
+        "account": {"clientId": "Q2xpZW50X0lk"},
+    }
+    event = driver.parse(delivery(json.dumps(body).encode(), "x"))
+    # Then it is about the charge (its correlationID), in the status the charge states, with a derived key
+    assert event.resource_id == correlation
+    assert (event.event_type, event.provider_status, event.amount) == (event_type, canonical, value)
+    assert event.event_id.startswith("d_")
