@@ -1,4 +1,7 @@
-"""The commands README.md shows, extracted as written.
+"""The commands README.md and the pages it sends readers to for commands show, extracted as written.
+
+Those pages (COMMAND_PAGES) are README.md, docs/getting-started.md, docs/cli.md, docs/benchmarks.md and
+docs/contributing.md: every command they show is run by a test (tests/readme_registry.py names it).
 
 - Each line of a ```bash block: a `#` comment (outside quotes) removed, a trailing `\\` joined with the next line,
   blank lines skipped. `export NAME=value` lines are commands of kind "env": the environment of the commands after
@@ -13,11 +16,18 @@ placeholders (`PROVIDER`, `EVENT_ID`, `evt_...`), optional parts (`[--json]`) an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+COMMAND_PAGES = (
+    README,
+    ROOT / "docs" / "getting-started.md",
+    ROOT / "docs" / "cli.md",
+    ROOT / "docs" / "benchmarks.md",
+    ROOT / "docs" / "contributing.md",
+)
 
 INLINE_PREFIXES = ("inbox ", ".venv/bin/", "make ", "curl ", "cdk ", "--stack")
 _FENCE = re.compile(r"^\s*```(\w*)")
@@ -27,9 +37,10 @@ _CODE_SPAN = re.compile(r"`([^`]+)`")
 @dataclass(frozen=True)
 class Command:
     text: str  # as written, whitespace collapsed
-    line: int  # README line it starts on (1-based)
+    line: int  # the line of its page it starts on (1-based)
     section: str  # the nearest heading above it
     kind: str  # "bash" (a line of a bash block), "env" (an export line of one), "inline" (a code span)
+    page: str = "README.md"  # the page that shows it, relative to the repository root
 
 
 def strip_comment(line: str) -> str:
@@ -107,9 +118,14 @@ def extract(text: str) -> list[Command]:
 
 
 def readme_commands() -> list[Command]:
-    return extract(README.read_text())
+    """Every command README.md and its command pages show, page by page in COMMAND_PAGES' order."""
+    commands: list[Command] = []
+    for page in COMMAND_PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        commands += [replace(command, page=name) for command in extract(page.read_text())]
+    return commands
 
 
 def section_commands(section: str) -> list[Command]:
-    """The bash-block commands under one heading, in order."""
+    """The bash-block commands under one heading (of any command page), in order."""
     return [command for command in readme_commands() if command.section == section and command.kind != "inline"]

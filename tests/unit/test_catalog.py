@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 # underscore is a private helper and needs no listing).
 PROVIDER_MACHINERY = frozenset({"__init__", "base", "registry"})
 GATEWAY_MACHINERY = frozenset({"__init__", "base", "breaker", "http", "ratelimit", "registry"})
+# The page whose "Providers" table renders the catalog's documented facts, one row per provider.
+PROVIDER_TABLE_PAGE = "docs/sources.md"
 README_ORDERING = {"refetch": "refetch", "occurred_at": "occurred_at", ORDERING_NONE: "none (not payments: ignored)"}
 SOURCE_WORDS = {
     "verified": "verified",
@@ -42,7 +44,7 @@ def module_names(folder: Path) -> set[str]:
 
 
 def readme_provider_rows(readme: str) -> dict[str, list[str]]:
-    """README's provider table, by URL id: its cells, stripped."""
+    """The provider table of PROVIDER_TABLE_PAGE, by URL id: its cells, stripped."""
     section = readme.split("\n## Providers\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, list[str]] = {}
     for line in section.splitlines():
@@ -53,7 +55,7 @@ def readme_provider_rows(readme: str) -> dict[str, list[str]]:
 
 
 def readme_row(entry: ProviderEntry) -> str:
-    """The README table row the entry's facts make."""
+    """The provider table row the entry's facts make."""
     facts = entry.facts
     name = f"[{facts.display_name}]({facts.docs_url})" if facts.docs_url else facts.display_name
     cells = [
@@ -138,15 +140,19 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...], repo: Path = REPO) -> l
     for name in sorted(module_names(repo / "shared" / "gateway") - GATEWAY_MACHINERY):
         if f"shared.gateway.{name}" not in clients:
             problems.append(f"shared/gateway/{name}.py belongs to no catalog entry")
-    readme = (repo / "README.md").read_text()
+    readme = (repo / PROVIDER_TABLE_PAGE).read_text()
     rows = readme_provider_rows(readme)
     for entry in catalog:
         if entry.id not in rows:
-            problems.append(f"{entry.id}: no row in README.md's provider table")
+            problems.append(f"{entry.id}: no row in {PROVIDER_TABLE_PAGE}'s provider table")
         elif "| " + " | ".join(rows[entry.id]) + " |" != readme_row(entry):
-            problems.append(f"{entry.id}: README.md's row is not what the catalog says: {readme_row(entry)}")
+            problems.append(
+                f"{entry.id}: {PROVIDER_TABLE_PAGE}'s row is not what the catalog says: {readme_row(entry)}"
+            )
     problems.extend(
-        f"{provider}: README.md lists a provider the catalog does not" for provider in rows if provider not in ids
+        f"{provider}: {PROVIDER_TABLE_PAGE} lists a provider the catalog does not"
+        for provider in rows
+        if provider not in ids
     )
     providers_doc = (repo / "docs" / "providers.md").read_text()
     for entry in catalog:
@@ -164,10 +170,11 @@ def test_the_catalog_and_the_repository_agree() -> None:
 
 
 def test_readmes_provider_table_is_the_catalogs() -> None:
-    # Given the catalog's documented facts  Then README's provider table is exactly what they render
-    # (on a change: paste the rendered table into README.md's "Providers" section)
+    # Given the catalog's documented facts  Then the provider table of docs/sources.md is exactly what they render
+    # (on a change: paste the rendered table into its "Providers" section)
     table = readme_table(PROVIDER_CATALOG)
-    assert table in (REPO / "README.md").read_text(), f"README.md's provider table should read:\n{table}"
+    page = (REPO / PROVIDER_TABLE_PAGE).read_text()
+    assert table in page, f"{PROVIDER_TABLE_PAGE}'s provider table should read:\n{table}"
 
 
 def test_every_list_of_providers_is_the_catalogs() -> None:
@@ -276,13 +283,13 @@ BROKEN = {
     ),
     "a provider declared twice": ((*PROVIDER_CATALOG, PROVIDER_CATALOG[0]), "stripe: declared twice"),
     "no development secret": (_replaced("github", dev_secret=" "), "github: no development secret"),
-    "no row in the README": (
+    "no row in the provider table": (
         (*_without("generic"), definitions.provider_entry("generic")._replace(id="generik")),
-        "generik: no row in README.md's provider table",
+        "generik: no row in docs/sources.md's provider table",
     ),
-    "a README row the catalog disagrees with": (
+    "a provider table row the catalog disagrees with": (
         _facts("shopify", dedup_key="the body"),
-        "shopify: README.md's row is not what the catalog says",
+        "shopify: docs/sources.md's row is not what the catalog says",
     ),
     "an upper-case id": (
         (*PROVIDER_CATALOG, definitions.provider_entry("kiwify")._replace(id="Kiwi")),

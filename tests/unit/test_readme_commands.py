@@ -1,4 +1,5 @@
-"""Every command README.md shows is run by a test: README's commands (as written) == the registry's, and each test
+"""Every command README.md (and the pages it sends readers to for commands) shows is run by a test: their commands
+(as written) == the registry's, and each test
 the registry names exists (found by parsing its module, without importing it: an infra module would start jsii)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme_commands import ROOT, extract, readme_commands, strip_comment
+from tests.readme_commands import COMMAND_PAGES, ROOT, extract, readme_commands, strip_comment
 from tests.readme_registry import AWS_ONLY_MOTO, AWS_ONLY_TEMPLATE, REGISTRY
 
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z_]*|\$\w+|.*\.\.\.)$")
@@ -28,16 +29,14 @@ def module_source(path: str) -> str:
 
 def test_every_command_the_readme_shows_is_in_the_registry():
     # Given README's commands, When each is looked up, Then the registry lists it with the tests that run it
-    missing = sorted({f"README.md:{c.line}: {c.text}" for c in readme_commands() if c.text not in REGISTRY})
-    assert not missing, "README shows commands no test is registered to run (tests/readme_registry.py):\n" + "\n".join(
-        missing
-    )
+    missing = sorted({f"{c.page}:{c.line}: {c.text}" for c in readme_commands() if c.text not in REGISTRY})
+    assert not missing, "README or a command page shows commands no test is registered to run:\n" + "\n".join(missing)
 
 
 def test_every_registry_entry_is_still_in_the_readme():
     shown = {command.text for command in readme_commands()}
     stale = sorted(set(REGISTRY) - shown)
-    assert not stale, f"registered commands README no longer shows: {stale}"
+    assert not stale, f"registered commands neither README nor a command page shows any more: {stale}"
 
 
 @pytest.mark.parametrize("command", sorted(REGISTRY))
@@ -113,3 +112,20 @@ def test_the_readme_shows_the_walkthrough_block():
 
 def test_readme_is_the_repositorys():
     assert (ROOT / "README.md").is_file() and Path(__file__).resolve().is_relative_to(ROOT)
+
+
+def test_every_command_page_is_linked_from_the_readme():
+    # Given the pages whose commands are registered, When README is read, Then each is one link away from it
+    readme = (ROOT / "README.md").read_text()
+    for page in COMMAND_PAGES[1:]:
+        assert f"]({page.relative_to(ROOT).as_posix()})" in readme, page
+
+
+def test_commands_carry_the_page_that_shows_them():
+    # Given the commands of every page, When each is looked up by its text, Then the first page showing it is named
+    pages: dict[str, str] = {}
+    for command in readme_commands():
+        pages.setdefault(command.text, command.page)
+    assert pages["make run"] == "README.md"
+    assert pages[".venv/bin/python -m bench end_to_end"] == "docs/benchmarks.md"
+    assert pages["inbox receiver --port P [--secret whsec_...] [--json]"] == "docs/cli.md"
