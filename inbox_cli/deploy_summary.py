@@ -45,8 +45,8 @@ class DeploymentSummary:
         if self.sources_file is None:
             found.append(
                 f"no sources.json: this deploys a source per provider ({len(self.sources)} sources, "
-                f"{self.secrets} secrets). Declare your own gateway accounts in sources.json first (README, "
-                "Sources): a deployment pays for the secrets and alarms of the sources it declares"
+                f"{self.secrets} secrets). Declare your own gateway accounts in sources.json first "
+                "(docs/sources.md): a deployment pays for the secrets and alarms of the sources it declares"
             )
         return found
 

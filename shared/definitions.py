@@ -965,9 +965,9 @@ class Route(NamedTuple):
 
 
 class ProviderFacts(NamedTuple):
-    """What the provider table (README.md, docs/providers.md) shows, in short."""
+    """What the provider tables (docs/sources.md, docs/providers.md) show, in short."""
 
-    display_name: str  # the provider column of README's table
+    display_name: str  # the provider column of docs/sources.md's table
     signature: str  # the scheme, in a few words
     signature_source: FactSource  # where the scheme was checked (docs/providers.md, "Sources")
     dedup_key: str  # what deduplicates its redeliveries: the inbox key's event_id

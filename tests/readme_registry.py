@@ -1,7 +1,8 @@
-"""Every command README.md shows (tests/readme_commands.py extracts them), as written, -> the tests that run it.
+"""Every command README.md and its command pages show (tests/readme_commands.py extracts them: README.md,
+docs/getting-started.md, docs/cli.md, docs/benchmarks.md, docs/contributing.md), as written, -> the tests that run it.
 
-tests/unit/test_readme_commands.py fails when README shows a command missing here, when an entry here is no longer
-in README, or when a named test does not exist. Each entry says how the test runs the command: as written, with
+tests/unit/test_readme_commands.py fails when a page shows a command missing here, when an entry here is on no page
+any more, or when a named test does not exist. Each entry says how the test runs the command: as written, with
 which placeholders filled, or — for what needs AWS or takes minutes — in which form instead.
 """
 
@@ -120,7 +121,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "as written, CDK_OUTDIR set to a temporary directory (not the shared cdk.out/)",
         ),
     ),
-    # --- Operate table
+    # --- docs/cli.md: the commands table
     "inbox events list [--json]": (
         Run(WALK + "test_inbox_events_list_shows_it_in_the_inbox_and_it_is_processed_a_moment_later", "without --json"),
         Run(OPERATE + "test_stats_counts_what_the_inbox_holds", "with --json"),
@@ -265,7 +266,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "SOURCE=stripe --status pending --resource-id ...",
         ),
     ),
-    # --- Sources (issue 12)
+    # --- docs/cli.md: sources and secrets
     "inbox sources list [--json]": (
         Run(
             SOURCES + "test_sources_list_locally_shows_the_declared_sources_urls_and_where_their_secrets_come_from",
@@ -347,7 +348,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "--port 0, a replay planned, confirmed and followed on the page",
         ),
     ),
-    # --- Operate: scenarios to try by hand
+    # --- docs/cli.md: scenarios to try by hand
     "inbox chaos": (
         Run(
             "tests/e2e/test_chaos.py::test_a_seeded_chaos_run_loses_nothing_and_applies_nothing_twice",
@@ -367,7 +368,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
     "inbox retention run --now 2099-01-01T00:00:00Z": (
         Run(OPERATE + "test_retention_last_run_now_keeps_everything_then_2099_archives_everything"),
     ),
-    # --- Downstream events and the receiver block
+    # --- docs/cli.md: downstream events and the receiver block
     "inbox outbox list": (Run(OPERATE + "test_outbox_list_shows_the_published_events_in_both_forms"),),
     "inbox receiver": (Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition"),),
     "export INBOX_FORWARD_SECRET=\"whsec_$(python3 -c 'import base64, os; "
@@ -386,7 +387,7 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
     ".venv/bin/inbox simulate --payments 20 --settle-rounds": (
         Run(OPERATE + "test_the_receiver_block_prints_one_verified_line_per_transition"),
     ),
-    # --- Measured
+    # --- docs/benchmarks.md and docs/contributing.md
     "make bench": (
         Run(
             MAKE + "test_make_bench_runs_every_section",

@@ -1,7 +1,7 @@
-"""README `make bench`: `.venv/bin/python -m bench end_to_end` — not re-run in full inside the suite (600 + 200 + 300
-events, about a minute and a half on two cores): the same `main(["end_to_end"])` that `python -m bench end_to_end`
-calls, with the section's event and request counts made small and its outputs (results file, histogram, profile)
-redirected to a temporary directory, so the committed bench/results/latest.json is not touched."""
+"""docs/benchmarks.md, `make bench`: `.venv/bin/python -m bench end_to_end` — not re-run in full inside the suite (600 +
+200 + 300 events, about a minute and a half on two cores): the same `main(["end_to_end"])` that `python -m bench
+end_to_end` calls, with the section's event and request counts made small and its outputs (results file, histogram,
+profile) redirected to a temporary directory, so the committed bench/results/latest.json is not touched."""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""README "Operate" and "Receiving them locally", run as written on one stack: the receiver block (its `export`
-evaluated by bash, `inbox receiver`, `INBOX_FORWARD_URL=... make run`, `inbox simulate ... --settle-rounds`), then
-the table's commands in the forms no other test runs, the hand-tried scenarios, and retention last (it empties the
-inbox). Filled in: port 8790 -> a free port (the README's fixed port may be taken on a shared machine), `$GATEWAY`
--> the simulator URL `make run` printed, PROVIDER/EVENT_ID/RESOURCE_ID/P/URL -> ids and URLs of this run.
+"""docs/cli.md (the commands README sends readers to) and its "Receiving them locally", run as written on one stack: the
+receiver block (its `export` evaluated by bash, `inbox receiver`, `INBOX_FORWARD_URL=... make run`, `inbox simulate
+... --settle-rounds`), then the table's commands in the forms no other test runs, the hand-tried scenarios, and
+retention last (it empties the inbox). Filled in: port 8790 -> a free port (the page's fixed port may be taken on a
+shared machine), `$GATEWAY` -> the simulator URL `make run` printed, PROVIDER/EVENT_ID/RESOURCE_ID/P/URL -> ids and
+URLs of this run.
 
 The stack runs with INBOX_MAX_ATTEMPTS=1 so that scenario 2's events fail at their first refused refetch instead of
-after eight backoffs (minutes), and with INBOX_BREAKER_COOLDOWN_SECONDS=2: once the failing API has opened the
-circuit, the events still pending wait out one cooldown per probe (30 s by default, minutes in all). The scenario's
-commands are the README's, only the waits are shorter."""
+after eight backoffs (minutes), and with INBOX_BREAKER_COOLDOWN_SECONDS=2: once the failing API has opened the circuit,
+the events still pending wait out one cooldown per probe (30 s by default, minutes in all). The scenario's commands are
+the page's, only the waits are shorter."""
 
 from __future__ import annotations
 
@@ -304,9 +305,9 @@ def test_retention_last_run_now_keeps_everything_then_2099_archives_everything(o
 
 
 def test_simulate_100_payments_as_the_measured_figure(operated):
-    # When `.venv/bin/inbox simulate --payments 100` runs, as README's "Measured" reproduces its figure
+    # When `.venv/bin/inbox simulate --payments 100` runs, as docs/benchmarks.md reproduces its figure
     simulated = operated.shell.run(".venv/bin/inbox simulate --payments 100", timeout=600)
-    # Then every payment matches the gateway, and the table gives the throughput and latency the README quotes
+    # Then every payment matches the gateway, and the table gives the throughput and latency docs/benchmarks.md quotes
     assert simulated.returncode == 0, simulated.stdout + simulated.stderr
     assert re.search(r"payments matching truth\s+100/100", simulated.stdout), simulated.stdout
     assert re.search(r"throughput\s+[\d.]+ events/s", simulated.stdout), simulated.stdout

@@ -1,4 +1,4 @@
-"""README "Operate": `--stack NAME` against a deployed stack — AWS-only, so run against moto: a CloudFormation stack
+"""docs/cli.md: `--stack NAME` against a deployed stack — AWS-only, so run against moto: a CloudFormation stack
 named NAME whose outputs name tables other than the local stack's, holding events the local names do not, read
 through `inbox --stack NAME ...` (the CLI's own command group, in this process, where moto is)."""
 
