@@ -293,7 +293,9 @@ def test_app_py_refuses_a_bad_sources_file_with_the_per_entry_message(tmp_path: 
 def test_a_deployed_stack_never_carries_the_woovi_development_key(synthesized: Synthesized) -> None:
     # Given the default declaration's template (a woovi source among the others)
     text = json.dumps(synthesized.template_json)
-    dev_key = definitions.provider_entry("woovi").dev_secret
+    from inbox_local.dev_secrets import DEV_SECRETS
+
+    dev_key = DEV_SECRETS["woovi"]
     # Then the development key the local stack trusts is nowhere in it: not in a secret's value (the woovi source's
     # signing secret is generated, like every other one), not in a function's environment
     assert dev_key not in text and dev_key[:64] not in text
