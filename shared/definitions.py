@@ -705,7 +705,7 @@ SWEEPER_TIMEOUT_SECONDS: Final = 120  # the sweeper stops paging when fewer than
 SWEEPER_MEMORY_MB: Final = 256
 # A pending event is stale (its dispatch was lost) when nothing happened to it for this long: no dispatch
 # (`dispatched_at`) and no processing attempt (`last_attempt_at`). It must exceed the processor's longest backoff
-# (shared.process.service.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
+# (shared.backoff.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
 DEFAULT_STALE_AFTER_SECONDS: Final = 900
 # Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
 DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
