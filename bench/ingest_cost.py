@@ -36,12 +36,12 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
     )
     from moto import mock_aws  # noqa: PLC0415
 
-    from inbox_local.config import DEV_SECRETS, LocalNames, function_environment  # noqa: PLC0415
+    from inbox_local.config import LocalNames, function_environment  # noqa: PLC0415
+    from inbox_local.dev_secrets import DEV_SECRETS, store_signing_secrets  # noqa: PLC0415
     from inbox_local.resources import provision  # noqa: PLC0415
 
     names = LocalNames()
     os.environ.update(function_environment(names))
-    os.environ["INBOX_SECRET_STANDARD"] = DEV_SECRETS["standard"]
     results: dict[str, dict[str, Any]] = {}
     with mock_aws():
         import boto3  # noqa: PLC0415
@@ -51,6 +51,7 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         from inbox_local.senders import sender_for  # noqa: PLC0415
         from inbox_local.server import api_gateway_event  # noqa: PLC0415
         from shared import aws  # noqa: PLC0415
+        from shared.definitions import SourceSpec  # noqa: PLC0415
         from shared.inbox.model import StoredBody, build_item  # noqa: PLC0415
         from shared.inbox.store import to_attributes  # noqa: PLC0415
         from shared.ingest import default_ingest_service  # noqa: PLC0415
@@ -58,6 +59,8 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         from shared.providers.registry import get_driver  # noqa: PLC0415
 
         provision(boto3.session.Session(), names)
+        # The ingest reads the source's signing secret from Secrets Manager, as the local stack stores it.
+        store_signing_secrets(boto3.client("secretsmanager"), names.secret_prefix, [SourceSpec("standard", "standard")])
         aws.reset_clients()
         default_ingest_service.cache_clear()
         bare = boto3.client("dynamodb")

@@ -15,7 +15,7 @@ type, payment, the local endpoint's status.
 
 Delivery while the listener runs: at least once, nothing dropped. A 2xx deletes the queue message (moves past
 the stream record); anything else (or no answer) leaves the event where it is and retries it after an exponential
-pause (0.5 s doubling up to 30 s, the forwarder's `backoff`), for as long as the listener runs. From the queue,
+pause (0.5 s doubling up to 30 s, as the forwarder's backoff), for as long as the listener runs. From the queue,
 the failed message and the rest of its batch are made visible again at once (visibility 0), and the next poll
 takes them again; from the stream, the same records are read again, skipping those already delivered. Standard
 queues and EventBridge do not keep order: the receiver orders by `sequence` and dedups by `webhook-id`, as with
@@ -53,7 +53,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from inbox_cli.target import resolve
 from inbox_local.stream_reader import LATEST, StreamReader
 from shared import definitions
-from shared.forwarding import Forwarder, backoff
+from shared.backoff import Backoff
+from shared.forwarding import Forwarder
 from shared.payments.outbox import STATUS_CHANGED, WEBHOOK_FAILED
 from shared.payments.publishing import outbox_events
 from shared.providers.standard import SECRET_PREFIX, decode_secret
@@ -74,6 +75,8 @@ POST_TIMEOUT_SECONDS = 10.0
 VISIBILITY_TIMEOUT_SECONDS = int(RECEIVE_BATCH * POST_TIMEOUT_SECONDS * 2)
 RETRY_BASE_SECONDS = 0.5
 RETRY_CAP_SECONDS = 30.0
+DELIVERY_BACKOFF = Backoff(base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS)  # a failed local delivery
+READ_BACKOFF = Backoff(base=1.0, cap=RETRY_CAP_SECONDS)  # a failed read of the events
 LOCAL_IDLE_SECONDS = 0.5
 SECRET_BYTES = 32
 NOT_OURS_ERRORS = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -218,7 +221,7 @@ class Relay:
     def pause(self) -> float:
         if not self.consecutive_failures:
             return 0.0
-        return backoff(self.consecutive_failures, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS)
+        return DELIVERY_BACKOFF.delay(self.consecutive_failures)
 
 
 def relay_to(url: str, secret: str, echo: Callable[[str], None]) -> Relay:
@@ -457,11 +460,11 @@ def run_listener(
             if code in NOT_OURS_ERRORS:
                 raise click.ClickException("the listener's queue was deleted from outside: stopping") from None
             errors += 1
-            pause = backoff(errors, 1.0, RETRY_CAP_SECONDS)
+            pause = READ_BACKOFF.delay(errors)
             echo(f"error reading the events ({code}), retrying in {pause:.0f} s")
         except BotoCoreError as error:
             errors += 1
-            pause = backoff(errors, 1.0, RETRY_CAP_SECONDS)
+            pause = READ_BACKOFF.delay(errors)
             echo(f"error reading the events ({type(error).__name__}), retrying in {pause:.0f} s")
         if pause:
             sleep(pause)

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment
+from inbox_local.dev_secrets import dev_signing_secret, signing_secret_variable
 from shared import definitions
 from shared.definitions import SourceSpec
-from shared.secrets import secret_arns, signing_secret_variable
+from shared.secrets import secret_arns
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Target:
 
     def signing_secret(self, source: str) -> str:
         """The secret `inbox send` signs with: INBOX_SECRET_<SOURCE> when set; else locally the source's dev secret
-        (definitions.dev_signing_secret), deployed the `current` value of its secret in the stack. A provider's
+        (inbox_local/dev_secrets.py), deployed the `current` value of its secret in the stack. A provider's
         name that is not a declared source stands for its default source (`inbox simulate` names providers)."""
         spec = self._source_or_default(source)
         variable = signing_secret_variable(spec.name)
@@ -96,7 +97,7 @@ class Target:
         if secret:
             return secret
         if self.local:
-            return definitions.dev_signing_secret(spec)
+            return dev_signing_secret(spec)
         arn = self.signing_secret_arns.get(spec.name)
         if arn is None:
             raise SystemExit(f"the stack lists no signing secret for {spec.name}: set {variable} to sign with")

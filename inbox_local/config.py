@@ -6,19 +6,14 @@ import functools
 import os
 from dataclasses import dataclass
 
+from inbox_local.dev_secrets import local_signing_secrets
 from shared import definitions
-from shared.secrets import signing_secret_variable
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
 # INBOX_MTLS_PORT's default, INBOX_PORT + 5 (8792): +1 and +2 are the embedded AWS and the simulator, 8790 and 8791
 # the CLI's receiver and console.
 MTLS_PORT_OFFSET = 5
 REGION = "us-east-1"
-
-# Development signing secrets (the provider catalog's `dev_secret`), used when INBOX_SECRET_<SOURCE> is not
-# set. Printed at start-up: they are for the local stack only and sign nothing real.
-DEV_SECRETS: dict[str, str] = {entry.id: entry.dev_secret for entry in definitions.PROVIDER_CATALOG}
-
 
 # The local stack's key of the rejected-delivery log's fingerprints (the deployed stack generates one in Secrets
 # Manager). A development value: locally nothing it fingerprints is a real secret.
@@ -47,8 +42,8 @@ def _declared(handed: str, path: str) -> tuple[definitions.SourceSpec, ...]:
 
 def signing_secret(source: str) -> str:
     """The signing secret the local stack verifies `source`'s deliveries with: INBOX_SECRET_<SOURCE>, else its
-    development secret."""
-    return os.environ.get(signing_secret_variable(source)) or definitions.dev_signing_secret(local_source(source))
+    development secret (inbox_local/dev_secrets.py)."""
+    return local_signing_secrets(local_source(source))[0]
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from moto.events.models import EventPattern
 from inbox_local.polling import IdleBackoff
 from inbox_local.stream_reader import StreamReader
 from shared import definitions
-from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, backoff, forward_in_order
+from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, forward_in_order
 from shared.payments.publishing import outbox_events
 from shared.settings import integer
 
@@ -188,4 +188,4 @@ class OutboxPublisher:
         forwarder = self.forwarder
         # Each failed round already made max_attempts tries; continue the exponential series from there.
         attempt = consecutive_failures * forwarder.max_attempts
-        return max(self.poll_seconds, backoff(attempt, forwarder.base_delay_seconds, forwarder.max_delay_seconds))
+        return max(self.poll_seconds, forwarder.backoff.delay(attempt))

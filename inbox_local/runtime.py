@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.aws_process import EmbeddedAws
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
+from inbox_local.dev_secrets import signing_secret_variable, store_signing_secrets
 from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
 from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
@@ -27,7 +28,6 @@ from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
 from shared import definitions
-from shared.secrets import signing_secret_variable
 
 if TYPE_CHECKING:
     from inbox_local.faults import FaultInjector
@@ -106,8 +106,6 @@ class LocalStack:
         os.environ.update(function_environment(self.names))
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no EMF blobs on the console locally
-        for source in self.sources:
-            os.environ.setdefault(signing_secret_variable(source.name), signing_secret(source.name))
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access lines drown ours
         self._hold_functions_to_aws()
@@ -118,6 +116,9 @@ class LocalStack:
 
         session = boto3.session.Session()
         self.resources = provision(session, self.names)
+        # The functions read their signing secrets from Secrets Manager, as in AWS: the development ones, or
+        # INBOX_SECRET_<SOURCE> (and _PREVIOUS) where set.
+        store_signing_secrets(session.client("secretsmanager"), self.names.secret_prefix, self.sources)
         os.environ[definitions.ENV_QUEUE_URL] = self.resources["queue_url"]
         os.environ[definitions.ENV_DLQ_URL] = self.resources["dead_letter_url"]
         os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)

@@ -12,7 +12,7 @@ from infra.config import FunctionObservability, StackSettings, mutual_tls_settin
 from infra.constructs.archive import Archive
 from infra.constructs.dispatch_pipe import DispatchPipe
 from infra.constructs.dispatch_queue import DispatchQueue
-from infra.constructs.gateway_api_keys import GatewayApiKeys
+from infra.constructs.gateway_api_keys import GATEWAY_API_KEYS
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.ingest_api import IngestApi
 from infra.constructs.ingest_function import IngestFunction
@@ -23,8 +23,8 @@ from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.processor_function import ProcessorFunction
 from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.replay_workflow import ReplayWorkflow
-from infra.constructs.secrets import environment_share
-from infra.constructs.signing_secrets import SigningSecrets
+from infra.constructs.secrets import SourceSecrets, environment_share
+from infra.constructs.signing_secrets import SIGNING_SECRETS
 from infra.constructs.sweeper_function import SweeperFunction
 from infra.regions import require_supported_region
 from shared import definitions
@@ -59,8 +59,13 @@ class WebhookInboxStack(Stack):
             warm_write_units=settings.inbox_warm_write_units,
             previous_resource_index=settings.previous_resource_index,
         )
-        self.signing_secrets = SigningSecrets(
-            self, "SigningSecrets", stack_name=self.stack_name, sources=sources, alongside=sources_share
+        self.signing_secrets = SourceSecrets(
+            self,
+            "SigningSecrets",
+            of=SIGNING_SECRETS,
+            stack_name=self.stack_name,
+            sources=sources,
+            alongside=sources_share,
         )
         # What the ingest refused: its own table, kept days, PutItem only (rejected_log.py).
         self.rejected = RejectedLog(self, "RejectedLog", stack_name=self.stack_name)
@@ -84,8 +89,13 @@ class WebhookInboxStack(Stack):
         self.payments = PaymentsStorage(self, "PaymentsStorage")
         self.queues = DispatchQueue(self, "DispatchQueue")
         self.pipe = DispatchPipe(self, "DispatchPipe", table=self.storage.table, queue=self.queues.queue)
-        self.api_keys = GatewayApiKeys(
-            self, "GatewayApiKeys", stack_name=self.stack_name, sources=sources, alongside=sources_share
+        self.api_keys = SourceSecrets(
+            self,
+            "GatewayApiKeys",
+            of=GATEWAY_API_KEYS,
+            stack_name=self.stack_name,
+            sources=sources,
+            alongside=sources_share,
         )
         # Downstream: the processor's transactional outbox -> the stack's event bus (and the signed forwarding).
         self.outbox = Outbox(self, "Outbox", payments=self.payments, settings=settings)

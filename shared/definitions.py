@@ -9,14 +9,10 @@ same names and defaults, so local, cloud and function code cannot drift. It is t
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import ipaddress
 import json
 import os
 import re
-import string
 import zlib
 from collections.abc import Iterable, Mapping
 from enum import Enum, StrEnum
@@ -709,7 +705,7 @@ SWEEPER_TIMEOUT_SECONDS: Final = 120  # the sweeper stops paging when fewer than
 SWEEPER_MEMORY_MB: Final = 256
 # A pending event is stale (its dispatch was lost) when nothing happened to it for this long: no dispatch
 # (`dispatched_at`) and no processing attempt (`last_attempt_at`). It must exceed the processor's longest backoff
-# (shared.process.service.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
+# (shared.backoff.MAX_BACKOFF_SECONDS = 600), or the sweeper would re-dispatch events that are only waiting.
 DEFAULT_STALE_AFTER_SECONDS: Final = 900
 # Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
 DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
@@ -931,8 +927,9 @@ ENV_LOCAL_FORWARD_MAX_RETRY_ATTEMPTS: Final = "INBOX_FORWARD_MAX_RETRY_ATTEMPTS"
 # ------------------------------------------------------------------------------------------- provider catalog
 # One declaration per provider: everything the code, the stack, the local stack and the docs need to know that a
 # provider exists. Every list of providers is derived from PROVIDER_CATALOG (the drivers' and the gateway
-# clients' registries, the processor's routing table, the stack's secrets, the local development secrets, the
-# test parameter lists); tests/unit/test_catalog.py fails when a provider is half-added, and
+# clients' registries, the processor's routing table, the stack's secrets, the test parameter lists);
+# tests/unit/test_catalog.py fails when a provider is half-added (one with no development secret in
+# inbox_local/dev_secrets.py, too: development material lives with the local stack, never in a Lambda), and
 # docs/adding-a-provider.md is the checklist. Code is named, never imported, here ("module:attribute" strings):
 # a Lambda imports only the driver and the gateway client it uses, when it first uses them. The entries are
 # NamedTuples, immutable like frozen dataclasses but without the code a dataclass generates and compiles when its
@@ -1015,12 +1012,11 @@ UNBOUND_UNPARSEABLE_SLOTS_PER_HOUR: Final = 8
 
 
 class ProviderEntry(NamedTuple):
-    # The URL id (/webhooks/{id}) of its default source, the env var suffix (INBOX_SECRET_{ID}), the driver's `name`.
+    # The URL id (/webhooks/{id}) of its default source, the env var suffix (INBOX_API_KEY_{ID}), the driver's `name`.
     id: str
     driver: str  # "module:attribute" of the driver instance (shared/providers/<id>.py)
     refetch_client: str | None  # "module:Class" of the gateway API client (shared/gateway/<id>.py); None: no API
     routes: tuple[Route, ...]  # what the processor applies; event types not routed are stored and end ignored
-    dev_secret: str  # the local stack's signing secret when INBOX_SECRET_<ID> is unset (signs nothing real)
     facts: ProviderFacts
     # Refetch requests per second one source of this provider may send to the gateway's API, shared by every
     # processor instance and the sweeper's reconciliation (a source overrides it in sources.json). The gateway's
@@ -1063,7 +1059,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
                 ("payment_intent.*", "charge.*", "refund.*", "v1.payment_intent.*", "v1.charge.*", "v1.refund.*"),
             ),
         ),
-        dev_secret="whsec_local_development_only",
         facts=ProviderFacts(
             display_name="Stripe",
             signature="`Stripe-Signature` HMAC-SHA256 of `{t}.{body}`, ±300 s",
@@ -1080,8 +1075,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.standard:driver",
         refetch_client=None,  # a signing scheme, not a gateway: no API to ask
         routes=(Route(_BY_EVENT_TIME, ("payment.*",)),),
-        # whsec_ + base64(b"local-development-only-key-32byt"): the scheme's secrets are base64 keys
-        dev_secret="whsec_bG9jYWwtZGV2ZWxvcG1lbnQtb25seS1rZXktMzJieXQ=",
         facts=ProviderFacts(
             display_name="Standard Webhooks / Svix",
             signature="`webhook-*`/`svix-*` HMAC-SHA256 base64 of `{id}.{ts}.{body}`",
@@ -1095,7 +1088,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.asaas:driver",
         refetch_client="shared.gateway.asaas:AsaasClient",
         routes=(Route(_REFETCH, ("PAYMENT_*",)),),
-        dev_secret="local-development-only-asaas-token",
         facts=ProviderFacts(
             display_name="Asaas",
             signature="static `asaas-access-token` (never stored)",
@@ -1110,7 +1102,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.pagarme:driver",
         refetch_client="shared.gateway.pagarme:PagarmeClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
-        dev_secret="ak_local_development_only_pagarme",
         facts=ProviderFacts(
             display_name="Pagar.me",
             signature="v5 RS256 (JWKS) and legacy `X-Hub-Signature` sha1",
@@ -1126,7 +1117,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.stone:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
         refetch_client="shared.gateway.stone:StoneClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
-        dev_secret="ak_local_development_only_stone",
         facts=ProviderFacts(
             display_name="Stone",
             signature="as `pagarme` (Pagar.me platform): v5 RS256, legacy sha1",
@@ -1146,7 +1136,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
             Route(_BY_EVENT_TIME, event_types_from="shared.providers.kiwify:SALE_EVENTS"),
             Route(_BY_EVENT_TIME, ("CASHIN.*", "CASHOUT.*")),  # Kiwify Banking
         ),
-        dev_secret="local-development-only-kiwify-token",
         facts=ProviderFacts(
             display_name="Kiwify",
             signature="sales `?signature=` HMAC-SHA1; Banking Ed25519",
@@ -1160,7 +1149,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.hotmart:driver",
         refetch_client=None,
         routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.hotmart:PURCHASE_EVENTS"),),
-        dev_secret="local-development-only-hotmart-hottok",
         facts=ProviderFacts(
             display_name="Hotmart",
             signature="`X-HOTMART-HOTTOK`",
@@ -1175,7 +1163,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.eduzz:driver",
         refetch_client=None,  # no invoice API is refetched: ordered by event time (provider_status is canonical)
         routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz:INVOICE_EVENTS"),),
-        dev_secret="local-development-only-eduzz-key",
         facts=ProviderFacts(
             display_name="Eduzz",
             signature="`x-signature` HMAC-SHA256 hex of the body",
@@ -1190,7 +1177,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.efi:driver",
         refetch_client="shared.gateway.efi:EfiClient",
         routes=(Route(_REFETCH, event_types_from="shared.providers.efi:EVENT_TYPES"),),
-        dev_secret="local-development-only-efi-hmac",
         facts=ProviderFacts(
             display_name="Efí Pix",
             signature="mutual TLS (Efí's CA), else `?hmac=` + source IP",
@@ -1206,7 +1192,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.pagbank:driver",
         refetch_client="shared.gateway.pagbank:PagbankClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*")),),
-        dev_secret="local-development-only-pagbank-token",
         facts=ProviderFacts(
             display_name="PagBank",
             signature="`x-authenticity-token` = sha256(`{token}-{body}`)",
@@ -1221,7 +1206,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.iugu:driver",
         refetch_client="shared.gateway.iugu:IuguClient",
         routes=(Route(_REFETCH, ("invoice.*",)),),
-        dev_secret="local-development-only-iugu-token",
         facts=ProviderFacts(
             display_name="iugu",
             signature="token in `Authorization` or `?token=` (never stored)",
@@ -1236,18 +1220,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.woovi:driver",
         refetch_client="shared.gateway.woovi:WooviClient",
         routes=(Route(_REFETCH, event_types_from="shared.providers.woovi:CHARGE_EVENTS"),),
-        # Woovi signs with its own RSA key (pinned in the driver): a source's signing secret holds public keys to
-        # trust besides the pinned ones. Locally, the public half of the development key (base64 of its PEM, the
-        # form Woovi publishes) whose private half only the local sender holds (inbox_local/senders/woovi.py).
-        dev_secret=(
-            "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlCQ2dLQ0FRRUFtbTE0"
-            "c0xGYjdMUm5JbHJqRHhoOQpzMllUVm9RTnFGVVVCSFRtazlSOHNRdG1VbEk4STUrMSt6RTBjMFlrUXBlN2dOTHQrSTJMUnc5YUJt"
-            "YlduclhmCmVRcDY2Y2pVL1VOWWlQSy9ZUmM3RTZXdDZhTndEK0JnTmhKSk9paFZEU1ZxbHN2YXQyeC93YXdEU0FRdTlCdCsKeStG"
-            "eEFHVnBYOU5jd3drbm5IU25RbDE2WWk2YVNhYkhpbnFicGhiU092ZWpTZDlGaVErMUliNXAzeUFpMGxtZQpTOTUvMmxYVDV3N1o0"
-            "aytIZEsxTndsaGRnSUhNY2IyaVM3U2RzLzBKbC9LaWh2VUE2aUFhdmtmbE14NWRZOUI3ClR0Zkk2Tis5T1Q3MkNwZ2tVcWh4elVu"
-            "Vm9CZDNsVHhsT2F1K2hVSTJhT0J3SkNoRE9wQXRvdGxYL0VNS3IxcXYKWHdJREFRQUIKLS0tLS1FTkQgUFVCTElDIEtFWS0tLS0t"
-            "Cg=="
-        ),
         facts=ProviderFacts(
             display_name="Woovi / OpenPix",
             signature="`x-webhook-signature` RSA-SHA256 (Woovi's published keys)",
@@ -1262,7 +1234,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.github:driver",
         refetch_client=None,
         routes=(),  # GitHub events are not payments: stored, then ignored
-        dev_secret="local-development-only-github-secret",
         facts=ProviderFacts(
             display_name="GitHub",
             signature="`X-Hub-Signature-256`",
@@ -1277,7 +1248,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         refetch_client=None,
         # Order and dispute topics only: a transaction alone does not say what the order became.
         routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.shopify:PAYMENT_TOPICS"),),
-        dev_secret="local-development-only-shopify-client-secret",
         facts=ProviderFacts(
             display_name="Shopify",
             signature="`X-Shopify-Hmac-Sha256` base64",
@@ -1291,7 +1261,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.paddle:driver",
         refetch_client="shared.gateway.paddle:PaddleClient",
         routes=(Route(_REFETCH, ("transaction.*", "adjustment.*")),),
-        dev_secret="pdl_ntfset_local_development_only_paddle",
         facts=ProviderFacts(
             display_name="Paddle",
             signature="`Paddle-Signature: ts=;h1=`",
@@ -1307,7 +1276,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.mercadopago:driver",
         refetch_client="shared.gateway.mercadopago:MercadoPagoClient",
         routes=(Route(_REFETCH, ("payment", "payment.*")),),
-        dev_secret="local-development-only-mercadopago-secret",
         facts=ProviderFacts(
             display_name="Mercado Pago",
             signature="`x-signature` manifest HMAC",
@@ -1324,8 +1292,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.adyen:driver",
         refetch_client=None,
         routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.adyen:PAYMENT_EVENT_CODES"),),
-        # Adyen's HMAC key is hex (it is hex-decoded before use)
-        dev_secret="6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
         facts=ProviderFacts(
             display_name="Adyen",
             signature="`hmacSignature` inside the notification item",
@@ -1352,7 +1318,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         refetch_client=None,
         # The configured `payment_event_types` (INBOX_GENERIC_CONFIG), read when the router is built.
         routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.generic:payment_event_patterns"),),
-        dev_secret="local-development-only-generic-secret",
         facts=ProviderFacts(
             display_name="any HMAC sender",
             signature="configured by data (`INBOX_GENERIC_CONFIG`)",
@@ -1369,8 +1334,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         refetch_client="shared.gateway.cielo:CieloClient",
         # Every documented ChangeType names a PaymentId: read it back (an undocumented one is stored and ignored)
         routes=(Route(_REFETCH, event_types_from="shared.providers.cielo:ROUTED_EVENT_TYPES"),),
-        # The header secret the merchant registers at Cielo (KEY/VALUE): any string.
-        dev_secret="local-development-only-cielo-header-secret",
         facts=ProviderFacts(
             display_name="Cielo",
             signature="none: refetch-verified (header secret, IP ranges)",
@@ -1385,7 +1348,6 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         driver="shared.providers.zoop:driver",
         refetch_client="shared.gateway.zoop:ZoopClient",
         routes=(Route(_REFETCH, ("transaction.*",)),),
-        dev_secret="local-development-only-zoop-header-secret",
         facts=ProviderFacts(
             display_name="Zoop",
             signature="none found: refetch-verified (header secret)",
@@ -1551,37 +1513,6 @@ def source_name_problem(name: object) -> str | None:
     if not SOURCE_NAME_PATTERN.fullmatch(name):
         return f"source name {name!r} is invalid: {SOURCE_NAME_RULE}"
     return None
-
-
-def dev_signing_secret(source: SourceSpec) -> str:
-    """The local stack's signing secret of `source` when INBOX_SECRET_<SOURCE> is unset (it signs nothing real).
-    A default source (named after its provider) keeps the provider's dev secret; any other gets one derived from it
-    and the name, so two local sources of one provider never verify each other's deliveries. The derived secret
-    keeps the provider's shape where the shape is checked: a Standard Webhooks `whsec_<base64>` stays base64,
-    Adyen's hex HMAC key stays hex."""
-    base = next(
-        (entry.dev_secret for entry in PROVIDER_CATALOG if entry.id == source.provider),
-        f"local-{source.provider}-secret",  # not a catalog provider: only the local stack's own tests name one
-    )
-    if source.name == source.provider:
-        return base
-    digest = hashlib.sha256(f"{base}-{source.name}".encode()).digest()
-    if base.startswith(_WHSEC) and _is_base64(base.removeprefix(_WHSEC)):
-        return _WHSEC + base64.b64encode(digest).decode("ascii")
-    if base and all(character in string.hexdigits for character in base):
-        return digest.hex()
-    return f"{base}-{source.name}"
-
-
-_WHSEC: Final = "whsec_"
-
-
-def _is_base64(text: str) -> bool:
-    try:
-        base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
 
 
 def default_sources() -> tuple[SourceSpec, ...]:

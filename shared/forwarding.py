@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from shared.backoff import Backoff
 from shared.definitions import (
     CONTROL_TTL_ATTRIBUTE,
     DEFAULT_FORWARD_LOG_RETENTION_DAYS,
@@ -109,11 +110,6 @@ def signed_request(
     )
 
 
-def backoff(attempt: int, base: float, cap: float) -> float:
-    """Seconds to wait after failed attempt N (1-based): base * 2^(N-1), capped."""
-    return float(min(cap, base * (2 ** (attempt - 1))))
-
-
 Recorder = Callable[[Mapping[str, Any], str, Answer, float], None]  # (event, url, answer, started epoch)
 
 
@@ -157,6 +153,11 @@ class Forwarder:
             decode_secret(secret)
         return cls(url=url, secrets=pair.candidates(), **options)
 
+    @property
+    def backoff(self) -> Backoff:
+        """The wait after each failed POST: base_delay_seconds, doubling, at most max_delay_seconds, no jitter."""
+        return Backoff(base=self.base_delay_seconds, cap=self.max_delay_seconds)
+
     def post_once(self, event: Mapping[str, Any]) -> int:
         """One signed POST; returns the HTTP status (0 for a network error). Recorded when `record` is set."""
         return self.exchange(event).status
@@ -193,7 +194,7 @@ class Forwarder:
             if is_accepted(status):
                 return
             if attempt < self.max_attempts:
-                self.sleep(backoff(attempt, self.base_delay_seconds, self.max_delay_seconds))
+                self.sleep(self.backoff.delay(attempt))
         raise DeliveryFailed(f"{event.get('id')}: no 2xx after {self.max_attempts} attempts (last status {status})")
 
 
@@ -326,10 +327,7 @@ def worst_log_write_seconds() -> float:
 
 
 def worst_delivery_seconds(forwarder: Forwarder) -> float:
-    backoffs = sum(
-        backoff(attempt, forwarder.base_delay_seconds, forwarder.max_delay_seconds)
-        for attempt in range(1, forwarder.max_attempts)
-    )
+    backoffs = forwarder.backoff.total(forwarder.max_attempts)
     per_attempt = forwarder.timeout_seconds + (worst_log_write_seconds() if forwarder.record is not None else 0.0)
     return forwarder.max_attempts * per_attempt + backoffs
 

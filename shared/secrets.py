@@ -1,10 +1,10 @@
-"""Where signing secrets come from: the environment locally, Secrets Manager in AWS.
+"""Where signing secrets come from: the source's Secrets Manager secret, in AWS and locally alike.
 
-Every source (docs/sources.md) has its own secrets. `INBOX_SECRET_<SOURCE>` (and `INBOX_SECRET_<SOURCE>_PREVIOUS`;
-<SOURCE> is the name upper-cased, `-` as `_`: `stripe-br` -> `INBOX_SECRET_STRIPE_BR`) win when set, so the local
-stack and tests need no AWS. Otherwise the source's Secrets Manager secret holds `{"current": "...", "previous":
-"..."}`; it is cached for five minutes, so a rotation reaches every instance within that time while the previous
-secret keeps verifying. A provider's default source is named after it: `INBOX_SECRET_STRIPE` as before.
+Every source (docs/sources.md) has its own secrets: its Secrets Manager secret holds `{"current": "...",
+"previous": "..."}`; it is cached for five minutes, so a rotation reaches every instance within that time while the
+previous secret keeps verifying. The local stack loads its secrets (development values, or `INBOX_SECRET_<SOURCE>`
+where set) into its embedded Secrets Manager at start (inbox_local/dev_secrets.py), so the functions read them by
+this one path wherever they run.
 
 Which secret is the source's (`secret_id`):
 - Deployed, CloudFormation names the secrets (a fixed name would collide with the copy a deleted stack retained,
@@ -17,11 +17,10 @@ Which secret is the source's (`secret_id`):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from shared.definitions import ENV_SIGNING_SECRETS, SECRET_MAP_ARN_PREFIX_KEY, source_env_suffix
+from shared.definitions import ENV_SIGNING_SECRETS, SECRET_MAP_ARN_PREFIX_KEY
 
 if TYPE_CHECKING:
     from shared.providers.base import SigningSecrets
@@ -53,29 +52,14 @@ def _full_arn(ids: Mapping[str, str], value: str) -> str:
     return f"{ids.get(SECRET_MAP_ARN_PREFIX_KEY, '')}{value}"
 
 
-def signing_secret_variable(source: str) -> str:
-    """`INBOX_SECRET_<SOURCE>`: the variable that sets the source's current signing secret (`..._PREVIOUS`
-    the previous one)."""
-    return f"INBOX_SECRET_{source_env_suffix(source)}"
-
-
 class SigningSecretSource:
-    def __init__(
-        self, prefix: str, environ: Mapping[str, str] | None = None, *, ids: Mapping[str, str] | None = None
-    ) -> None:
+    """A source's signing secrets, read from its Secrets Manager secret (`secret_id`)."""
+
+    def __init__(self, prefix: str, *, ids: Mapping[str, str] | None = None) -> None:
         self._prefix = prefix
-        self._environ = os.environ if environ is None else environ
         self._ids = dict(ids or {})
 
     def signing_secrets(self, source: str) -> SigningSecrets:
-        from shared.providers.base import SigningSecrets  # noqa: PLC0415 - see read_secret_pair
-
-        variable = signing_secret_variable(source)
-        if self._environ.get(variable):
-            return SigningSecrets(self._environ[variable], self._environ.get(f"{variable}_PREVIOUS") or None)
-        return self._from_secrets_manager(source)
-
-    def _from_secrets_manager(self, source: str) -> SigningSecrets:
         what = f"signing secret for {source!r}"
         identifier = secret_id(self._ids, self._prefix, source)
         if identifier is None:

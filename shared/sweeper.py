@@ -38,6 +38,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 
 from shared import aws
+from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.definitions import (
     DEFAULT_RECONCILE_AFTER_SECONDS,
     DEFAULT_STALE_AFTER_SECONDS,
@@ -62,7 +63,7 @@ from shared.inbox.model import fifo_group_id, iso_utc
 from shared.inbox.store import InboxStore, from_attributes
 from shared.observability import logger, put_gauge
 from shared.payments.status import INTERMEDIATE_STATUSES
-from shared.process.service import MAX_BACKOFF_SECONDS, ReconcileMessage
+from shared.process.service import ReconcileMessage
 from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:

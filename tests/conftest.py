@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -105,6 +106,16 @@ def _fresh_clients() -> Iterator[None]:
 
     aws.reset_clients()
     default_ingest_service.cache_clear()
+    _forget_powertools_parameters()
     yield
     aws.reset_clients()
     default_ingest_service.cache_clear()
+    _forget_powertools_parameters()
+
+
+def _forget_powertools_parameters() -> None:
+    """Secrets read through Powertools are cached for minutes, and its providers hold boto3 clients: neither may
+    outlive the test (a secret of one test's moto read by the next), once a test has imported the module."""
+    parameters_base = sys.modules.get("aws_lambda_powertools.utilities.parameters.base")
+    if parameters_base is not None:
+        parameters_base.DEFAULT_PROVIDERS.clear()

@@ -1,7 +1,7 @@
 """`inbox doctor`: why a delivery does not verify (docs/troubleshooting.md).
 
 The source's secrets are found as the ingest finds them: locally `INBOX_SECRET_<SOURCE>` (and `_PREVIOUS`), else
-the source's own development secret (`definitions.dev_signing_secret`: a named source's is derived from its
+the source's own development secret (inbox_local/dev_secrets.py: a named source's is derived from its
 provider's); deployed (`--stack`), the same variables when set (as every CLI command signs with them), else the
 source's Secrets Manager secret named by the stack's outputs. The other sources tried are the target's: locally the
 declaration `make run` reads, deployed the stack's own (output SourceProviders).
@@ -24,6 +24,7 @@ from inbox_cli.doctor.recorded import SourceSetup, doctor_for_rejected
 from inbox_cli.operations import NotFound, StackNotReady
 from inbox_cli.rejected import RejectedDelivery, fingerprint_for, load_rejected
 from inbox_cli.target import Target, resolve
+from inbox_local.dev_secrets import dev_signing_secret, signing_secret_variable
 from inbox_local.server import LAMBDA_MAX_SYNC_REQUEST_BYTES
 from shared.definitions import (
     DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
@@ -31,7 +32,6 @@ from shared.definitions import (
     PROVIDERS,
     SourcesInvalid,
     SourceSpec,
-    dev_signing_secret,
     find_source,
     load_sources,
 )
@@ -59,7 +59,7 @@ def resolve_source(name: str, sources: Sequence[SourceSpec] | None = None) -> So
 
 
 def _variable(source: SourceSpec) -> str:
-    return f"INBOX_SECRET_{source.env_suffix}"
+    return signing_secret_variable(source.name)
 
 
 def configured_secrets(target: Target, source: SourceSpec) -> SigningSecrets:

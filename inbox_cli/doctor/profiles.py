@@ -211,7 +211,8 @@ def profile_of_scheme(scheme: Scheme, *, family: str | None = None) -> tuple[Sch
 _STANDARD_SIGNATURES = tuple(family[2] for family in standard.HEADER_FAMILIES)
 _STANDARD_TIMESTAMPS = tuple(family[1] for family in standard.HEADER_FAMILIES)
 
-# The drivers that verify in code: their profiles, from their modules' constants.
+# The drivers that verify in code, and those whose profile says more than their scheme row (Stripe's secret
+# prefix and pretty-printed bodies): their profiles, from their modules' constants.
 _CODE_PROFILES: dict[str, tuple[SchemeProfile, ...]] = {
     "stripe": (
         SchemeProfile(
@@ -321,12 +322,12 @@ def profiles_for(provider: str, driver: ProviderDriver) -> tuple[SchemeProfile, 
     """The schemes of `provider` (its driver given: a generic one is configured at run time)."""
     if isinstance(driver, generic.GenericHmacDriver):
         return profile_of_scheme(driver.scheme)
+    if provider in _CODE_PROFILES:  # before its scheme row: Stripe's and Paddle's profiles say more
+        return _CODE_PROFILES[provider]
     if isinstance(driver, SchemeVerified):
         return profile_of_scheme(driver.authentication)
     if provider in _MIXED_PROFILES:
         return _MIXED_PROFILES[provider]
-    if provider in _CODE_PROFILES:
-        return _CODE_PROFILES[provider]
     raise KeyError(f"the doctor knows no scheme of provider {provider!r}")
 
 

@@ -3,10 +3,10 @@ verifies and parses them).
 
 Woovi signs with its private key, which nobody else holds. The local stack's deliveries are signed with
 DEV_PRIVATE_KEY below, a development key published in this repository (so anyone can sign with it): its public
-half is the `woovi` catalog entry's `dev_secret`, which the local stack stores as the source's signing secret, and
-that is the only way a driver trusts it. A deployed stack's signing secret starts as a generated placeholder and
-holds a key only if an operator stores one; tests/unit/providers/test_woovi.py and tests/infra check that nothing
-deployed carries this key.
+half is the `woovi` development secret (inbox_local/dev_secrets.py), which the local stack stores as the source's
+signing secret, and that is the only way a driver trusts it. A deployed stack's signing secret starts as a
+generated placeholder and holds a key only if an operator stores one; tests/unit/providers/test_woovi.py and
+tests/infra check that nothing deployed carries this key.
 
 `sign(body, secret)`: `secret` is what the source's signing secret holds, i.e. public keys to trust, not a signing
 key, so the delivery is signed with the development key; a `secret` that holds a PEM private key signs with that key
@@ -25,7 +25,7 @@ from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.woovi import SIGNATURE_HEADER
 
-# RSA-2048, PKCS#8, for the local stack and the tests only (its public key: definitions' woovi `dev_secret`;
+# RSA-2048, PKCS#8, for the local stack and the tests only (its public key: the woovi development secret;
 # SHA-256 of its DER: 563d402aec5eece7c4a13b45149e21422a8605a922049aa274c507bbb881c3c5).
 DEV_PRIVATE_KEY = (
     "-----BEGIN PRIVATE KEY-----\n"

@@ -13,41 +13,43 @@ from collections.abc import Mapping
 from typing import cast
 
 from aws_cdk import CfnElement, Stack
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.config import StackSettings
 from infra.constructs.inbox_storage import InboxStorage
-from infra.constructs.python_function import PythonFunction
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
 from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.s3_access import grant_declared_s3_access
-from infra.constructs.signing_secrets import SigningSecrets
+from infra.constructs.secrets import SourceSecrets
 from infra.nag import acknowledge
 from shared import definitions
 from shared.s3_grants import Bucket
 
+INGEST = FunctionSpec(
+    "Ingest",
+    "ingest",
+    definitions.INGEST_MEMORY_MB,
+    definitions.INGEST_TIMEOUT_SECONDS,
+    "Webhook Inbox ingest: verify the signature, store the event once, answer the gateway",
+)
 
-class IngestFunction(Construct):
+
+class IngestFunction(FunctionConstruct):
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
         storage: InboxStorage,
-        secrets: SigningSecrets,
+        secrets: SourceSecrets,
         rejected: RejectedLog,
         settings: StackSettings,
         sources_environment: Mapping[str, str],
     ) -> None:
-        super().__init__(scope, construct_id)
-
-        built = PythonFunction(
-            self,
-            "Ingest",
-            asset_name="ingest",
-            description="Webhook Inbox ingest: verify the signature, store the event once, answer the gateway",
-            memory_size=definitions.INGEST_MEMORY_MB,
-            timeout_seconds=definitions.INGEST_TIMEOUT_SECONDS,
+        super().__init__(
+            scope,
+            construct_id,
+            spec=INGEST,
             environment={
                 definitions.ENV_INBOX_TABLE: storage.table.table_name,
                 definitions.ENV_BODY_BUCKET: storage.body_bucket.bucket_name,
@@ -66,14 +68,9 @@ class IngestFunction(Construct):
                 **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
-        self.function = built.function
-        self.role = built.role
 
-        # PutItem on the table ARN alone. `table.grant` would add `<table>/index/*` as a resource too, since the
-        # table has indexes, and PutItem has no meaning on an index.
-        iam.Grant.add_to_principal(
-            grantee=self.function, actions=["dynamodb:PutItem"], resource_arns=[storage.table.table_arn]
-        )
+        # PutItem on the table ARN alone: it has no meaning on an index.
+        grant_on(self.function, storage.table.table_arn, "dynamodb:PutItem")
         # PutObject only (shared/s3_grants.py): no reads, no deletes, no ACL or tagging changes.
         grant_declared_s3_access(self.function, "ingest", {Bucket.BODIES: storage.body_bucket})
         secrets.grant_read(self.function)

@@ -25,22 +25,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
-from infra.constructs.gateway_api_keys import GatewayApiKeys
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
-from infra.constructs.python_function import PythonFunction
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
+from infra.constructs.secrets import SourceSecrets
 from shared import definitions
 
+PROCESSOR = FunctionSpec(
+    "Processor",
+    "process",
+    definitions.PROCESSOR_MEMORY_MB,
+    definitions.PROCESSOR_TIMEOUT_SECONDS,
+    "Webhook Inbox processor: refetch the payment, apply the event once, settle the inbox item",
+)
 
-class ProcessorFunction(Construct):
+
+class ProcessorFunction(FunctionConstruct):
     def __init__(
         self,
         scope: Construct,
@@ -50,19 +56,14 @@ class ProcessorFunction(Construct):
         payments: PaymentsStorage,
         outbox: Outbox,
         queues: DispatchQueue,
-        api_keys: GatewayApiKeys,
+        api_keys: SourceSecrets,
         settings: StackSettings,
         sources_environment: Mapping[str, str],
     ) -> None:
-        super().__init__(scope, construct_id)
-
-        built = PythonFunction(
-            self,
-            "Processor",
-            asset_name="process",
-            description="Webhook Inbox processor: refetch the payment, apply the event once, settle the inbox item",
-            memory_size=definitions.PROCESSOR_MEMORY_MB,
-            timeout_seconds=definitions.PROCESSOR_TIMEOUT_SECONDS,
+        super().__init__(
+            scope,
+            construct_id,
+            spec=PROCESSOR,
             environment={
                 definitions.ENV_INBOX_TABLE: inbox.table.table_name,
                 definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
@@ -76,16 +77,13 @@ class ProcessorFunction(Construct):
                 **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
-        self.function = built.function
-        self.role = built.role
 
-        _grant_items(self.function, inbox.table, "dynamodb:GetItem", "dynamodb:UpdateItem")
-        _grant_items(self.function, payments.payments_table, "dynamodb:GetItem", "dynamodb:PutItem")
-        _grant_items(self.function, payments.control_table, "dynamodb:GetItem", "dynamodb:UpdateItem")
-        _grant_items(self.function, outbox.table, "dynamodb:PutItem")
-        iam.Grant.add_to_principal(
-            grantee=self.function, actions=["sqs:SendMessage"], resource_arns=[queues.dead_letter_queue.queue_arn]
-        )
+        # Item actions on the table ARNs alone, never their indexes.
+        grant_on(self.function, inbox.table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        grant_on(self.function, payments.payments_table.table_arn, "dynamodb:GetItem", "dynamodb:PutItem")
+        grant_on(self.function, payments.control_table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        grant_on(self.function, outbox.table.table_arn, "dynamodb:PutItem")
+        grant_on(self.function, queues.dead_letter_queue.queue_arn, "sqs:SendMessage")
         api_keys.grant_read(self.function)
 
         # Grants the mapping's consume permissions on the queue (ReceiveMessage, DeleteMessage,
@@ -98,9 +96,3 @@ class ProcessorFunction(Construct):
                 max_concurrency=definitions.PROCESSOR_MAX_CONCURRENCY,
             )
         )
-
-
-def _grant_items(grantee: iam.IGrantable, table: dynamodb.ITable, *actions: str) -> None:
-    """Item actions on the table ARN alone (``table.grant`` would add ``<table>/index/*`` for a table with
-    indexes, where item writes have no meaning)."""
-    iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[table.table_arn])

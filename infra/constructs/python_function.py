@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Duration, Stack
@@ -147,3 +148,40 @@ class PythonFunction(Construct):
             "infra/dependency_layer.py), and 3.13 is a supported runtime. Runtime and layer are moved together, "
             "deliberately, not by a linter.",
         )
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function of functions/ as the stack deploys it: the construct id of its PythonFunction (part of every
+    logical id beneath it), its asset, its sizing (shared/definitions.py) and the description Lambda shows."""
+
+    function_id: str
+    asset_name: str
+    memory_size: int
+    timeout_seconds: int
+    description: str
+
+
+class FunctionConstruct(Construct):
+    """A construct that is one function of functions/ (`spec`) plus the grants its code uses; `function` and `role`
+    are its PythonFunction's."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, spec: FunctionSpec, environment: Mapping[str, str]):
+        super().__init__(scope, construct_id)
+        built = PythonFunction(
+            self,
+            spec.function_id,
+            asset_name=spec.asset_name,
+            description=spec.description,
+            memory_size=spec.memory_size,
+            timeout_seconds=spec.timeout_seconds,
+            environment=environment,
+        )
+        self.function = built.function
+        self.role = built.role
+
+
+def grant_on(grantee: iam.IGrantable, resource_arn: str, *actions: str) -> None:
+    """`actions` on `resource_arn` alone: a table's ARN without its indexes (``table.grant`` would add
+    ``<table>/index/*`` for a table with indexes, where item actions have no meaning), one index, one queue."""
+    iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[resource_arn])

@@ -28,13 +28,16 @@ neither cost; its one limit is Lambda's 4 KB environment, checked at synth (``se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from aws_cdk import Fn, RemovalPolicy, Stack, Tags
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import SettingsError
+from infra.nag import acknowledge
 from shared import definitions
 
 SECRET_REMOVAL_POLICY = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
@@ -182,3 +185,56 @@ def secret_arn_map(
     return Stack.of(next(iter(secrets.values()))).to_json_string(
         {definitions.SECRET_MAP_ARN_PREFIX_KEY: common, **names}
     )
+
+
+@dataclass(frozen=True)
+class SourceSecretKind:
+    """What one kind of per-source secret is: which sources get one, the logical id's `suffix` after the source's,
+    the `kind` tag, the function variable that maps sources to them, and the words the secret and cdk-nag carry."""
+
+    suffix: str
+    kind: str
+    variable: str  # the {source: ARN} map's environment variable
+    description: Callable[[str, definitions.SourceSpec], str]  # (stack name, source) -> the secret's description
+    placeholder: Callable[[], secretsmanager.SecretStringGenerator]  # the random value it is created with
+    rotation: Callable[[definitions.SourceSpec], str]  # why no rotation Lambda (AwsSolutions-SMG4)
+    applies: Callable[[definitions.SourceSpec], bool] = lambda source: True
+
+
+class SourceSecrets(Construct):
+    """One retained secret of `of`'s kind per source it applies to, named `{source's logical id}{suffix}` inside
+    this construct and created with a random placeholder the operator replaces. `arn_map` is the `{source: ARN}`
+    map a function finds them by in `of.variable`, checked against Lambda's environment limit with `alongside`
+    (the other variables of that function's environment that grow with the declaration)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        of: SourceSecretKind,
+        stack_name: str,
+        sources: Iterable[definitions.SourceSpec],
+        alongside: Mapping[str, int],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.secrets: dict[str, secretsmanager.Secret] = {}
+        chosen = [source for source in sources if of.applies(source)]
+        stems = unique_logical_ids(source.name for source in chosen)
+        for source in chosen:
+            secret = retained_secret(
+                self,
+                f"{stems[source.name]}{of.suffix}",
+                kind=of.kind,
+                provider=source.provider,
+                source=source.name,
+                description=of.description(stack_name, source),
+                generate_secret_string=of.placeholder(),
+            )
+            acknowledge(secret, "AwsSolutions-SMG4", of.rotation(source))
+            self.secrets[source.name] = secret
+        self.arn_map = secret_arn_map(of.variable, self.secrets, alongside=alongside)
+
+    def grant_read(self, grantee: iam.IGrantable) -> None:
+        for secret in self.secrets.values():
+            secret.grant_read(grantee)

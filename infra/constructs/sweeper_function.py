@@ -21,19 +21,26 @@ from collections.abc import Mapping
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.payments_storage import PaymentsStorage
-from infra.constructs.python_function import PythonFunction
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
 from infra.constructs.secrets import check_environment_share, environment_share
 from shared import definitions
 
+SWEEPER = FunctionSpec(
+    "Sweeper",
+    "sweeper",
+    definitions.SWEEPER_MEMORY_MB,
+    definitions.SWEEPER_TIMEOUT_SECONDS,
+    "Webhook Inbox sweeper: re-dispatch stale pending events, measure, request reconciliations",
+)
 
-class SweeperFunction(Construct):
+
+class SweeperFunction(FunctionConstruct):
     def __init__(
         self,
         scope: Construct,
@@ -45,17 +52,12 @@ class SweeperFunction(Construct):
         settings: StackSettings,
         sources_environment: Mapping[str, str],
     ) -> None:
-        super().__init__(scope, construct_id)
         # The sweeper has no secret map: the declaration is what grows in its environment.
         check_environment_share("sweeper", environment_share(sources_environment))
-
-        built = PythonFunction(
-            self,
-            "Sweeper",
-            asset_name="sweeper",
-            description="Webhook Inbox sweeper: re-dispatch stale pending events, measure, request reconciliations",
-            memory_size=definitions.SWEEPER_MEMORY_MB,
-            timeout_seconds=definitions.SWEEPER_TIMEOUT_SECONDS,
+        super().__init__(
+            scope,
+            construct_id,
+            spec=SWEEPER,
             environment={
                 definitions.ENV_INBOX_TABLE: inbox.table.table_name,
                 definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
@@ -66,21 +68,17 @@ class SweeperFunction(Construct):
                 **sources_environment,  # INBOX_SOURCES: the declared sources
             },
         )
-        self.function = built.function
-        self.role = built.role
         interval = Duration.minutes(settings.sweep_interval_minutes)
 
-        _grant(self.function, "dynamodb:Query", f"{inbox.table.table_arn}/index/{definitions.OPEN_EVENTS_INDEX}")
-        _grant(self.function, "dynamodb:UpdateItem", inbox.table.table_arn)
+        grant_on(self.function, f"{inbox.table.table_arn}/index/{definitions.OPEN_EVENTS_INDEX}", "dynamodb:Query")
+        grant_on(self.function, inbox.table.table_arn, "dynamodb:UpdateItem")
         # The waits of the events that look stale (`wait_until`, which the open-events index does not project).
-        _grant(self.function, "dynamodb:BatchGetItem", inbox.table.table_arn)
-        _grant(
-            self.function,
-            "dynamodb:Query",
-            f"{payments.payments_table.table_arn}/index/{definitions.RECONCILE_INDEX}",
+        grant_on(self.function, inbox.table.table_arn, "dynamodb:BatchGetItem")
+        grant_on(
+            self.function, f"{payments.payments_table.table_arn}/index/{definitions.RECONCILE_INDEX}", "dynamodb:Query"
         )
-        _grant(self.function, "dynamodb:UpdateItem", payments.payments_table.table_arn)
-        _grant(self.function, "sqs:SendMessage", queues.queue.queue_arn)
+        grant_on(self.function, payments.payments_table.table_arn, "dynamodb:UpdateItem")
+        grant_on(self.function, queues.queue.queue_arn, "sqs:SendMessage")
 
         self.function.configure_async_invoke(retry_attempts=0, max_event_age=interval)
         self.schedule = events.Rule(
@@ -90,7 +88,3 @@ class SweeperFunction(Construct):
             schedule=events.Schedule.rate(interval),
             targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
         )
-
-
-def _grant(grantee: iam.IGrantable, action: str, resource_arn: str) -> None:
-    iam.Grant.add_to_principal(grantee=grantee, actions=[action], resource_arns=[resource_arn])

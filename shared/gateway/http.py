@@ -40,6 +40,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from shared.backoff import Backoff, Jitter
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.observability import logger
 
@@ -126,11 +127,6 @@ def parse_retry_after(value: str | None, *, now: float) -> float | None:
     return max(0.0, seconds)
 
 
-def full_jitter(attempt: int, *, base: float, cap: float, rand: Callable[[], float]) -> float:
-    """AWS's "full jitter": uniform in [0, min(cap, base * 2**(attempt - 1))]. `attempt` counts from 1."""
-    return float(rand() * min(cap, base * (2 ** (attempt - 1))))
-
-
 def path_segment(value: str) -> str:
     """A resource id as one path segment: `/`, `..`, `?` and `#` in an id cannot reach another endpoint."""
     segment = quote(value, safe="")
@@ -186,8 +182,7 @@ class JsonHttpClient:
         self.provider = provider
         self._pool = pool
         self._max_attempts = max_attempts
-        self._base_delay = base_delay
-        self._max_delay = max_delay
+        self._backoff = Backoff(base=base_delay, cap=max_delay, jitter=Jitter.FULL)
         self._max_retry_after = max_retry_after
         self._budget = budget_seconds
         self._timeout = timeout or urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS)
@@ -280,7 +275,7 @@ class JsonHttpClient:
                 raise GatewayUnavailable(message, retry_after=retry_after)
             if attempt == self._max_attempts:
                 raise GatewayUnavailable(message, retry_after=retry_after)
-            delay = full_jitter(attempt, base=self._base_delay, cap=self._max_delay, rand=self._random)
+            delay = self._backoff.delay(attempt, self._random)
             if retry_after is not None:
                 delay = max(delay, retry_after)
             if self._monotonic() - started + delay > self._budget:

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
+from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.gateway.base import GatewayUnavailable
 from shared.gateway.breaker import is_conditional_failure, number_attribute
 from shared.observability import logger
@@ -85,7 +86,7 @@ DEFAULT_BURST_SECONDS = 0.25
 # How far ahead a request may reserve its slot and sleep for it, rather than be sent back to the queue.
 DEFAULT_MAX_WAIT_SECONDS = 1.0
 DEFAULT_BLOCK_SECONDS = 1.0  # a 429 with no (readable) Retry-After
-MAX_BLOCK_SECONDS = 600.0  # a longer Retry-After is capped: the processor's longest backoff (MAX_BACKOFF_SECONDS)
+MAX_BLOCK_SECONDS = float(MAX_BACKOFF_SECONDS)  # a longer Retry-After is capped: the processor's longest backoff
 MAX_CLOCK_AHEAD_SECONDS = 30.0
 _NEGLIGIBLE_WAIT_SECONDS = 0.001
 _WRITE_ROUNDS = 4  # idle or busy guess, the other, and twice more when other instances moved the schedule between

@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
+from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.definitions import (
     ENV_CONTROL_TABLE,
     ENV_DLQ_URL,
@@ -76,7 +77,7 @@ class ProcessorSettings(EnvironmentSettings):
     control_table: str | None = text(ENV_CONTROL_TABLE, None)
     outbox_table: str | None = text(ENV_OUTBOX_TABLE, None)  # none: nothing is published (shared/payments/outbox.py)
     max_attempts: int = whole(ENV_MAX_ATTEMPTS, MAX_PROCESSING_ATTEMPTS, low=1, high=50)
-    retry_base_seconds: float = number(ENV_RETRY_BASE_SECONDS, float(RETRY_BASE_SECONDS), high=600)
+    retry_base_seconds: float = number(ENV_RETRY_BASE_SECONDS, float(RETRY_BASE_SECONDS), high=MAX_BACKOFF_SECONDS)
     # Modules of the user's own handlers, comma-separated; each has `register(router)`. The extension point:
     # handlers of one's own event types (or replacements for ours) without touching the core.
     handler_modules: str = text("INBOX_HANDLER_MODULES", "")

@@ -93,7 +93,7 @@ def decide(current: Payment | None, seen: Observation, *, now: str) -> Decision:
     if seen.ordered_by_event_time and seen.event_id is not None and seen.event_id == current.last_event_id:
         # The event that last moved the payment, again: a redelivery or a captured copy posted after its inbox item
         # was gone (retention). It changes nothing, and its time (unsigned for some classes) moves no watermark.
-        return Ignore(f"already applied: {seen.event_id} is the payment's last event")
+        return Ignore(f"already applied: {seen.event_id} is the payment's last event", IgnoredReason.NOT_NEWER)
     if (
         seen.ordered_by_event_time
         and current.last_event_at is not None

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
 from shared.inbox.model import iso_utc, resource_key
@@ -31,10 +32,6 @@ from shared.process.router import EventHandler, InboxEvent, NothingToApply, Rout
 from shared.sub_account import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
-# The longest a retried event waits before its next attempt. The sweeper treats a pending event as stale (its
-# dispatch lost) after INBOX_STALE_AFTER_SECONDS (default 900) without a dispatch or an attempt, which must stay
-# above this cap: otherwise it would re-dispatch events that are only backing off. (It was 900.)
-MAX_BACKOFF_SECONDS = 600
 # A settled event's logged reason (a decision's, or an error's) is cut here: bounded bytes per line.
 MAX_LOGGED_REASON_CHARS = 160
 
@@ -134,13 +131,17 @@ class RetryQueue(Protocol):
     def dead_letter(self, delivery: Delivery) -> None: ...
 
 
+def retry_backoff(base: float, cap: int = MAX_BACKOFF_SECONDS) -> Backoff:
+    """The processor's retries: base * 2^(N-1) seconds, spread +-20 % (the queue brings them back apart), capped."""
+    return Backoff(base=base, cap=cap, jitter=Jitter.PROPORTIONAL, spread=0.2)
+
+
 def backoff_seconds(
     attempt: int, base: float, *, cap: int = MAX_BACKOFF_SECONDS, rng: random.Random | None = None
 ) -> int:
-    """Growing, jittered visibility delay for attempt N (1-based): base * 2^(N-1), +-20 %, capped."""
+    """The visibility delay for attempt N (1-based) of `retry_backoff`, in whole seconds (SQS's unit), at least 1."""
     rng = rng or random.Random()  # noqa: S311 - jitter, not security
-    delay = base * (2 ** (attempt - 1)) * rng.uniform(0.8, 1.2)
-    return int(max(1, min(cap, round(delay))))
+    return int(max(1, round(retry_backoff(base, cap).delay(attempt, rng.random))))
 
 
 def wait_seconds(retry_after: float | None, default: float, *, rng: random.Random | None = None) -> int:

@@ -2,9 +2,11 @@
 
 A provider whose proof of origin is only "an HMAC of the raw body in a header (or a query parameter)" or "a token
 the sender presents" declares a row (`HmacScheme`, `TokenScheme`) instead of code; its driver delegates `verify` to
-it. The user-configured `generic` driver is the same engine reading its row from configuration. Schemes whose
-signed message is built from more than the body and the scheme's own headers (Stripe's and Paddle's timestamped
-lists, Standard Webhooks' base64 key, Mercado Pago's manifest, Adyen's fields, the public-key ones) stay code.
+it. The user-configured `generic` driver is the same engine reading its row from configuration. A timestamped
+signature list (`TimestampedListScheme`: Stripe's `t=...,v1=`, Paddle's `ts=...;h1=`) is a row too, declared by
+its driver (not offered to `generic`). Schemes whose signed message is built from more than the body and the
+scheme's own headers (Standard Webhooks' base64 key, Mercado Pago's manifest, Adyen's fields, the public-key ones)
+stay code.
 
 What every row gets from the engine, so no driver repeats it:
 - every configured secret (current and previous, during a rotation) is tried against every presented signature,
@@ -19,12 +21,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import string
 from dataclasses import dataclass
 from typing import Protocol
 
-from shared.providers._signing import check_timestamp, matches_any, parse_epoch_seconds, usable_secrets
+from shared.providers._signing import (
+    check_timestamp,
+    matches_any,
+    parse_epoch_seconds,
+    require_header,
+    require_match,
+    signature_list,
+    usable_secrets,
+)
 from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
 
 ALGORITHMS = ("sha1", "sha256", "sha512")  # hashlib names, passed to hmac as the digest
@@ -323,6 +334,65 @@ class FirstCarried:
     ) -> None:
         chosen = next((scheme for scheme in self.schemes if scheme.carried_by(request)), self.schemes[0])
         chosen.verify(request, secrets, provider=provider, now=now, tolerance_seconds=tolerance_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampedListScheme:
+    """A header listing one timestamp and a signature per active secret (`t=<epoch>,v1=<hex>,v1=<hex>`), each an
+    HMAC-SHA256 hex of `{timestamp}{joiner}{raw body}` keyed by the secret's UTF-8 bytes: Stripe's and Paddle's.
+    Any listed signature matching any secret passes (the gateway lists several while a secret rotates); the
+    timestamp must be epoch seconds, within the tolerance, checked after the signature."""
+
+    header: str  # lower-case
+    called: str  # the header as the provider spells it, in reasons
+    separator: str  # between the list's items
+    timestamp_key: str
+    scheme: str  # the key of the signatures verified; other schemes are ignored
+    joiner: str  # between the timestamp and the body in the signed message
+    strip_values: bool = False  # blanks around a value are dropped (as the provider's SDK does)
+
+    @property
+    def replay_headers(self) -> tuple[str, ...]:
+        return (self.header,)  # signatures, not the secret
+
+    @property
+    def replay_query(self) -> tuple[str, ...]:
+        return ()  # nothing in the URL is signed
+
+    @property
+    def signs_timestamp(self) -> bool:
+        return True
+
+    def carried_by(self, request: WebhookRequest) -> bool:
+        return request.header(self.header) is not None
+
+    def sign(self, timestamp: int | str, body: bytes, secret: str) -> str:
+        """The hex signature the gateway computes for `body` at `timestamp` with `secret`."""
+        signed = f"{timestamp}{self.joiner}".encode("ascii") + body
+        return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
+
+    def parse(self, value: str) -> tuple[int, list[str]]:
+        """The header's value -> (timestamp, signatures of `scheme`)."""
+        timestamp, signatures = signature_list(
+            value,
+            separator=self.separator,
+            timestamp_key=self.timestamp_key,
+            scheme=self.scheme,
+            strip_values=self.strip_values,
+        )
+        return parse_epoch_seconds(timestamp), signatures
+
+    def verify(
+        self, request: WebhookRequest, secrets: SigningSecrets, *, provider: str, now: float, tolerance_seconds: int
+    ) -> None:
+        candidates = usable_secrets(secrets, provider)
+        timestamp, signatures = self.parse(require_header(request, self.header, self.called))
+        if not signatures:
+            raise SignatureInvalid(f"no {self.scheme} signature in header")
+        require_match([self.sign(timestamp, request.body, secret) for secret in candidates], signatures)
+        # Checked after the signature, as the SDKs do: an authentic but stale delivery is reported as such, a
+        # forged one as a mismatch.
+        check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
 
 
 class SchemeVerified:

@@ -17,6 +17,7 @@ from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
     SigningSecrets,
+    WebhookRequest,
     parse_iso_utc,
     utc_from_epoch,
 )
@@ -201,3 +202,45 @@ def iso_to_utc(text: str, where: str, *, assume_timezone: str | None = None) -> 
         raise PayloadInvalid(f"field {where} has no time zone") from None
     except (ValueError, OverflowError):
         raise PayloadInvalid(f"field {where} is not an ISO-8601 timestamp") from None
+
+
+def signature_list(
+    value: str, *, separator: str, timestamp_key: str, scheme: str, strip_values: bool = False, fold_keys: bool = False
+) -> tuple[str, list[str]]:
+    """A `key=value` list header holding one timestamp and signatures (`t=...,v1=...,v1=...`) -> (the timestamp as
+    sent, the `scheme` signatures). Unknown keys are ignored; two timestamps make the signed one ambiguous and are
+    refused, as is none. `strip_values` drops blanks around a value; `fold_keys` reads keys case-insensitively and
+    without blanks (each as the provider's own SDK reads its header)."""
+    timestamp: str | None = None
+    signatures: list[str] = []
+    for item in value.split(separator):
+        key, sep, item_value = item.strip().partition("=")
+        if not sep:
+            continue
+        if fold_keys:
+            key = key.strip().lower()
+        if strip_values:
+            item_value = item_value.strip()
+        if key == timestamp_key:
+            if timestamp is not None:  # two timestamps: which one was signed is ambiguous
+                raise SignatureInvalid("malformed header")
+            timestamp = item_value
+        elif key == scheme and item_value:
+            signatures.append(item_value)
+    if timestamp is None:
+        raise SignatureInvalid("malformed header")
+    return timestamp, signatures
+
+
+def require_header(request: WebhookRequest, name: str, called: str) -> str:
+    """The signature header `name`, or SignatureInvalid naming it as the provider spells it (`called`)."""
+    value = request.header(name)
+    if not value:
+        raise SignatureInvalid(f"missing {called} header")
+    return value
+
+
+def require_match(expected: Sequence[str], presented: Sequence[str]) -> None:
+    """SignatureInvalid unless a presented signature equals an expected one (all compared, in constant time)."""
+    if not matches_any(expected, presented):
+        raise SignatureInvalid("no signature matches")

@@ -20,20 +20,15 @@ alert; 25 transaction canceled or partially refunded. The event type is the name
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from shared.providers._refetch_verified import SECRET_HEADER, resource_id_of
-from shared.providers._schemes import SchemeVerified, TokenScheme
+from shared.providers._refetch_verified import SECRET_HEADER, RefetchVerifiedDriver, resource_id_of
+from shared.providers._schemes import TokenScheme
 from shared.providers._signing import load_json_object
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 AUTHENTICATION = TokenScheme(headers=(SECRET_HEADER,), called="header secret")
@@ -69,16 +64,10 @@ def event_type_of(change_type: int) -> str:
     return CHANGE_TYPES.get(change_type, f"change_type_{change_type}")
 
 
-class CieloDriver(SchemeVerified):
+class CieloDriver(RefetchVerifiedDriver):
     name: str = "cielo"
     authentication = AUTHENTICATION
     replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the header is the secret
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
-
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._clock = clock
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body)
@@ -89,11 +78,8 @@ class CieloDriver(SchemeVerified):
             event_id=derive_event_id(payment_id, event_type, "", ""),
             event_type=event_type,
             resource_id=payment_id,
-            occurred_at=utc_from_epoch(self._clock()),  # Cielo sends no time
+            occurred_at=self.received_at(),  # Cielo sends no time
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = CieloDriver()

@@ -50,8 +50,10 @@ from shared.providers._signing import (
     get_str,
     iso_to_utc,
     load_json_object,
-    matches_any,
+    require_header,
+    require_match,
     require_str,
+    signature_list,
     usable_secrets,
 )
 from shared.providers.base import (
@@ -92,19 +94,9 @@ def compute_signature(data_id: str | None, request_id: str | None, ts: str, secr
 
 def _parse_signature_header(value: str) -> tuple[str, list[str]]:
     """`ts=...,v1=...` -> (ts as sent, v1 signatures). Unknown items are ignored."""
-    ts: str | None = None
-    signatures: list[str] = []
-    for item in value.split(","):
-        key, sep, item_value = item.partition("=")
-        key, item_value = key.strip().lower(), item_value.strip()
-        if not sep:
-            continue
-        if key == "ts":
-            if ts is not None:
-                raise SignatureInvalid("malformed header")
-            ts = item_value
-        elif key == SCHEME and item_value:
-            signatures.append(item_value)
+    ts, signatures = signature_list(
+        value, separator=",", timestamp_key="ts", scheme=SCHEME, strip_values=True, fold_keys=True
+    )
     if not ts or len(ts) > _MAX_TS_DIGITS or not (ts.isascii() and ts.isdigit()):
         raise SignatureInvalid("malformed header")
     return ts, signatures
@@ -158,10 +150,7 @@ class MercadoPagoDriver:
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         candidates = usable_secrets(secrets, self.name)
-        header = request.header(SIGNATURE_HEADER)
-        if not header:
-            raise SignatureInvalid("missing x-signature header")
-        ts, signatures = _parse_signature_header(header)
+        ts, signatures = _parse_signature_header(require_header(request, SIGNATURE_HEADER, SIGNATURE_HEADER))
         if not signatures:
             raise SignatureInvalid("no v1 signature in header")
         request_id = (request.header(REQUEST_ID_HEADER) or "").strip() or None
@@ -174,9 +163,7 @@ class MercadoPagoDriver:
         else:
             ids = [*(data_id_spellings(body_id) if body_id else []), None]
 
-        expected = [compute_signature(i, request_id, ts, s) for i in ids for s in candidates]
-        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
-            raise SignatureInvalid("no signature matches")
+        require_match([compute_signature(i, request_id, ts, s) for i in ids for s in candidates], signatures)
         if signed_id is not None and body_id is not None and body_id.lower() != signed_id.lower():
             raise SignatureInvalid("data.id in the body differs from the signed one")
 

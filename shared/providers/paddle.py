@@ -28,61 +28,39 @@ The processor refetches the transaction from Paddle's API (`shared.gateway.paddl
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
+from shared.providers._schemes import SchemeVerified, TimestampedListScheme
 from shared.providers._signing import (
     JsonObject,
-    check_timestamp,
     get_currency,
     get_object,
     get_str,
     iso_to_utc,
     load_json_object,
-    matches_any,
-    parse_epoch_seconds,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
 )
 
-SIGNATURE_HEADER = "paddle-signature"
-SCHEME = "h1"
+# Paddle's SDKs: items split on ";", blanks around values dropped.
+AUTHENTICATION = TimestampedListScheme(
+    header="paddle-signature",
+    called="Paddle-Signature",
+    separator=";",
+    timestamp_key="ts",
+    scheme="h1",
+    joiner=":",
+    strip_values=True,
+)
+SIGNATURE_HEADER = AUTHENTICATION.header
+SCHEME = AUTHENTICATION.scheme
+compute_signature = AUTHENTICATION.sign  # the hex `h1` Paddle computes for (timestamp, body, secret)
 FINAL_STATUSES = frozenset({"paid", "completed"})  # the transaction's totals can no longer change
-
-
-def compute_signature(timestamp: int | str, body: bytes, secret: str) -> str:
-    """The hex `h1` signature Paddle computes for `body` at `timestamp` with `secret`."""
-    signed = f"{timestamp}:".encode("ascii") + body
-    return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
-
-
-def _parse_signature_header(value: str) -> tuple[int, list[str]]:
-    """`ts=...;h1=...;h1=...` -> (timestamp, h1 signatures). Unknown keys are ignored."""
-    timestamp: int | None = None
-    signatures: list[str] = []
-    for item in value.split(";"):
-        key, sep, item_value = item.strip().partition("=")
-        if not sep:
-            continue
-        if key == "ts":
-            if timestamp is not None:
-                raise SignatureInvalid("malformed header")
-            timestamp = parse_epoch_seconds(item_value.strip())
-        elif key == SCHEME and item_value.strip():
-            signatures.append(item_value.strip())
-    if timestamp is None:
-        raise SignatureInvalid("malformed header")
-    return timestamp, signatures
 
 
 def minor_units(value: object, where: str) -> int | None:
@@ -103,25 +81,13 @@ def _grand_total(data: JsonObject) -> int | None:
     return minor_units(value, "data.details.totals.grand_total")
 
 
-class PaddleDriver:
+class PaddleDriver(SchemeVerified):
     name: str = "paddle"
-    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
+    authentication = AUTHENTICATION
+    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers
+    replay_query: tuple[str, ...] = AUTHENTICATION.replay_query  # nothing in the URL is signed
     secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = True
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        header = request.header(SIGNATURE_HEADER)
-        if not header:
-            raise SignatureInvalid("missing Paddle-Signature header")
-        timestamp, signatures = _parse_signature_header(header)
-        if not signatures:
-            raise SignatureInvalid("no h1 signature in header")
-        expected = [compute_signature(timestamp, request.body, secret) for secret in candidates]
-        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
-            raise SignatureInvalid("no signature matches")
-        check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
+    signs_timestamp: bool = AUTHENTICATION.signs_timestamp
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         event = load_json_object(request.body)

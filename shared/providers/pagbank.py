@@ -41,7 +41,8 @@ from shared.providers._signing import (
     get_str,
     iso_to_utc,
     load_json_object,
-    matches_any,
+    require_header,
+    require_match,
     require_str,
     usable_secrets,
 )
@@ -132,12 +133,8 @@ class PagbankDriver:
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         candidates = usable_secrets(secrets, self.name)
-        received = request.header(SIGNATURE_HEADER)
-        if not received:
-            raise SignatureInvalid("missing x-authenticity-token header")
-        expected = [compute_signature(request.body, token) for token in candidates]
-        if not matches_any(expected, [received.strip().lower()]):
-            raise SignatureInvalid("no signature matches")
+        received = require_header(request, SIGNATURE_HEADER, SIGNATURE_HEADER)
+        require_match([compute_signature(request.body, token) for token in candidates], [received.strip().lower()])
         # A digest that matches proves nothing when the body extends a signed one (module doc, "Length extension").
         extended = [carries_hash_padding(token.encode("utf-8") + b"-" + request.body) for token in candidates]
         if any(extended):

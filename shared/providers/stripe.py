@@ -39,68 +39,41 @@ be a request header.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from typing import Any
 
+from shared.providers._schemes import SchemeVerified, TimestampedListScheme
 from shared.providers._signing import (
     JsonObject,
-    check_timestamp,
     epoch_to_utc,
     get_currency,
     get_int,
     get_str,
     iso_to_utc,
     load_json_object,
-    matches_any,
-    parse_epoch_seconds,
     require_int,
     require_object,
     require_str,
-    usable_secrets,
 )
 from shared.providers._stripe_account import is_account_id, is_account_reference
 from shared.providers.base import (
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
     WebhookRequest,
     body_digest_id,
 )
 from shared.sub_account import SubAccount
 
-SIGNATURE_HEADER = "stripe-signature"
-SCHEME = "v1"
+# stripe-python's WebhookSignature: items split on ",", values as sent; `v0` and unknown schemes ignored.
+AUTHENTICATION = TimestampedListScheme(
+    header="stripe-signature", called="Stripe-Signature", separator=",", timestamp_key="t", scheme="v1", joiner="."
+)
+SIGNATURE_HEADER = AUTHENTICATION.header
+SCHEME = AUTHENTICATION.scheme
+compute_signature = AUTHENTICATION.sign  # the hex `v1` Stripe computes for (timestamp, body, secret)
 THIN_EVENT_OBJECT = "v2.core.event"
 # related_object.type of the thin events whose object the processor refetches (a payment, or what belongs to one)
 THIN_RESOURCE_TYPES = frozenset({"payment_intent", "charge", "refund", "dispute"})
-
-
-def _parse_signature_header(value: str) -> tuple[int, list[str]]:
-    """`t=...,v1=...,v1=...,v0=...` -> (timestamp, v1 signatures). Unknown items are ignored."""
-    timestamp: int | None = None
-    signatures: list[str] = []
-    for item in value.split(","):
-        key, sep, item_value = item.strip().partition("=")
-        if not sep:
-            continue
-        if key == "t":
-            if timestamp is not None:  # two timestamps: which one was signed is ambiguous
-                raise SignatureInvalid("malformed header")
-            timestamp = parse_epoch_seconds(item_value)
-        elif key == SCHEME and item_value:
-            signatures.append(item_value)
-    if timestamp is None:
-        raise SignatureInvalid("malformed header")
-    return timestamp, signatures
-
-
-def compute_signature(timestamp: int, body: bytes, secret: str) -> str:
-    """The hex `v1` signature Stripe computes for `body` at `timestamp` with `secret`."""
-    signed = f"{timestamp}.".encode("ascii") + body
-    return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
 
 
 def _intent_reference(obj: JsonObject) -> str | None:
@@ -186,27 +159,13 @@ def _parse_thin(event: JsonObject) -> NormalizedEvent:
     )
 
 
-class StripeDriver:
+class StripeDriver(SchemeVerified):
     name: str = "stripe"
-    replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
+    authentication = AUTHENTICATION
+    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers
+    replay_query: tuple[str, ...] = AUTHENTICATION.replay_query  # nothing in the URL is part of the signature
     secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = True
-
-    def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
-        candidates = usable_secrets(secrets, self.name)
-        header = request.header(SIGNATURE_HEADER)
-        if not header:
-            raise SignatureInvalid("missing Stripe-Signature header")
-        timestamp, signatures = _parse_signature_header(header)
-        if not signatures:
-            raise SignatureInvalid("no v1 signature in header")
-        expected = [compute_signature(timestamp, request.body, secret) for secret in candidates]
-        if not matches_any(expected, signatures):  # every pair compared in constant time, no early exit
-            raise SignatureInvalid("no signature matches")
-        # Checked after the signature, as stripe-python does: an authentic but stale delivery is reported as
-        # such, a forged one as a mismatch.
-        check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
+    signs_timestamp: bool = AUTHENTICATION.signs_timestamp
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         event = load_json_object(request.body)

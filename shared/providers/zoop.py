@@ -20,19 +20,14 @@ refetch; the others (seller.*, invoice.*, subscription.*...) are stored and end 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from shared.providers._refetch_verified import SECRET_HEADER, resource_id_of
-from shared.providers._schemes import SchemeVerified, TokenScheme
+from shared.providers._refetch_verified import SECRET_HEADER, RefetchVerifiedDriver, resource_id_of
+from shared.providers._schemes import TokenScheme
 from shared.providers._signing import get_object, load_json_object, require_str
 from shared.providers.base import (
     NormalizedEvent,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
-    utc_from_epoch,
 )
 
 AUTHENTICATION = TokenScheme(
@@ -45,16 +40,10 @@ TRANSACTION_PREFIX = "transaction."
 _MAX_TYPE_LENGTH = 100
 
 
-class ZoopDriver(SchemeVerified):
+class ZoopDriver(RefetchVerifiedDriver):
     name: str = "zoop"
     authentication = AUTHENTICATION
     replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: both carriers are the secret
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
-
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._clock = clock
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body)
@@ -68,11 +57,8 @@ class ZoopDriver(SchemeVerified):
             event_id=derive_event_id(resource_id or "", event_type, "", str(body.get("id") or "")[:64]),
             event_type=event_type,
             resource_id=resource_id,
-            occurred_at=utc_from_epoch(self._clock()),  # a time in an unsigned body proves nothing
+            occurred_at=self.received_at(),  # a time in an unsigned body proves nothing
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = ZoopDriver()

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from inbox_cli.main import register_with_simulator
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from inbox_local.server import API_GATEWAY_MAX_BODY_BYTES
 

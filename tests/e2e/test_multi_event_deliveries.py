@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_providers_brazil import post

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from inbox_local.dev_secrets import dev_signing_secret
 from inbox_local.mtls import DevCertificates, client_context, ensure_dev_certificates
 from inbox_local.senders import sender_for
-from shared.definitions import SourceSpec, dev_signing_secret
+from shared.definitions import SourceSpec
 from tests.e2e.conftest import RunningStack, free_port, start_stack, stop_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]

@@ -14,7 +14,8 @@ import boto3
 import pytest
 
 from inbox_cli.main import post_webhook
-from inbox_local.config import DEV_SECRETS, LocalNames
+from inbox_local.config import LocalNames
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 

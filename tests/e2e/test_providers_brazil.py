@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 
 pytestmark = [

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from tests.e2e.conftest import wait_until
 

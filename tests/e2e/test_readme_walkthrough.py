@@ -74,8 +74,11 @@ def test_the_block_is_the_one_these_tests_walk_through():
 
 def test_make_run_prints_the_url_the_development_signing_secrets_and_examples(walkthrough):
     # Given `make run`, as written, in the repository root (ports from INBOX_PORT & co., as the README's table says)
-    # When it is up, Then its console shows the URL, the signing secrets in use and the commands to try
-    output = walkthrough.stack.output()
+    # When it is up, Then its console shows the URL, the signing secrets in use and the commands to try (printed
+    # once start() returns, which is a moment after /health first answers)
+    deadline = time.monotonic() + 30
+    while "Ctrl-C stops it." not in (output := walkthrough.stack.output()) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert f"API:           {walkthrough.stack.url}" in output
     assert re.search(r"^  INBOX_SECRET_STRIPE=\S+$", output, re.MULTILINE), output
     assert ".venv/bin/inbox send stripe" in output

@@ -18,7 +18,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS, LocalNames
+from inbox_local.config import LocalNames
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from shared.inbox.model import inline_body
 from shared.inbox.store import from_attributes

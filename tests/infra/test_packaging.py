@@ -29,15 +29,17 @@ import sys
 import tempfile
 import textwrap
 import tomllib
+from collections.abc import Iterator
 from email.parser import Parser
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from constructs import IConstruct
 
-from infra.assets import function_asset_hash
+from infra.assets import SourceModule, function_asset_hash, module_facts
 from infra.bytecode import PYCACHE, UNCHECKED_HASH_FLAGS, cache_tag_of, compiled_modules, find_runtime_python
 from infra.constructs.python_function import ARCHITECTURE, RUNTIME
 from infra.dependency_layer import (
@@ -84,7 +86,6 @@ LAMBDA_ENVIRONMENT = {
     "INBOX_TABLE": "x",
     "INBOX_BODY_BUCKET": "x",
     "INBOX_SECRET_PREFIX": "x/",
-    "INBOX_SECRET_STRIPE": "whsec_test",
     "POWERTOOLS_METRICS_NAMESPACE": "WebhookInbox",
     "POWERTOOLS_SERVICE_NAME": "webhook-inbox",
 }
@@ -292,7 +293,34 @@ def _run_in_lambda_like_interpreter(
     return output
 
 
-def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized) -> None:
+@pytest.fixture
+def secrets_manager() -> Iterator[str]:
+    """A Secrets Manager the isolated interpreter reaches over HTTP (moto's server), holding Stripe's signing
+    secret where the ingest looks for it (`{INBOX_SECRET_PREFIX}stripe`): the function reads its secrets there
+    only, as in AWS. Yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    try:
+        boto3.client(
+            "secretsmanager",
+            endpoint_url=endpoint,
+            region_name=RUNTIME_ENVIRONMENT["AWS_REGION"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_secret(
+            Name=f"{LAMBDA_ENVIRONMENT['INBOX_SECRET_PREFIX']}stripe",
+            SecretString=json.dumps({"current": "whsec_test", "previous": ""}),
+        )
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized, secrets_manager: str) -> None:
     asset = _asset(synthesized, synthesized.stack.ingest.function)
     stripe_body = json.dumps({"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {}}})
     events = [
@@ -314,7 +342,8 @@ def test_ingest_asset_runs_in_a_lambda_like_interpreter(synthesized: Synthesized
             path_parameters={"provider": "stripe"},
         ),
     ]
-    output = _run_in_lambda_like_interpreter(synthesized, asset, LAMBDA_ENVIRONMENT, events)
+    environment = {**LAMBDA_ENVIRONMENT, "AWS_ENDPOINT_URL": secrets_manager}
+    output = _run_in_lambda_like_interpreter(synthesized, asset, environment, events)
 
     health, unknown_provider, bad_signature = output["results"]
     assert health["statusCode"] == 200, health
@@ -654,3 +683,71 @@ def test_the_uploaded_code_carries_the_runtimes_bytecode_where_synth_found_it(sy
         assert pycs == sorted(compiled.values()), folder
         assert {int.from_bytes(pyc.read_bytes()[4:8], "little") for pyc in pycs} == {UNCHECKED_HASH_FLAGS}
         assert all(pyc.parent.name == PYCACHE for pyc in pycs)
+
+
+# ------------------------------------------------------------------------------ nothing for development ships
+# What only the local stack may hold; and our packages that never ship (the assets carry functions/ and shared/).
+LOCAL_ONLY_PACKAGES = ("inbox_local", "inbox_cli", "infra", "tests", "bench")
+
+
+def _development_needles() -> dict[str, bytes]:
+    """{what: bytes that betray it}: every development signing secret, the local fingerprint key and the Woovi
+    development private key. A long value is looked for by a slice past the header every RSA key shares (and
+    within one line of its source, where the literal is split), the rest whole."""
+    from inbox_local.config import DEV_FINGERPRINT_KEY
+    from inbox_local.dev_secrets import DEV_SECRETS
+    from inbox_local.senders.woovi import DEV_PRIVATE_KEY
+
+    values = {f"{provider}'s development secret": secret for provider, secret in DEV_SECRETS.items()}
+    values["the local fingerprint key"] = DEV_FINGERPRINT_KEY
+    values["the Woovi development private key"] = DEV_PRIVATE_KEY.splitlines()[2]  # a line of its base64 body
+    return {what: (value if len(value) <= 64 else value[100:148]).encode() for what, value in values.items()}
+
+
+def _uploaded_code(synthesized: Synthesized) -> list[Path]:
+    """Every folder the stack uploads as code: each function's asset and the layer's python/."""
+    folders = [_staged_layer(synthesized) / LAYER_PYTHON_DIR]
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        if function["Properties"].get("Handler") == "handler.lambda_handler":
+            folders.append(synthesized.assembly_dir / f"asset.{function['Properties']['Code']['S3Key'][:-4]}")
+    return folders
+
+
+def test_no_uploaded_code_holds_a_development_secret(synthesized: Synthesized) -> None:
+    # Given the development secrets the local stack signs and verifies with
+    needles = _development_needles()
+    assert len(needles) >= len(definitions.PROVIDERS) + 2
+    # When every file of every function asset and of the layer is read (sources and bytecode alike)
+    folders = _uploaded_code(synthesized)
+    assert len(folders) >= 7
+    found = [
+        f"{what} in {path.relative_to(synthesized.assembly_dir)}"
+        for folder in folders
+        for path in folder.rglob("*")
+        if path.is_file()
+        for what, needle in needles.items()
+        if needle in path.read_bytes()
+    ]
+    # Then none holds one
+    assert found == []
+
+
+def test_no_uploaded_code_imports_or_names_the_local_stack(synthesized: Synthesized) -> None:
+    # Given every module of every function asset and of the layer
+    problems: list[str] = []
+    for folder in _uploaded_code(synthesized):
+        for path in sorted(folder.rglob("*.py")):
+            relative = path.relative_to(folder)
+            if relative.parts[0] in LOCAL_ONLY_PACKAGES:  # a local-only package shipped as it is
+                problems.append(f"{folder.name}/{relative}: ships a local-only package")
+                continue
+            if folder.name == LAYER_PYTHON_DIR:
+                continue  # third-party distributions: none imports our packages (the check above finds ours)
+            parts = relative.with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            facts = module_facts(SourceModule(name, path, parts[-1] == "__init__"), runtime_only=False)
+            # Then none imports a local-only package, nor names one of its modules to load by name
+            for imported in sorted(facts.imports | facts.named_modules):
+                if imported.partition(".")[0] in LOCAL_ONLY_PACKAGES:
+                    problems.append(f"{folder.name}/{relative}: {imported}")
+    assert problems == []

@@ -22,16 +22,17 @@ from aws_cdk.assertions import Template
 
 from infra.application import build_app, declared_sources
 from infra.config import SettingsError
-from infra.constructs.gateway_api_keys import GatewayApiKeys
+from infra.constructs.gateway_api_keys import GATEWAY_API_KEYS
 from infra.constructs.secrets import (
     DuplicateLogicalId,
     EnvironmentTooLarge,
     SecretMapTooLarge,
+    SourceSecrets,
     check_environment_share,
     environment_share,
     source_logical_id,
 )
-from infra.constructs.signing_secrets import SigningSecrets
+from infra.constructs.signing_secrets import SIGNING_SECRETS
 from shared import definitions
 from shared.definitions import SourceSpec
 
@@ -53,8 +54,8 @@ def _tags(resource: dict[str, Any]) -> dict[str, str]:
 def _secrets_stack(sources: tuple[SourceSpec, ...], stack_name: str = "WebhookInbox") -> dict[str, Any]:
     """The template of a bare stack holding only the two secret constructs for `sources` (no function assets)."""
     stack = Stack(App(), stack_name)
-    SigningSecrets(stack, "SigningSecrets", stack_name=stack_name, sources=sources, alongside={})
-    GatewayApiKeys(stack, "GatewayApiKeys", stack_name=stack_name, sources=sources, alongside={})
+    SourceSecrets(stack, "SigningSecrets", of=SIGNING_SECRETS, stack_name=stack_name, sources=sources, alongside={})
+    SourceSecrets(stack, "GatewayApiKeys", of=GATEWAY_API_KEYS, stack_name=stack_name, sources=sources, alongside={})
     return dict(Template.from_stack(stack).to_json())
 
 
@@ -293,7 +294,9 @@ def test_app_py_refuses_a_bad_sources_file_with_the_per_entry_message(tmp_path: 
 def test_a_deployed_stack_never_carries_the_woovi_development_key(synthesized: Synthesized) -> None:
     # Given the default declaration's template (a woovi source among the others)
     text = json.dumps(synthesized.template_json)
-    dev_key = definitions.provider_entry("woovi").dev_secret
+    from inbox_local.dev_secrets import DEV_SECRETS
+
+    dev_key = DEV_SECRETS["woovi"]
     # Then the development key the local stack trusts is nowhere in it: not in a secret's value (the woovi source's
     # signing secret is generated, like every other one), not in a function's environment
     assert dev_key not in text and dev_key[:64] not in text

@@ -13,8 +13,10 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.responses import DynamoHandler
 
-from inbox_local.config import DEV_SECRETS, LocalNames, function_environment
+from inbox_local.config import LocalNames, function_environment
+from inbox_local.dev_secrets import put_signing_secrets, store_signing_secrets
 from inbox_local.resources import provision
+from shared.definitions import default_sources
 
 
 @dataclass
@@ -22,6 +24,28 @@ class AwsWorld:
     names: LocalNames
     resources: dict[str, str]
     session: boto3.session.Session
+
+    def set_signing_secrets(self, source: str, current: str, previous: str | None = None) -> None:
+        """`source`'s signing secrets in Secrets Manager, where the ingest reads them (as the local stack stores
+        them at start, and as an operator's rotation does in AWS), read afresh on the next delivery."""
+        put_signing_secrets(self._secretsmanager(), f"{self.names.secret_prefix}{source}", current, previous)
+        _forget_cached_secrets()
+
+    def delete_signing_secrets(self, source: str) -> None:
+        """`source` has no signing secret at all."""
+        self._secretsmanager().delete_secret(
+            SecretId=f"{self.names.secret_prefix}{source}", ForceDeleteWithoutRecovery=True
+        )
+        _forget_cached_secrets()
+
+    def _secretsmanager(self) -> Any:
+        return self.session.client("secretsmanager")
+
+
+def _forget_cached_secrets() -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    parameters.clear_caches()
 
 
 _TRANSACTIONS = threading.Lock()
@@ -54,8 +78,9 @@ def aws_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsWorld]:
     names = LocalNames()
     for name, value in function_environment(names).items():
         monkeypatch.setenv(name, value)
-    for provider, secret in DEV_SECRETS.items():
-        monkeypatch.setenv(f"INBOX_SECRET_{provider.upper()}", secret)
     with mock_aws():
         session = boto3.session.Session()
-        yield AwsWorld(names, provision(session, names), session)
+        resources = provision(session, names)
+        # Every provider's default source verifies with its development secret, as on `make run`.
+        store_signing_secrets(session.client("secretsmanager"), names.secret_prefix, default_sources(), environ={})
+        yield AwsWorld(names, resources, session)

@@ -26,8 +26,9 @@ from click.testing import CliRunner, Result
 from inbox_cli import target as target_module
 from inbox_cli.main import cli
 from inbox_cli.sources import MAX_SECRET_VALUE_BYTES, SecretsRefused, read_secret_value
+from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret
 from shared import definitions
-from shared.definitions import SourceSpec, dev_signing_secret
+from shared.definitions import SourceSpec
 from shared.inbox.store import InboxStore, to_attributes
 from shared.payments import outbox as outbox_items
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
@@ -306,7 +307,7 @@ def test_send_refuses_a_source_the_stack_does_not_have(local_sources: Path) -> N
 
 
 def test_the_dev_secret_of_a_default_source_is_its_providers() -> None:
-    assert dev_signing_secret(SourceSpec("stripe", "stripe")) == definitions.provider_entry("stripe").dev_secret
+    assert dev_signing_secret(SourceSpec("stripe", "stripe")) == DEV_SECRETS["stripe"]
     assert dev_signing_secret(SourceSpec("stripe-br", "stripe")).endswith("-stripe-br")
 
 

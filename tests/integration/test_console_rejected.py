@@ -100,7 +100,7 @@ def test_each_row_and_the_detail_carry_the_doctors_diagnosis(console):
     import json
     import time
 
-    from inbox_local.config import DEV_SECRETS
+    from inbox_local.dev_secrets import DEV_SECRETS
     from inbox_local.senders import sender_for
 
     original = b'{\n  "id": "evt_9",\n  "type": "payment_intent.succeeded"\n}'

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from functions.ingest.handler import lambda_handler
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.senders import sender_for
 from inbox_local.server import api_gateway_event, invoke_like_api_gateway

@@ -32,6 +32,7 @@ from moto import mock_aws
 
 from functions.ingest.handler import lambda_handler
 from inbox_local.config import LocalNames, function_environment, signing_secret
+from inbox_local.dev_secrets import store_signing_secrets
 from inbox_local.faults import FaultInjector
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.resources import provision
@@ -39,7 +40,7 @@ from inbox_local.senders import sender_for
 from inbox_local.senders.woovi import key_pair_secret
 from inbox_local.server import api_gateway_event
 from shared import aws
-from shared.definitions import REFETCH_VERIFIED_PROVIDERS
+from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec
 from shared.inbox.store import InboxStore
 from shared.ingest import default_ingest_service, trust_of
 from shared.payments.status import PaymentStatus
@@ -230,11 +231,14 @@ def fuzz_world() -> Iterator[AwsWorld]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in function_environment(names).items():
             patch.setenv(name, value)
-        for provider in PROVIDERS:  # every provider verifies with the secret its deliveries are signed with
-            patch.setenv(f"INBOX_SECRET_{provider.upper()}", secret_of(provider))
         with mock_aws():
             session = boto3.session.Session()
-            yield AwsWorld(names, provision(session, names), session)
+            resources = provision(session, names)
+            # Every provider verifies with the secret its deliveries are signed with (secret_of), as the local
+            # stack stores it
+            sources = [SourceSpec(provider, provider) for provider in PROVIDERS]
+            store_signing_secrets(session.client("secretsmanager"), names.secret_prefix, sources)
+            yield AwsWorld(names, resources, session)
 
 
 @pytest.fixture

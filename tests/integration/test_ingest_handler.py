@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions.ingest.handler import lambda_handler
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.senders import sender_for
 from inbox_local.server import (
@@ -288,10 +288,9 @@ def test_bad_input_gets_a_clear_answer_and_stores_nothing(aws_world, case, build
     assert stored_items(aws_world) == []
 
 
-def test_the_previous_secret_still_verifies_during_a_rotation(aws_world, monkeypatch):
+def test_the_previous_secret_still_verifies_during_a_rotation(aws_world):
     # Given the Stripe secret was rotated: a new current one, the old one kept as previous
-    monkeypatch.setenv("INBOX_SECRET_STRIPE", "whsec_new_secret")
-    monkeypatch.setenv("INBOX_SECRET_STRIPE_PREVIOUS", DEV_SECRETS["stripe"])
+    aws_world.set_signing_secrets("stripe", "whsec_new_secret", DEV_SECRETS["stripe"])
     # When a delivery still signed with the old secret arrives
     status, _ = deliver("stripe", signed_delivery("stripe", event_id="evt_rot"))
     # Then it verifies; a delivery signed with neither is refused
@@ -426,22 +425,18 @@ def test_storage_failure_answers_5xx_writes_nothing_and_the_retry_is_stored_once
     assert item["pk"] == "stripe#evt_throttled"
 
 
-def test_a_secret_that_cannot_be_read_answers_5xx(aws_world, monkeypatch):
-    # Given no local secret and no Secrets Manager secret for Stripe
-    monkeypatch.delenv("INBOX_SECRET_STRIPE")
+def test_a_secret_that_cannot_be_read_answers_5xx(aws_world):
+    # Given no Secrets Manager secret for Stripe
+    aws_world.delete_signing_secrets("stripe")
     request = signed_delivery("stripe", event_id="evt_nosecret")
     # When a delivery arrives, then the gateway is asked to retry (not told the signature is wrong)
     assert deliver("stripe", request)[0] == 503
     assert stored_items(aws_world) == []
 
 
-def test_secrets_manager_secret_with_current_and_previous_verifies(aws_world, monkeypatch):
-    # Given the Stripe secret lives in Secrets Manager (as deployed), holding current and previous
-    monkeypatch.delenv("INBOX_SECRET_STRIPE")
-    aws_world.session.client("secretsmanager").create_secret(
-        Name=f"{aws_world.names.secret_prefix}stripe",
-        SecretString=json.dumps({"current": "whsec_current", "previous": "whsec_previous"}),
-    )
+def test_secrets_manager_secret_with_current_and_previous_verifies(aws_world):
+    # Given the Stripe secret in Secrets Manager holds current and previous (as deployed)
+    aws_world.set_signing_secrets("stripe", "whsec_current", "whsec_previous")
     # When deliveries signed by either arrive, then both verify
     assert deliver("stripe", signed_delivery("stripe", event_id="evt_c", secret="whsec_current"))[0] == 200
     assert deliver("stripe", signed_delivery("stripe", event_id="evt_p", secret="whsec_previous"))[0] == 200
@@ -482,9 +477,9 @@ def test_logs_never_carry_the_body_or_the_secret(aws_world, caplog):
     assert request.headers["webhook-signature"] not in out
 
 
-def test_a_malformed_configured_secret_answers_5xx_not_401(aws_world, monkeypatch):
+def test_a_malformed_configured_secret_answers_5xx_not_401(aws_world):
     # Given the Standard Webhooks secret was configured with something that is not base64
-    monkeypatch.setenv("INBOX_SECRET_STANDARD", "whsec_***not base64***")
+    aws_world.set_signing_secrets("standard", "whsec_***not base64***")
     request = signed_delivery("standard", event_id="msg_misconfigured")
     # When a genuine delivery arrives, then the gateway is asked to retry: it is our fault, not a forgery
     assert deliver("standard", request)[0] == 503

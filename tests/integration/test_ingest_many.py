@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.models import DynamoDBBackend
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.faults import FaultInjector
 from inbox_local.senders import sender_for
 from shared import aws

@@ -231,7 +231,7 @@ def test_a_deployed_stacks_fingerprints_are_keyed_by_its_generated_secret(aws_wo
 def test_doctor_rejected_diagnoses_a_delivery_the_ingest_recorded(aws_world, frozen_now, monkeypatch):
     # Given the "done when": a Stripe delivery whose framework re-serialized the body before posting it
     from inbox_cli.main import cli as main_cli  # the command group with `doctor` on it
-    from inbox_local.config import DEV_SECRETS
+    from inbox_local.dev_secrets import DEV_SECRETS
     from inbox_local.senders import sender_for
     from shared.rejections import MinuteBudget
 

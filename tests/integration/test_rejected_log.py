@@ -185,16 +185,16 @@ def _forget_declared_sources() -> Iterator[None]:
 @pytest.mark.usefixtures("_forget_declared_sources")
 class TestNamedSources:
     @staticmethod
-    def declare(monkeypatch, sources: list[dict[str, Any]]) -> None:
+    def declare(monkeypatch, aws_world, sources: list[dict[str, Any]]) -> None:
         from shared.sources import reset_declared_sources
 
         monkeypatch.setenv(definitions.ENV_SOURCES, json.dumps(sources))
-        monkeypatch.setenv("INBOX_SECRET_STRIPE_BR", "whsec_c3RyaXBlLWJyLXNlY3JldA==")
+        aws_world.set_signing_secrets("stripe-br", "whsec_c3RyaXBlLWJyLXNlY3JldA==")
         reset_declared_sources()
 
     def test_a_named_sources_refusal_is_recorded_under_it_with_its_own_redaction(self, aws_world, monkeypatch):
         # Given a second Stripe account, whose deliveries carry a field it redacts
-        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "redact_fields": ["cpf"]}])
+        self.declare(monkeypatch, aws_world, [{"name": "stripe-br", "provider": "stripe", "redact_fields": ["cpf"]}])
         # When a forged delivery to it arrives
         status, _ = post("stripe-br", b'{"id": "evt_1", "cpf": "123.456.789-00"}', {"stripe-signature": "t=1,v1=0"})
         # Then it is recorded under the source, verified as its provider, with the source's field redacted
@@ -205,7 +205,8 @@ class TestNamedSources:
 
     def test_a_sender_outside_the_allowed_ranges_is_recorded_as_ip_not_allowed(self, aws_world, monkeypatch):
         # Given a source that only accepts its gateway's addresses
-        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "allowed_ip_ranges": ["10.0.0.0/8"]}])
+        ranged = {"name": "stripe-br", "provider": "stripe", "allowed_ip_ranges": ["10.0.0.0/8"]}
+        self.declare(monkeypatch, aws_world, [ranged])
         # When someone else posts to it (198.51.100.7)
         status, _ = post("stripe-br", b'{"id": "evt_1"}', {"stripe-signature": "t=1,v1=0"})
         # Then 403, and the refusal is recorded with its reason and sender
@@ -217,7 +218,7 @@ class TestNamedSources:
         self, aws_world, monkeypatch
     ):
         # Given a source that takes deliveries only through the mutual-TLS front door
-        self.declare(monkeypatch, [{"name": "stripe-br", "provider": "stripe", "mutual_tls": True}])
+        self.declare(monkeypatch, aws_world, [{"name": "stripe-br", "provider": "stripe", "mutual_tls": True}])
         # When someone posts to it on the plain endpoint (no verified client certificate in the event)
         status, _ = post("stripe-br", b'{"id": "evt_1"}', {"stripe-signature": "t=1,v1=0"})
         # Then 403, recorded as client_certificate_missing

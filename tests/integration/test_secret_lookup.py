@@ -14,7 +14,8 @@ import pytest
 from moto import mock_aws
 
 from inbox_cli.target import Target
-from shared.definitions import ENV_API_KEY_SECRETS, ENV_SIGNING_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret, store_signing_secrets
+from shared.definitions import ENV_API_KEY_SECRETS, ENV_SIGNING_SECRETS, SourceSpec
 from shared.gateway.base import GatewayRejected
 from shared.gateway.registry import ApiKeySource
 from shared.secrets import SecretUnavailable, SigningSecretSource, secret_id
@@ -66,16 +67,51 @@ def test_the_ingest_verifies_with_the_secret_its_map_names(secretsmanager: objec
     settings = IngestSettings.from_environ(
         {"INBOX_TABLE": "t", "INBOX_BODY_BUCKET": "b", ENV_SIGNING_SECRETS: json.dumps({"stripe": arn})}
     )
-    source = SigningSecretSource(settings.secret_prefix, {}, ids=settings.signing_secret_ids)
+    source = SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids)
     # When the ingest asks for Stripe's secrets, then it gets that secret's pair
     pair = source.signing_secrets("stripe")
     assert (pair.current, pair.previous) == ("whsec_a", "whsec_b")
 
 
 def test_a_provider_neither_mapped_nor_prefixed_is_unavailable_not_rejected(secretsmanager: object) -> None:
-    source = SigningSecretSource("", {}, ids={})
+    source = SigningSecretSource("", ids={})
     with pytest.raises(SecretUnavailable, match="not configured"):
         source.signing_secrets("asaas")
+
+
+def test_the_functions_read_only_secrets_manager_never_a_variable(
+    secretsmanager: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given INBOX_SECRET_STRIPE set in the function's environment, but no secret in Secrets Manager
+    monkeypatch.setenv("INBOX_SECRET_STRIPE", "whsec_plaintext")
+    # When the ingest asks for Stripe's secrets, then the variable is not a way around Secrets Manager
+    with pytest.raises(SecretUnavailable, match="unavailable"):
+        SigningSecretSource("local/webhook-signing/").signing_secrets("stripe")
+
+
+def test_the_local_stack_stores_each_sources_secrets_where_the_functions_read_them(secretsmanager: object) -> None:
+    # Given three local sources: one with INBOX_SECRET_<SOURCE> and _PREVIOUS set, two with nothing set
+    prefix = "webhook-inbox-local/webhook-signing/"
+    sources = [SourceSpec("stripe", "stripe"), SourceSpec("stripe-br", "stripe"), SourceSpec("asaas", "asaas")]
+    environ = {"INBOX_SECRET_STRIPE_BR": "whsec_br", "INBOX_SECRET_STRIPE_BR_PREVIOUS": "whsec_br_old"}
+    # When the local stack stores them at start
+    store_signing_secrets(secretsmanager, prefix, sources, environ)
+    # Then the ingest reads each by the deployed path: the variables where set, else the development secret
+    read = SigningSecretSource(prefix).signing_secrets
+    assert (read("stripe-br").current, read("stripe-br").previous) == ("whsec_br", "whsec_br_old")
+    assert (read("stripe").current, read("stripe").previous) == (DEV_SECRETS["stripe"], None)
+    assert read("asaas").current == dev_signing_secret(sources[2])
+
+
+def test_storing_again_replaces_a_sources_secrets(secretsmanager: object) -> None:
+    # Given a source's secrets already stored (a stack restarted against the same embedded AWS)
+    prefix = "p/"
+    store_signing_secrets(secretsmanager, prefix, [SourceSpec("stripe", "stripe")], {})
+    # When they are stored again with a variable now set
+    store_signing_secrets(secretsmanager, prefix, [SourceSpec("stripe", "stripe")], {"INBOX_SECRET_STRIPE": "whsec_n"})
+    # Then the secret holds the new value
+    value = secretsmanager.get_secret_value(SecretId="p/stripe")["SecretString"]  # type: ignore[attr-defined]
+    assert json.loads(value) == {"current": "whsec_n", "previous": ""}
 
 
 def test_the_processor_reads_the_api_key_its_map_names(secretsmanager: object) -> None:

@@ -61,7 +61,7 @@ VERIFIED_CERTIFICATE: dict[str, Any] = {
 def sources(aws_world, monkeypatch) -> Iterator[Sources]:
     monkeypatch.setenv(ENV_SOURCES, sources_json(parse_sources(DECLARATION)))
     for name, secret in SECRETS.items():
-        monkeypatch.setenv(f"INBOX_SECRET_{name.upper().replace('-', '_')}", secret)
+        aws_world.set_signing_secrets(name, secret)
     reset_gateway_clients()  # and the cached declaration
     yield declared_sources()
     monkeypatch.delenv(ENV_SOURCES)
@@ -70,9 +70,8 @@ def sources(aws_world, monkeypatch) -> Iterator[Sources]:
 
 def ingest(sources: Sources) -> IngestService:
     settings = IngestSettings.from_environ()
-    return IngestService(
-        settings, InboxStore(settings.inbox_table, settings.body_bucket), SigningSecretSource(""), sources=sources
-    )
+    store = InboxStore(settings.inbox_table, settings.body_bucket)
+    return IngestService(settings, store, SigningSecretSource(settings.secret_prefix), sources=sources)
 
 
 def post(
@@ -150,7 +149,7 @@ class TestIngestBySource:
     ):
         # Given stripe-us accepts deliveries only from its gateway's ranges, and its secret cannot even be read
         service = ingest(sources)
-        monkeypatch.delenv("INBOX_SECRET_STRIPE_US")
+        aws_world.delete_signing_secrets("stripe-us")
         body = stripe_body()
         # When a correctly signed delivery comes from elsewhere, claiming a gateway address in X-Forwarded-For
         status, answer = post(
@@ -191,7 +190,7 @@ class TestMutualTlsSource:
     ):
         # Given a source declared mutual_tls, whose secret cannot even be read
         service = ingest(sources)
-        monkeypatch.delenv("INBOX_SECRET_STRIPE_MTLS")
+        aws_world.delete_signing_secrets("stripe-mtls")
         # When a correctly signed delivery reaches it through the plain endpoint, its headers claiming a certificate
         status, answer = post(
             service,

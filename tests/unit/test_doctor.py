@@ -24,6 +24,7 @@ from standardwebhooks import webhooks
 from inbox_cli.doctor import Case, Diagnosis, diagnose
 from inbox_cli.doctor.candidates import SecretCandidate, body_variants
 from inbox_cli.doctor.profiles import DIAGNOSES, SchemeProfile, matrix_markdown, profiles_for, scheme_of
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from inbox_local.senders.woovi import key_pair_secret
 from shared.definitions import PROVIDER_CATALOG
@@ -36,7 +37,7 @@ NOW = 1_764_590_400
 TOLERANCE = 300
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDERS = [entry.id for entry in PROVIDER_CATALOG]
-SECRETS = {entry.id: entry.dev_secret for entry in PROVIDER_CATALOG}
+SECRETS = dict(DEV_SECRETS)
 # What a developer signs with, pretty-printed as most providers send it: non-ASCII and a slash included, so the
 # re-serializations differ in more than spacing.
 DOCUMENT = {"id": "evt_1", "type": "payment.paid", "data": {"id": "1234", "amount": 1990, "note": "pão/queijo"}}

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from inbox_cli.doctor import command
 from inbox_cli.main import cli
 from inbox_cli.operations import NotFound
+from inbox_local.dev_secrets import dev_signing_secret
 from inbox_local.senders import sender_for
 from shared import definitions
 from tests.readme_commands import readme_commands
@@ -252,8 +253,8 @@ def test_a_cross_wired_local_source_is_named_with_nothing_exported(tmp_path, mon
     monkeypatch.setenv("INBOX_SOURCES_FILE", str(sources))
     monkeypatch.delenv("INBOX_SECRET_STRIPE_BR")
     declared = {spec.name: spec for spec in definitions.load_sources()}
-    us_secret = definitions.dev_signing_secret(declared["stripe-us"])
-    br_secret = definitions.dev_signing_secret(declared["stripe-br"])
+    us_secret = dev_signing_secret(declared["stripe-us"])
+    br_secret = dev_signing_secret(declared["stripe-br"])
     request = sender_for("stripe").sign(PRETTY.encode(), us_secret, now=NOW)
     path = tmp_path / "body.json"
     path.write_text(PRETTY)

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from shared.forwarding import DeliveryFailed, Forwarder, backoff
+from shared.backoff import Backoff
+from shared.forwarding import DeliveryFailed, Forwarder
 from shared.forwarding_log import Answer, attempt_item
 from tests.unit.test_forwarding_log import EVENT, SECRET, WHEN
 
@@ -106,7 +107,7 @@ def test_a_redirect_is_a_failed_attempt_retried_on_the_schedule_and_never_follow
         endpoint.stop()
     # Then every attempt was a failure, POSTed to the configured URL, with the usual backoff between them
     assert endpoint.requests == 3 and forwarder.attempts == 3
-    assert slept == [backoff(1, 0.5, 30.0), backoff(2, 0.5, 30.0)]
+    assert slept == [Backoff(0.5, 30.0).delay(1), Backoff(0.5, 30.0).delay(2)]
     assert [answer.status for _url, answer in recorded] == [status] * 3
     assert {url for url, _answer in recorded} == {endpoint.url}
     # And nothing followed the redirect: no connection reached where it pointed

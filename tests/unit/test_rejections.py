@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from shared import definitions
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from inbox_local.config import DEV_SECRETS
+from inbox_local.dev_secrets import DEV_SECRETS, local_signing_secrets, signing_secret_variable
+from inbox_local.dev_secrets import dev_signing_secret as dev_secret
 from shared.definitions import SourceSpec, parse_sources, source_of
-from shared.definitions import dev_signing_secret as dev_secret
 from shared.gateway.breaker import GuardedClient
 from shared.gateway.registry import api_key_variable, base_url_variable, build_gateway_client
 from shared.inbox.model import event_key, fifo_group_id, resource_key
@@ -18,7 +18,6 @@ from shared.payments.status import PaymentStatus
 from shared.process.service import ReconcileMessage, parse_message
 from shared.providers.standard import decode_secret
 from shared.retention import Archiver, archived_body
-from shared.secrets import SigningSecretSource, signing_secret_variable
 from shared.sources import Sources, UnknownSource, sender_allowed
 
 BR = SourceSpec("stripe-br", "stripe")
@@ -138,18 +137,18 @@ class TestVariablesAndSecretsPerSource:
         assert base_url_variable("stripe-br") == "INBOX_API_BASE_STRIPE_BR"
         assert signing_secret_variable("stripe") == "INBOX_SECRET_STRIPE"  # the default source: as before
 
-    def test_each_source_reads_its_own_signing_secrets(self) -> None:
+    def test_each_local_source_takes_its_own_signing_secrets_from_its_variables(self) -> None:
+        # Given variables for two sources of one provider, and none for a third source
         env = {
             "INBOX_SECRET_STRIPE_BR": "whsec_br",
             "INBOX_SECRET_STRIPE_BR_PREVIOUS": "whsec_br_old",
             "INBOX_SECRET_STRIPE_US": "whsec_us",
         }
-        secrets = SigningSecretSource("", env)
-        assert (secrets.signing_secrets("stripe-br").current, secrets.signing_secrets("stripe-br").previous) == (
-            "whsec_br",
-            "whsec_br_old",
-        )
-        assert secrets.signing_secrets("stripe-us").current == "whsec_us"
+        # When the local stack reads each source's pair, Then each gets its own, and the third its development one
+        assert local_signing_secrets(BR, env) == ("whsec_br", "whsec_br_old")
+        assert local_signing_secrets(US, env) == ("whsec_us", None)
+        other = SourceSpec("stripe-eu", "stripe")
+        assert local_signing_secrets(other, env) == (dev_secret(other), None)
 
     def test_each_source_gets_its_own_gateway_client_base_key_and_breaker(self) -> None:
         # Given two Stripe sources with their own API settings

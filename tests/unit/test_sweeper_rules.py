@@ -7,12 +7,12 @@ import random
 import pytest
 
 from shared import definitions
+from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.payments.model import Payment
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
 from shared.process.service import (
-    MAX_BACKOFF_SECONDS,
     DispatchMessage,
     ReconcileMessage,
     backoff_seconds,

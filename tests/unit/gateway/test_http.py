@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import urllib3
 
+from shared.backoff import Backoff, Jitter
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.gateway.http import (
     MAX_BODY_BYTES,
     GatewayHttpRejected,
     JsonHttpClient,
-    full_jitter,
     parse_retry_after,
     path_segment,
 )
@@ -139,8 +139,8 @@ def test_jitter_is_drawn_from_the_whole_range(sleeps):
 
 
 def test_full_jitter_is_capped():
-    assert full_jitter(10, base=0.25, cap=2.0, rand=lambda: 1.0) == 2.0
-    assert full_jitter(1, base=0.25, cap=2.0, rand=lambda: 0.5) == 0.125
+    assert Backoff(base=0.25, cap=2.0, jitter=Jitter.FULL).delay(10, rand=lambda: 1.0) == 2.0
+    assert Backoff(base=0.25, cap=2.0, jitter=Jitter.FULL).delay(1, rand=lambda: 0.5) == 0.125
 
 
 def test_the_connection_goes_back_to_the_pool(sleeps):

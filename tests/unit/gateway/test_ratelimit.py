@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
+from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.gateway.base import GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, guarded_call
 from shared.gateway.http import JsonHttpClient
 from shared.gateway.ratelimit import MAX_BLOCK_SECONDS, RateLimited, RateLimiter, burst_size
-from shared.process.service import MAX_BACKOFF_SECONDS, wait_seconds
+from shared.process.service import wait_seconds
 from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
 from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps, Spy, limiter
 from tests.unit.gateway.fakes import stored_limiter_state as stored

@@ -92,7 +92,6 @@ def _entry(**changes: Any) -> ProviderEntry:
         driver="shared.providers.cielo:driver",
         refetch_client="shared.gateway.cielo:CieloClient",
         routes=(Route(HANDLER_REFETCH, ("*",)),),
-        dev_secret="x",
         facts=ProviderFacts("Unsigned", "none", "inferred", "none", None),
         trust=TRUST_NONE,
     )

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 
+from shared.providers._schemes import TimestampedListScheme
 from shared.providers._signing import (
     check_timestamp,
     constant_time_equals,
@@ -16,9 +17,10 @@ from shared.providers._signing import (
     load_json_object,
     parse_epoch_seconds,
     require_object,
+    signature_list,
     usable_secrets,
 )
-from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets
+from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
 
 
 class TestConstantTimeEquals:
@@ -145,3 +147,68 @@ class TestFieldReaders:
     def test_iso_timestamps(self, text, reason):
         with pytest.raises(PayloadInvalid, match=reason):
             iso_to_utc(text, "timestamp")
+
+
+class TestSignatureList:
+    """The `key=value` list header Stripe, Paddle and Mercado Pago sign with, each read as its SDK reads it."""
+
+    def test_the_timestamp_and_the_schemes_signatures_are_read_others_ignored(self):
+        value = "t=1700000000,v1=aa,v0=bb,v1=cc,junk"
+        assert signature_list(value, separator=",", timestamp_key="t", scheme="v1") == ("1700000000", ["aa", "cc"])
+
+    def test_two_timestamps_or_none_are_refused(self):
+        for value in ("t=1,t=2,v1=aa", "v1=aa"):
+            with pytest.raises(SignatureInvalid, match="malformed header"):
+                signature_list(value, separator=",", timestamp_key="t", scheme="v1")
+
+    def test_blanks_around_values_stay_unless_stripped(self):
+        # Given a value with a blank after "="
+        value = "ts= 1700000000; h1= aa "
+        # Then read as sent the blank is part of the value; stripped it is not
+        assert signature_list(value, separator=";", timestamp_key="ts", scheme="h1") == (" 1700000000", [" aa"])
+        assert signature_list(value, separator=";", timestamp_key="ts", scheme="h1", strip_values=True) == (
+            "1700000000",
+            ["aa"],
+        )
+
+    def test_keys_are_folded_only_when_asked(self):
+        value = " TS =17, V1 =aa"
+        with pytest.raises(SignatureInvalid, match="malformed header"):
+            signature_list(value, separator=",", timestamp_key="ts", scheme="v1", strip_values=True)
+        assert signature_list(
+            value, separator=",", timestamp_key="ts", scheme="v1", strip_values=True, fold_keys=True
+        ) == ("17", ["aa"])
+
+
+class TestTimestampedListScheme:
+    SCHEME = TimestampedListScheme(
+        header="x-sig", called="X-Sig", separator=",", timestamp_key="t", scheme="v1", joiner="."
+    )
+
+    def request(self, header: str | None, body: bytes = b'{"a":1}') -> WebhookRequest:
+        return WebhookRequest(body=body, headers={} if header is None else {"x-sig": header})
+
+    def test_a_listed_signature_of_either_secret_passes_within_the_tolerance(self):
+        signature = self.SCHEME.sign(1000, b'{"a":1}', "old")
+        secrets = SigningSecrets(current="new", previous="old")
+        self.SCHEME.verify(
+            self.request(f"t=1000,v1=deadbeef,v1={signature}"), secrets, provider="p", now=1100, tolerance_seconds=300
+        )
+
+    @pytest.mark.parametrize(
+        ("header", "now", "reason"),
+        [
+            (None, 1000, "missing X-Sig header"),
+            ("t=1000", 1000, "no v1 signature in header"),
+            ("t=1000,v1=00", 1000, "no signature matches"),
+            ("t=01000,v1=00", 1000, "malformed header"),
+            ("SIGNED", 2000, "timestamp outside tolerance"),
+        ],
+    )
+    def test_each_failure_says_what_failed(self, header, now, reason):
+        if header == "SIGNED":
+            header = "t=1000,v1=" + self.SCHEME.sign(1000, b'{"a":1}', "new")
+        with pytest.raises(SignatureInvalid, match=reason):
+            self.SCHEME.verify(
+                self.request(header), SigningSecrets(current="new"), provider="p", now=now, tolerance_seconds=300
+            )

@@ -12,8 +12,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret
 from inbox_local.senders.woovi import DEV_KEY_FINGERPRINT, DEV_PRIVATE_KEY, compute_signature, sender
-from shared.definitions import SourcesInvalid, SourceSpec, dev_signing_secret, parse_sources, provider_entry
+from shared.definitions import SourcesInvalid, SourceSpec, parse_sources
 from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
@@ -144,7 +145,7 @@ def test_a_production_stack_never_trusts_the_development_key():
         verify(forged)
     assert DEV_KEY_FINGERPRINT not in {pinned.fingerprint for pinned in PINNED_KEYS}
     # ...the development key is trusted only where it is the source's secret: the local stack's dev_secret
-    verify(forged, SigningSecrets(provider_entry("woovi").dev_secret))
+    verify(forged, SigningSecrets(DEV_SECRETS["woovi"]))
 
 
 def test_keys_in_the_secret_are_trusted_as_pem_as_base64_of_the_pem_or_as_json_escaped_pem():
@@ -251,8 +252,8 @@ def test_the_rsa_header_alone_decides_when_present_and_a_public_key_is_never_an_
     with pytest.raises(SignatureInvalid):
         legacy.verify(downgraded, SigningSecrets(HMAC_KEY), now=NOW, tolerance_seconds=300)
     # Given a secret holding only a public key (anyone can read it): Then it keys no HMAC (a configuration error)
-    public_only = SigningSecrets(provider_entry("woovi").dev_secret)
-    forged = hmac_delivery(PUBLISHED_BODY, provider_entry("woovi").dev_secret)
+    public_only = SigningSecrets(DEV_SECRETS["woovi"])
+    forged = hmac_delivery(PUBLISHED_BODY, DEV_SECRETS["woovi"])
     with pytest.raises(ValueError, match="no HMAC key"):
         legacy.verify(forged, public_only, now=NOW, tolerance_seconds=300)
     # ...and next to an HMAC key, the public key is still not one
