@@ -16,6 +16,13 @@ A thread cannot be frozen, so the local stack does what a thread allows (`invoke
   its deadline (one in flight at the deadline may land, as in AWS), none after. Requests to a gateway's API are
   reads and are not stopped; their answers can no longer be written anywhere.
 
+What the deadline counts: the function's own time, not the embedded AWS's. moto is not AWS: its DynamoDB is
+serialized (inbox_local/embedded_aws.py), so under a burst of 200 concurrent deliveries an ingest's one PutItem can
+wait seconds for the calls queued before it, where AWS answers in milliseconds. The time during which at least one
+of an invocation's AWS calls is in flight is therefore added to its deadline (`Invocation.deadline`): the timeout
+holds the function's code and its requests to a gateway's API (a hanging gateway still times it out), never the
+emulation's queue. The leniency is AWS's own latency per call (milliseconds), listed in docs/aws-limits.md.
+
 The same context variable names the calling function, which is what the local S3 answers by
 (inbox_local/s3_access.py: a function's declared grants).
 """
@@ -27,7 +34,6 @@ import functools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import botocore.client
@@ -48,13 +54,39 @@ FUNCTION_TIMEOUT_SECONDS: Final[dict[str, float]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class Invocation:
-    function: str
-    deadline: float  # time.monotonic()
+    """One invocation's clock: its timeout, counted on the function's own time (the embedded AWS's excluded)."""
+
+    def __init__(self, function: str, timeout_seconds: float, *, started: float | None = None) -> None:
+        self.function = function
+        self._timeout = timeout_seconds
+        self._started = time.monotonic() if started is None else started
+        self._lock = threading.Lock()
+        self._in_aws = 0  # AWS calls in flight (the function's group threads may overlap theirs)
+        self._in_aws_since = 0.0
+        self._aws_seconds = 0.0  # time with at least one AWS call in flight, calls that have ended
+
+    @property
+    def deadline(self) -> float:
+        """time.monotonic() at which the function's own time reaches its timeout, as known now."""
+        with self._lock:
+            in_flight = time.monotonic() - self._in_aws_since if self._in_aws else 0.0
+            return self._started + self._timeout + self._aws_seconds + in_flight
 
     def overran(self) -> bool:
         return time.monotonic() >= self.deadline
+
+    def aws_call_started(self) -> None:
+        with self._lock:
+            if self._in_aws == 0:
+                self._in_aws_since = time.monotonic()
+            self._in_aws += 1
+
+    def aws_call_ended(self) -> None:
+        with self._lock:
+            self._in_aws -= 1
+            if self._in_aws == 0:
+                self._aws_seconds += time.monotonic() - self._in_aws_since
 
 
 _current: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("local_invocation", default=None)
@@ -81,7 +113,7 @@ def invoke(function: str, handler: Handler, event: Any, *, timeout_seconds: floa
     `FunctionTimedOut` once its timeout (the stack's, unless ``timeout_seconds`` says otherwise) has passed."""
     timeout = FUNCTION_TIMEOUT_SECONDS[function] if timeout_seconds is None else timeout_seconds
     context = LocalLambdaContext(function, timeout_seconds=timeout)
-    invocation = Invocation(function, time.monotonic() + timeout)
+    invocation = Invocation(function, timeout)
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -95,7 +127,9 @@ def invoke(function: str, handler: Handler, event: Any, *, timeout_seconds: floa
         target=contextvars.copy_context().run, args=(run,), name=f"lambda-{function}", daemon=True
     )
     worker.start()
-    worker.join(max(0.0, invocation.deadline - time.monotonic()))
+    while worker.is_alive() and not invocation.overran():
+        # The deadline moves while the function waits on the embedded AWS: wait for it in slices.
+        worker.join(min(0.05, max(0.0, invocation.deadline - time.monotonic())))
     if worker.is_alive():
         raise FunctionTimedOut(function, timeout)
     error = outcome.get("error")
@@ -124,7 +158,13 @@ def refuse_calls_after_the_deadline(
     if invocation is not None and invocation.overran():
         service = client.meta.service_model.service_name
         raise InvocationFrozen(f"{invocation.function} timed out: its {service} {operation} was never sent")
-    return call()
+    if invocation is None:
+        return call()
+    invocation.aws_call_started()
+    try:
+        return call()
+    finally:
+        invocation.aws_call_ended()
 
 
 def _make_api_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:

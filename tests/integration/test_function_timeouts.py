@@ -63,6 +63,44 @@ def test_an_invocation_returns_its_result_or_raises_its_error() -> None:
         invoke("sweeper", lambda event, context: (_ for _ in ()).throw(ValueError("bad")), {})
 
 
+def test_time_spent_waiting_on_the_embedded_aws_is_not_charged_to_the_function(aws_world) -> None:
+    # Given an embedded AWS that answers slowly (as its serialized DynamoDB does under a burst): each call waits
+    # twice the function's whole timeout before it is sent
+    def slow_emulation(client: Any, operation: str, params: dict[str, Any], call: Any) -> Any:
+        threading.Event().wait(2 * SHORT_TIMEOUT_SECONDS)
+        return call()
+
+    invocation.add_call_hook(slow_emulation)
+    try:
+        # When a function whose own code is quick writes twice through it
+        def handler(event: Any, context: Any) -> str:
+            put(aws_world, "slow-1")
+            put(aws_world, "slow-2")
+            return "done"
+
+        result = invoke("sweeper", handler, {}, timeout_seconds=SHORT_TIMEOUT_SECONDS)
+    finally:
+        invocation._hooks.remove(slow_emulation)
+    # Then the emulation's latency did not time it out, and both writes landed
+    assert result == "done"
+    assert exists(aws_world, "slow-1") and exists(aws_world, "slow-2")
+
+
+def test_the_function_s_own_time_still_times_it_out_between_slow_aws_calls(aws_world) -> None:
+    # Given a function that makes one AWS call, then works on its own past its timeout (a hanging gateway)
+    release = threading.Event()
+
+    def handler(event: Any, context: Any) -> None:
+        put(aws_world, "own-time-1")
+        release.wait(SAFETY_SECONDS)
+
+    # When it is invoked, then it times out: the time outside AWS calls is the function's
+    with pytest.raises(FunctionTimedOut):
+        invoke("sweeper", handler, {}, timeout_seconds=SHORT_TIMEOUT_SECONDS)
+    release.set()
+    join_overrun_invocations("sweeper")
+
+
 def test_an_overrun_invocation_fails_and_writes_nothing_after_its_deadline(aws_world) -> None:
     # Given a function that writes, then waits past its deadline (held by the test), then writes again
     release = threading.Event()
