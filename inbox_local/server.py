@@ -37,6 +37,10 @@ from shared.sources import declared_sources
 API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 API_GATEWAY_BODY_TOO_LARGE = f"HTTP content length exceeded {API_GATEWAY_MAX_BODY_BYTES} bytes."
 # Lambda's synchronous Invoke: "the maximum payload size is 6 MB" (https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html);
+# Ingest invocations the local front door runs at once (invoke_function): enough to keep two cores busy while
+# some wait on the embedded AWS, few enough that each one's time is its own.
+LOCAL_INGEST_CONCURRENCY = 8
+
 # Lambda's own refusal names the byte figure: "Request must be smaller than 6291456 bytes". The payload is the
 # event's JSON, so a base64-encoded binary body counts at 4/3 of its size. API Gateway then answers 413
 # {"message": "Request Too Long"} and the function is never invoked.
@@ -262,13 +266,21 @@ class ApiServer(ThreadingHTTPServer):
         self.local_route: LocalRoute | None = None
         # Called after each invocation of the function (the runtime nudges the Pipe: the inbox may hold a new item).
         self.on_invoked: Callable[[], None] | None = None
+        self._ingest_slots = threading.BoundedSemaphore(LOCAL_INGEST_CONCURRENCY)
         self.throttle = throttle or TokenBucket(
             definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT
         )
 
     def invoke_function(self, event: dict[str, Any], _context: Any) -> Any:
-        """The ingest function, invoked as Lambda invokes it: with its own context, held to its timeout."""
-        return invoke("ingest", self.handler, event)
+        """The ingest function, invoked as Lambda invokes it: with its own context, held to its timeout.
+
+        At most LOCAL_INGEST_CONCURRENCY invocations run at once, each timed from when it starts. In AWS each
+        invocation has an execution environment of its own; here they share one process, one GIL and the machine's
+        cores, so 200 concurrent deliveries all running at once would each take 200 times its own time and time out
+        together on time that is not theirs. A delivery waits for a slot as a request waits for an environment:
+        outside the function's timeout."""
+        with self._ingest_slots:
+            return invoke("ingest", self.handler, event)
 
     def client_certificate(self, connection: Any) -> dict[str, Any] | None:
         """The client certificate the connection's TLS handshake verified, as API Gateway puts it in the event.
