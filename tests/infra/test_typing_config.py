@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -49,13 +50,21 @@ def _source(package_dir: Path, module: str) -> Path | None:
     return None
 
 
+def _project_files() -> list[Path]:
+    """The project's .py files. The excluded folders are pruned before they are entered, never walked: another test
+    worker's synth writes and removes staging folders under build/ meanwhile (a walk into one fails when it goes)."""
+    files: list[Path] = []
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in NOT_PROJECT]
+        files.extend(Path(folder) / name for name in names if name.endswith(".py"))
+    return files
+
+
 def _project_imports(package_dir: Path) -> set[str]:
     """Every aws_cdk module a project file imports (`import aws_cdk.x`, `from aws_cdk import x`, `from aws_cdk.x
     import Y`)."""
     found: set[str] = set()
-    for path in ROOT.rglob("*.py"):
-        if NOT_PROJECT.intersection(path.relative_to(ROOT).parts):
-            continue
+    for path in _project_files():
         text = path.read_text()
         if "aws_cdk" not in text:
             continue
