@@ -37,7 +37,6 @@ from shared.definitions import (
 )
 from shared.gateway.base import PaymentSnapshot
 from shared.inbox.model import inline_body, iso_utc
-from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService, Trust, trusted_events, unbound_unparseable_event_id
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
@@ -48,6 +47,7 @@ from shared.providers import NormalizedEvent, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from shared.settings import IngestSettings
 from shared.sub_account import SubAccount
+from tests.ingest_fakes import UniqueKeyStore
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_767_225_600  # when the captured delivery is posted again: a fixed clock, never the wall clock
@@ -57,25 +57,6 @@ EVENT_ID = "evt_trust_1"
 AMOUNT = 4990
 FAR_FUTURE = "2099-01-01T00:00:00Z"
 FAR_FUTURE_EPOCH = 4_070_908_800
-
-
-class _Store:
-    """The inbox table's unique key, as the ingest sees it: a second put of one key is a duplicate."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-
-    def put_new(self, item: dict[str, Any]) -> PutOutcome:
-        if item["pk"] in self.items:
-            return PutOutcome.DUPLICATE
-        self.items[item["pk"]] = item
-        return PutOutcome.STORED
-
-    def put_all_new(self, items: list[dict[str, Any]]) -> list[PutOutcome]:
-        return [self.put_new(item) for item in items]
-
-    def put_body(self, key: str, body: bytes) -> None:
-        raise AssertionError("the samples are stored inline")
 
 
 class _Secrets:
@@ -177,7 +158,7 @@ class World:
     def __init__(self, entry: ProviderEntry) -> None:
         self.entry = entry
         self.driver = get_driver(entry.id)
-        self.store = _Store()
+        self.store = UniqueKeyStore()
         self.clock = _Clock(SENT)
         settings = IngestSettings(inbox_table="inbox", body_bucket="bodies", secret_prefix="")
         self.ingest = IngestService(settings, self.store, _Secrets(), clock=self.clock)  # type: ignore[arg-type]

@@ -22,31 +22,15 @@ from shared.definitions import (
     check_catalog,
     provider_entry,
 )
-from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService, delivery_event_id
 from shared.providers import SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from shared.settings import IngestSettings
+from tests.ingest_fakes import UniqueKeyStore
 
 SECRET = "the-header-secret-the-merchant-registered"
 PAYMENT_ID = "6b1a5e2c-0d1f-4c3e-9a7b-2f8e4d6c1a90"
 NOW = 1_718_221_503.25
-
-
-class _Store:
-    """The inbox table's unique key, as the ingest sees it: a second put of one key is a duplicate."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-
-    def put_new(self, item: dict[str, Any]) -> PutOutcome:
-        if item["pk"] in self.items:
-            return PutOutcome.DUPLICATE
-        self.items[item["pk"]] = item
-        return PutOutcome.STORED
-
-    def put_body(self, key: str, body: bytes) -> None:
-        raise AssertionError("the samples are stored inline")
 
 
 class _Secrets:
@@ -63,7 +47,7 @@ class _Clock:
         return self.now
 
 
-def service(store: _Store) -> IngestService:
+def service(store: UniqueKeyStore) -> IngestService:
     settings = IngestSettings(inbox_table="inbox", body_bucket="bodies", secret_prefix="")
     return IngestService(settings, store, _Secrets(), clock=_Clock(NOW))  # type: ignore[arg-type]
 
@@ -129,7 +113,7 @@ def test_a_refetch_verified_provider_without_an_api_is_refused_when_the_catalog_
 
 def test_each_delivery_is_stored_under_its_own_key_with_no_state_from_the_body():
     # Given the same Cielo notification delivered twice (Cielo's retry, or the next change of the same payment)
-    store = _Store()
+    store = UniqueKeyStore()
     ingest = service(store)
     first = ingest.receive(get_driver("cielo"), cielo_delivery())
     second = ingest.receive(get_driver("cielo"), cielo_delivery())
@@ -149,7 +133,7 @@ def test_each_delivery_is_stored_under_its_own_key_with_no_state_from_the_body()
 
 def test_a_body_that_states_a_status_is_not_believed():
     # Given a Zoop event whose unsigned body says the transaction succeeded
-    store = _Store()
+    store = UniqueKeyStore()
     result = service(store).receive(get_driver("zoop"), zoop_delivery("succeeded"))
     # Then it is stored as a hint only: no status, no amount, the receive time as its time
     (item,) = store.items.values()
@@ -161,7 +145,7 @@ def test_a_body_that_states_a_status_is_not_believed():
 @pytest.mark.parametrize("secret", [None, "not-the-secret", SECRET + "x"])
 def test_a_wrong_or_missing_header_secret_is_forbidden_and_nothing_is_stored(secret):
     # Given a delivery without the source's header secret
-    store = _Store()
+    store = UniqueKeyStore()
     result = service(store).receive(get_driver("cielo"), cielo_delivery(secret))
     # Then it is refused with 403, as a refused signature (recorded under its reason), and nothing is stored
     assert result.status_code == 403
@@ -172,7 +156,7 @@ def test_a_wrong_or_missing_header_secret_is_forbidden_and_nothing_is_stored(sec
 def test_a_signed_provider_still_answers_401():
     # Given a signed provider's delivery with a wrong signature, Then the answer stays 401 (only hints get 403)
     request = WebhookRequest(body=b"{}", headers={"asaas-access-token": "wrong"})
-    assert service(_Store()).receive(get_driver("asaas"), request).status_code == 401
+    assert service(UniqueKeyStore()).receive(get_driver("asaas"), request).status_code == 401
 
 
 def test_the_delivery_key_is_the_receive_time_and_a_digest_of_the_body():
