@@ -1,4 +1,5 @@
-"""Asaas's face: `GET /v3/payments/{id}` with the `access_token: <key>` header, as `shared.gateway.asaas` reads it.
+"""Asaas's face: `GET /v3/payments/{id}` with the `access_token: <key>` header, as
+`shared.providers.asaas.client` reads it.
 
 Errors in Asaas's envelope `{"errors": [{"code", "description"}]}`: 404 `not_found`, 401
 `invalid_access_token`, 429 `too_many_requests`, 500 `internal_error`.

@@ -1,12 +1,12 @@
 """Cielo's face (API E-commerce 3.0's query API): `GET /1/sales/{PaymentId}` with the `MerchantId` and `MerchantKey`
-headers, as `shared.gateway.cielo` reads it (Cielo's official Python SDK, cieloApi3 `QuerySale`). PaymentIds are
-GUIDs; money is integer centavos (`Amount`, `CapturedAmount`, `VoidedAmount`).
+headers, as `shared.providers.cielo.client` reads it (Cielo's official Python SDK, cieloApi3 `QuerySale`).
+PaymentIds are GUIDs; money is integer centavos (`Amount`, `CapturedAmount`, `VoidedAmount`).
 
 The source's API key is `MERCHANT_ID:MERCHANT_KEY` (docs/sources.md). Errors are Cielo's list of
 `{"Code", "Message"}`: 401 for wrong merchant credentials, 404 for an unknown payment, 429, 500.
 
-Canonical -> `Payment.Status` (the codes `shared.gateway.cielo.PAYMENT_STATUS` maps back): pending -> 12 Pending;
-authorized -> 1 Authorized; paid -> 2 PaymentConfirmed; failed -> 3 Denied; canceled -> 10 Voided (nothing
+Canonical -> `Payment.Status` (the codes `shared.providers.cielo.client.PAYMENT_STATUS` maps back): pending -> 12
+Pending; authorized -> 1 Authorized; paid -> 2 PaymentConfirmed; failed -> 3 Denied; canceled -> 10 Voided (nothing
 captured); refunded / partially_refunded -> 11 Refunded (captured, `VoidedAmount` the amount refunded). Cielo has
 no dispute status in this API: disputes are not simulated.
 

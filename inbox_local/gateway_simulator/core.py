@@ -38,7 +38,7 @@ from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShap
 from shared.gateway.base import PaymentSnapshot
 from shared.gateway.registry import api_key_variable, base_url_variable
 from shared.payments.status import PaymentStatus
-from shared.providers._stripe_account import is_account_id
+from shared.providers.stripe.account import is_account_id
 
 S = PaymentStatus
 RATE_SECONDS_KEPT = 3600  # per-second request counts kept (per provider and second): an hour of a busy run

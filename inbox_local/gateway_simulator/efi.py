@@ -1,5 +1,5 @@
 """Efí Pix's face: `POST /oauth/token` (HTTP Basic `client_id:client_secret`, OAuth2 client credentials) and
-`GET /v2/pix/{e2eId}` with the token as `Authorization: Bearer`, as `shared.gateway.efi` reads them.
+`GET /v2/pix/{e2eId}` with the token as `Authorization: Bearer`, as `shared.providers.efi.client` reads them.
 
 Not modelled: TLS and the client certificate Efí's API asks for (the simulator speaks plain HTTP; the client
 presents its certificate only to an `https` base URL), the token's scopes and expiry (every token lasts an hour
@@ -26,7 +26,7 @@ from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, SampledLifecycle, iso_utc, same
 from inbox_local.senders.efi import _reais
 from shared.payments.status import PaymentStatus
-from shared.providers.efi import REFUND_DONE
+from shared.providers.efi.driver import REFUND_DONE
 
 S = PaymentStatus
 

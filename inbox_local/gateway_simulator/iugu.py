@@ -1,11 +1,11 @@
 """iugu's face: `GET /v1/invoices/{id}` with HTTP Basic (the API token as user, empty password; iugu's
-recommended method, dev.iugu.com "Autenticação"), as `shared.gateway.iugu` reads it. Invoice ids are 32
+recommended method, dev.iugu.com "Autenticação"), as `shared.providers.iugu.client` reads it. Invoice ids are 32
 upper-case hex characters; money is integer centavos (`total_cents`, `refunded_cents`).
 
 Errors are `{"errors": "<message>"}`: 401 "Unauthorized", 404 "Not Found", 429 "Too Many Requests" (documented for
 the test endpoint's 50 requests per minute), 500.
 
-Canonical -> invoice `status` (the vocabulary `shared.providers.iugu.INVOICE_STATUS` maps back): pending ->
+Canonical -> invoice `status` (the vocabulary `shared.providers.iugu.driver.INVOICE_STATUS` maps back): pending ->
 pending; authorized -> authorized; paid -> paid; partially_refunded -> partially_refunded; refunded -> refunded;
 failed -> expired; canceled -> canceled; disputed -> in_protest; charged_back -> chargeback.
 """

@@ -1,5 +1,5 @@
 """Mercado Pago's face: `GET /v1/payments/{id}` with `Authorization: Bearer <access token>`, as
-`shared.gateway.mercadopago` reads it. Payment ids are numbers; money is a decimal in `currency_id`.
+`shared.providers.mercadopago.client` reads it. Payment ids are numbers; money is a decimal in `currency_id`.
 
 Errors in Mercado Pago's envelope `{"message", "error", "status", "cause": [{"code", "description"}]}`: 404 with
 cause 2000 "Payment not found", 401 "invalid access token" (the API reference's 401 for a bad token), 429 and 500.

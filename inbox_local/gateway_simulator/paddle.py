@@ -1,5 +1,5 @@
 """Paddle Billing's face: `GET /transactions/{id}` (honours `include=adjustments_totals`) with `Authorization:
-Bearer <key>`, as `shared.gateway.paddle` reads it. Paddle wraps every entity: `{"data": {...}, "meta":
+Bearer <key>`, as `shared.providers.paddle.client` reads it. Paddle wraps every entity: `{"data": {...}, "meta":
 {"request_id"}}`; money is a string of minor units.
 
 Errors in Paddle's documented envelope `{"error": {"type", "code", "detail", "documentation_url"}, "meta"}`

@@ -1,4 +1,4 @@
-"""Pagar.me's face, as `shared.gateway.pagarme` reads it: the current v5 API and the legacy v4 one.
+"""Pagar.me's face, as `shared.providers.pagarme.client` reads it: the current v5 API and the legacy v4 one.
 
 - v5 (`Authorization: Basic base64("<sk_key>:")`): `GET /core/v5/charges/{ch_...}` and `GET /core/v5/orders/{or_...}`
   (an order with its one charge, `ch_` + the order's suffix, also readable at /core/v5/charges). Errors are

@@ -1,5 +1,5 @@
 """PagBank's face (Orders API): `GET /orders/{ORDE_...}` and `GET /charges/{CHAR_...}` with `Authorization: Bearer
-<token>`, as `shared.gateway.pagbank` reads it. An order has one charge, `CHAR_` + the order's suffix.
+<token>`, as `shared.providers.pagbank.client` reads it. An order has one charge, `CHAR_` + the order's suffix.
 
 Errors in PagBank's envelope `{"error_messages": [{"error", "description", "parameter_name"?}]}`
 (developer.pagbank.com.br "Códigos de status" / error tables): 401 `invalid_authorization_header` ("Invalid

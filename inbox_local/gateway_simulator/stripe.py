@@ -1,4 +1,4 @@
-"""Stripe's face: PaymentIntents with their latest charge and disputes, as `shared.gateway.stripe` reads them.
+"""Stripe's face: PaymentIntents with their latest charge and disputes, as `shared.providers.stripe.client` reads them.
 
 REST (`Authorization: Bearer <key>`): `GET /v1/payment_intents/{id}` (honours `expand[]=latest_charge`),
 `GET /v1/charges/{id}`, `GET /v1/disputes/{id}`, `GET /v1/disputes?charge=...|payment_intent=...`. Errors in

@@ -1,5 +1,5 @@
 """Woovi's face: `GET /api/v1/charge/{correlationID}` with `Authorization: <AppID>` (the raw AppID), as
-`shared.gateway.woovi` reads it, answering `{"charge": {...}}` in the shape of Woovi's API reference.
+`shared.providers.woovi.client` reads it, answering `{"charge": {...}}` in the shape of Woovi's API reference.
 
 Errors in Woovi's envelope `{"data": null, "errors": [{"message": ...}]}` (developers.woovi.com "Começando": 401
 "appID inválido"; the 404, 429 and 500 messages are this simulator's).

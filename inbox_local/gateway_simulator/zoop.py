@@ -1,13 +1,13 @@
 """Zoop's face: `GET /v1/marketplaces/{marketplace_id}/transactions/{id}` with HTTP Basic (the API key as user,
-empty password), as `shared.gateway.zoop` reads it (docs.zoop.co: `curl --user zpk_...:`). Transaction ids are 32
-lower-case hex characters; `amount` is a decimal string in reais.
+empty password), as `shared.providers.zoop.client` reads it (docs.zoop.co: `curl --user zpk_...:`). Transaction ids are
+32 lower-case hex characters; `amount` is a decimal string in reais.
 
 The source's API key is `MARKETPLACE_ID:API_KEY` (docs/sources.md). Errors are `{"error": {"status", "message",
 "type"}}`: 401, 404, 429, 500.
 
-Canonical -> transaction `status` (the vocabulary `shared.gateway.zoop.TRANSACTION_STATUS` maps back): pending ->
-pending; authorized -> pre_authorized; paid -> succeeded; failed -> failed; canceled -> canceled (not captured);
-refunded -> reversed; disputed -> dispute; charged_back -> charged_back. No partial refunds are simulated.
+Canonical -> transaction `status` (the vocabulary `shared.providers.zoop.client.TRANSACTION_STATUS` maps back):
+pending -> pending; authorized -> pre_authorized; paid -> succeeded; failed -> failed; canceled -> canceled (not
+captured); refunded -> reversed; disputed -> dispute; charged_back -> charged_back. No partial refunds are simulated.
 """
 
 from __future__ import annotations

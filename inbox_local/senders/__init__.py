@@ -3,7 +3,7 @@
 `inbox send`, the gateway simulator, `inbox simulate`/chaos, the benches and the tests need them; no Lambda does
 (the ingest only verifies and parses, `shared/providers/`). So they live here, outside every Lambda asset: one
 module per provider, `inbox_local/senders/<provider>.py`, exposing `sender`. The one signer a Lambda needs, the
-forwarder's Standard Webhooks one, stays in `shared/` (`shared.providers.standard.compute_signature`), and the
+forwarder's Standard Webhooks one, stays in `shared/` (`shared.providers.standard.driver.compute_signature`), and the
 Standard Webhooks sender here uses it.
 
 `sender_for(provider)` finds a provider's sender (or a declared source's provider's) by that naming rule, so there
@@ -17,7 +17,7 @@ import importlib
 from typing import Protocol
 
 from shared.providers.base import WebhookRequest
-from shared.providers.generic import GenericHmacDriver
+from shared.providers.generic.driver import GenericHmacDriver
 from shared.providers.registry import UnknownProvider, get_driver, provider_names
 
 

@@ -1,5 +1,5 @@
 """Adyen: a delivery as Adyen signs it, and sample payment notifications
-(shared/providers/adyen.py verifies and parses them)."""
+(shared/providers/adyen/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
-from shared.providers.adyen import compute_signature, decode_key, notification_items, signing_string
+from shared.providers.adyen.driver import compute_signature, decode_key, notification_items, signing_string
 from shared.providers.base import WebhookRequest, utc_from_epoch
 
 MERCHANT_ACCOUNT = "InboxMerchantECOM"  # only written into sample bodies

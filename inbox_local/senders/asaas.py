@@ -1,5 +1,5 @@
 """Asaas: a delivery as Asaas signs it, and sample payment notifications
-(shared/providers/asaas.py verifies and parses them)."""
+(shared/providers/asaas/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, tzinfo
 
 from inbox_local.senders._samples import sample_values, token_delivery
-from shared.providers.asaas import AUTHENTICATION, TIMEZONE
+from shared.providers.asaas.driver import AUTHENTICATION, TIMEZONE
 from shared.providers.base import WebhookRequest, time_zone
 
 

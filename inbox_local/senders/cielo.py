@@ -1,5 +1,5 @@
 """Cielo: a Notification Post as Cielo sends it, `{"PaymentId", "ChangeType": 1}` with the header the merchant
-registered (shared/providers/cielo.py verifies and parses it). The body carries no status: every sample status
+registered (shared/providers/cielo/driver.py verifies and parses it). The body carries no status: every sample status
 writes the same body, and the refetch tells the processor what the payment became."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 from inbox_local.senders._samples import token_delivery
 from shared.providers.base import WebhookRequest
-from shared.providers.cielo import AUTHENTICATION
+from shared.providers.cielo.driver import AUTHENTICATION
 
 # The canonical statuses Cielo's query API can report (inbox_local/gateway_simulator/cielo.py)
 SAMPLE_STATUSES: tuple[str, ...] = (

@@ -1,5 +1,5 @@
 """Eduzz: a webhook v3 delivery as Eduzz signs it, and sample invoice notifications
-(shared/providers/eduzz.py verifies and parses them)."""
+(shared/providers/eduzz/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest
-from shared.providers.eduzz import AUTHENTICATION, SIGNATURE_HEADER
+from shared.providers.eduzz.driver import AUTHENTICATION, SIGNATURE_HEADER
 
 
 def compute_signature(body: bytes, secret: str) -> str:

@@ -1,5 +1,5 @@
 """Efí Pix: a delivery as Efí sends it in skip-mTLS mode (the registered `hmac` in the query), and sample Pix
-callbacks (shared/providers/efi.py verifies and parses them). A mutual-TLS delivery carries no proof in the
+callbacks (shared/providers/efi/driver.py verifies and parses them). A mutual-TLS delivery carries no proof in the
 request at all: the front door's verified client certificate is the proof (tests build that request directly)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest
-from shared.providers.efi import HMAC_QUERY_PARAMETER, REFUND_DONE
+from shared.providers.efi.driver import HMAC_QUERY_PARAMETER, REFUND_DONE
 
 # canonical status -> the share of the Pix returned by a devolução in the callback (None: no devolução)
 _SAMPLES: dict[str, Decimal | None] = {

@@ -9,7 +9,7 @@ from typing import Any
 from shared.payments.status import PaymentStatus
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.generic import BUILTIN, GenericHmacDriver
+from shared.providers.generic.driver import BUILTIN, GenericHmacDriver
 
 
 class GenericSender:

@@ -1,5 +1,5 @@
 """GitHub: a delivery as GitHub signs it, and sample payment notifications
-(shared/providers/github.py verifies and parses them)."""
+(shared/providers/github/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 
 from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.github import (
+from shared.providers.github.driver import (
     DELIVERY_HEADER,
     EVENT_HEADER,
     LEGACY_SHA1,

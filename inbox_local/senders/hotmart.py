@@ -1,5 +1,5 @@
 """Hotmart: a delivery as Hotmart signs it, and sample payment notifications
-(shared/providers/hotmart.py verifies and parses them)."""
+(shared/providers/hotmart/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from inbox_local.senders._samples import sample_values, token_delivery
 from shared.providers.base import WebhookRequest
-from shared.providers.hotmart import AUTHENTICATION
+from shared.providers.hotmart.driver import AUTHENTICATION
 
 VERSION = "2.0.0"
 

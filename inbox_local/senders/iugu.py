@@ -1,12 +1,12 @@
 """iugu: a delivery as iugu signs it, and sample payment notifications
-(shared/providers/iugu.py verifies and parses them)."""
+(shared/providers/iugu/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
 from inbox_local.senders._forms import encode_form
 from inbox_local.senders._samples import sample_values, token_delivery
 from shared.providers.base import WebhookRequest
-from shared.providers.iugu import AUTHENTICATION
+from shared.providers.iugu.driver import AUTHENTICATION
 
 # canonical status -> iugu invoice status
 _SAMPLES: dict[str, str] = {

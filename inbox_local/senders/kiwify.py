@@ -1,5 +1,5 @@
 """Kiwify: a delivery as Kiwify signs it, and sample payment notifications
-(shared/providers/kiwify.py verifies and parses them)."""
+(shared/providers/kiwify/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from inbox_local.senders._samples import sample_values
 from inbox_local.senders.asaas import sao_paulo
 from shared.providers.base import WebhookRequest
-from shared.providers.kiwify import SALES_AUTHENTICATION, SIGNATURE_PARAM
+from shared.providers.kiwify.driver import SALES_AUTHENTICATION, SIGNATURE_PARAM
 
 
 def compute_signature(body: bytes, token: str) -> str:

@@ -1,5 +1,5 @@
 """Mercado Pago: a delivery as Mercado Pago signs it, and sample payment notifications
-(shared/providers/mercadopago.py verifies and parses them)."""
+(shared/providers/mercadopago/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import uuid
 
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.mercadopago import (
+from shared.providers.mercadopago.driver import (
     DATA_ID_QUERY,
     PAYMENT_TYPE,
     REQUEST_ID_HEADER,
@@ -40,7 +40,7 @@ class MercadoPagoSender:
         """A notification as Mercado Pago sends it: `?data.id=...&type=...` on the URL, x-signature, x-request-id."""
         data_id = body_data_id(body)
         # One request id per notification, kept on a redelivery signed later (not documented by Mercado Pago either
-        # way; the driver's key is the signed data.id and this id: shared/providers/mercadopago.py)
+        # way; the driver's key is the signed data.id and this id: shared/providers/mercadopago/driver.py)
         request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, hashlib.sha256(body).hexdigest()))
         ts = str(now)
         signature = compute_signature(data_id_spellings(data_id)[-1] if data_id else None, request_id, ts, secret)

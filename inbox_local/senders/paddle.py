@@ -1,5 +1,5 @@
 """Paddle: a delivery as Paddle signs it, and sample payment notifications
-(shared/providers/paddle.py verifies and parses them)."""
+(shared/providers/paddle/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.paddle import FINAL_STATUSES, SCHEME, SIGNATURE_HEADER, compute_signature
+from shared.providers.paddle.driver import FINAL_STATUSES, SCHEME, SIGNATURE_HEADER, compute_signature
 
 # canonical status -> (Paddle event type, transaction status or adjustment action)
 _SAMPLES: dict[str, tuple[str, str]] = {

@@ -1,12 +1,12 @@
 """Pagar.me: a delivery as Pagar.me signs it, and sample payment notifications
-(shared/providers/pagarme.py verifies and parses them)."""
+(shared/providers/pagarme/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
 from inbox_local.senders._forms import encode_form
 from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.pagarme import HUB_AUTHENTICATION, HUB_HEADER, HUB_SCHEME, LEGACY_OBJECT
+from shared.providers.pagarme.driver import HUB_AUTHENTICATION, HUB_HEADER, HUB_SCHEME, LEGACY_OBJECT
 
 
 def compute_hub_signature(body: bytes, api_key: str) -> str:

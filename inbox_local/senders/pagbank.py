@@ -1,5 +1,5 @@
 """PagBank: a delivery as PagBank signs it, and sample payment notifications
-(shared/providers/pagbank.py verifies and parses them)."""
+(shared/providers/pagbank/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from inbox_local.senders._samples import sample_values
 from inbox_local.senders.asaas import sao_paulo
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.pagbank import SIGNATURE_HEADER, compute_signature
+from shared.providers.pagbank.driver import SIGNATURE_HEADER, compute_signature
 
 
 def local_iso(epoch: int) -> str:

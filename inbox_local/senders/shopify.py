@@ -1,5 +1,5 @@
 """Shopify: a delivery as Shopify signs it, and sample payment notifications
-(shared/providers/shopify.py verifies and parses them)."""
+(shared/providers/shopify/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import uuid
 from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.shopify import (
+from shared.providers.shopify.driver import (
     API_VERSION_HEADER,
     AUTHENTICATION,
     EVENT_ID_HEADERS,

@@ -1,5 +1,5 @@
 """Standard Webhooks: a delivery as Standard Webhooks signs it, and sample payment notifications
-(shared/providers/standard.py verifies and parses them)."""
+(shared/providers/standard/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 from shared.payments.status import PaymentStatus
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.standard import HEADER_FAMILIES, SCHEME, compute_signature, decode_secret
+from shared.providers.standard.driver import HEADER_FAMILIES, SCHEME, compute_signature, decode_secret
 
 # The body carries the status as given: every canonical status has a sample.
 SAMPLE_STATUSES: tuple[str, ...] = tuple(status.value for status in PaymentStatus)

@@ -1,5 +1,5 @@
 """Stone: deliveries as the Pagar.me platform sends them for a Connect Stone account (inbox_local/senders/pagarme.py;
-shared/providers/stone.py verifies and parses them)."""
+shared/providers/stone/driver.py verifies and parses them)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stripe: a delivery as Stripe signs it, and sample payment notifications
-(shared/providers/stripe.py verifies and parses them).
+(shared/providers/stripe/driver.py verifies and parses them).
 
 A sample about a PaymentIntent (`pi_...`) is an intent's event (or its charge's, refund's, dispute's); a sample
 about a charge id (`ch_...`) is a Charges-API charge's, made without an intent (`payment_intent: null`): the charge
@@ -14,7 +14,7 @@ from typing import Any
 from inbox_local.senders._samples import sample_values
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.stripe import SCHEME, SIGNATURE_HEADER, THIN_EVENT_OBJECT, compute_signature
+from shared.providers.stripe.driver import SCHEME, SIGNATURE_HEADER, THIN_EVENT_OBJECT, compute_signature
 
 API_VERSION = "2024-06-20"  # written into sample bodies; parsing does not depend on it
 _Builder = Callable[[str, int, int], JsonObject]  # (resource_id, amount, created) -> data.object

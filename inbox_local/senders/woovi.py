@@ -1,4 +1,4 @@
-"""Woovi / OpenPix: deliveries as Woovi signs them, and sample charge notifications (shared/providers/woovi.py
+"""Woovi / OpenPix: deliveries as Woovi signs them, and sample charge notifications (shared/providers/woovi/driver.py
 verifies and parses them).
 
 Woovi signs with its private key, which nobody else holds. The local stack's deliveries are signed with
@@ -23,7 +23,7 @@ from typing import Any
 
 from inbox_local.senders._samples import sample_values
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.woovi import SIGNATURE_HEADER
+from shared.providers.woovi.driver import SIGNATURE_HEADER
 
 # RSA-2048, PKCS#8, for the local stack and the tests only (its public key: the woovi development secret;
 # SHA-256 of its DER: 563d402aec5eece7c4a13b45149e21422a8605a922049aa274c507bbb881c3c5).

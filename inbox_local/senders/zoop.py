@@ -1,5 +1,5 @@
 """Zoop: a marketplace transaction event as Zoop posts it, with the webhook's `authorization` value in the
-Authorization header (shared/providers/zoop.py verifies and parses it; the body's status is not believed)."""
+Authorization header (shared/providers/zoop/driver.py verifies and parses it; the body's status is not believed)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from inbox_local.gateway_simulator.zoop import STATUS, reais
 from inbox_local.senders._samples import sample_values, token_delivery
 from shared.payments.status import PaymentStatus
 from shared.providers.base import WebhookRequest, utc_from_epoch
-from shared.providers.zoop import AUTHENTICATION
+from shared.providers.zoop.driver import AUTHENTICATION
 
 # canonical status -> the transaction event Zoop sends for it
 _EVENTS: dict[str, str] = {

@@ -613,7 +613,7 @@ TIME_ZONE_RUNNER = textwrap.dedent(
     import json, sys, zoneinfo
     sys.path[:0] = json.loads(sys.argv[1])
     zoneinfo.reset_tzpath([])
-    from shared.providers.asaas import parse_asaas_time
+    from shared.providers.asaas.driver import parse_asaas_time
     times = [parse_asaas_time(t, "dateCreated").isoformat() for t in ("2018-12-01 12:00:00", "2024-06-12 16:45:03")]
     import tzdata
     print(json.dumps({"times": times, "tzdata": tzdata.__file__, "tzpath": list(zoneinfo.TZPATH)}))

@@ -134,13 +134,13 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...], repo: Path = REPO) -> l
     for entry in catalog:
         problems.extend(entry_problems(entry, repo))
     drivers = {entry.driver.split(":")[0] for entry in catalog}
-    for name in sorted(module_names(repo / "shared" / "providers") - PROVIDER_MACHINERY):
-        if f"shared.providers.{name}" not in drivers:
-            problems.append(f"shared/providers/{name}.py belongs to no catalog entry")
+    for path in sorted((repo / "shared" / "providers").glob("*/driver.py")):
+        if f"shared.providers.{path.parent.name}.driver" not in drivers:
+            problems.append(f"shared/providers/{path.parent.name}/driver.py belongs to no catalog entry")
     clients = {entry.refetch_client.split(":")[0] for entry in catalog if entry.refetch_client}
-    for name in sorted(module_names(repo / "shared" / "gateway") - GATEWAY_MACHINERY):
-        if f"shared.gateway.{name}" not in clients:
-            problems.append(f"shared/gateway/{name}.py belongs to no catalog entry")
+    for path in sorted((repo / "shared" / "providers").glob("*/client.py")):
+        if f"shared.providers.{path.parent.name}.client" not in clients:
+            problems.append(f"shared/providers/{path.parent.name}/client.py belongs to no catalog entry")
     readme = (repo / PROVIDER_TABLE_PAGE).read_text()
     rows = readme_provider_rows(readme)
     for entry in catalog:
@@ -236,30 +236,33 @@ def _facts(provider: str, **changes: object) -> tuple[ProviderEntry, ...]:
 
 
 BROKEN = {
-    "a driver module with no entry": (_without("adyen"), "shared/providers/adyen.py belongs to no catalog entry"),
+    "a driver module with no entry": (
+        _without("adyen"),
+        "shared/providers/adyen/driver.py belongs to no catalog entry",
+    ),
     "a gateway client with no entry": (
         _replaced("iugu", refetch_client=None, routes=()),
-        "shared/gateway/iugu.py belongs to no catalog entry",
+        "shared/providers/iugu/client.py belongs to no catalog entry",
     ),
     "a driver that does not import": (
         _replaced("stripe", driver="shared.providers.strype:driver"),
         "stripe: driver 'shared.providers.strype:driver' does not import",
     ),
     "a driver named otherwise": (
-        _replaced("asaas", driver="shared.providers.stripe:driver"),
-        "asaas: driver 'shared.providers.stripe:driver' is named 'stripe'",
+        _replaced("asaas", driver="shared.providers.stripe.driver:driver"),
+        "asaas: driver 'shared.providers.stripe.driver:driver' is named 'stripe'",
     ),
     "a refetch client that does not import": (
-        _replaced("paddle", refetch_client="shared.gateway.paddle:PadleClient"),
-        "paddle: refetch client 'shared.gateway.paddle:PadleClient' does not import",
+        _replaced("paddle", refetch_client="shared.providers.paddle.client:PadleClient"),
+        "paddle: refetch client 'shared.providers.paddle.client:PadleClient' does not import",
     ),
     "a refetching provider the simulator cannot speak": (
         (
             *PROVIDER_CATALOG,
             ProviderEntry(
                 id="square",
-                driver="shared.providers.stripe:driver",
-                refetch_client="shared.gateway.stripe:StripeClient",
+                driver="shared.providers.stripe.driver:driver",
+                refetch_client="shared.providers.stripe.client:StripeClient",
                 routes=(Route(definitions.HANDLER_REFETCH, ("payment.*",)),),
                 facts=definitions.provider_entry("stripe").facts,
             ),
@@ -272,9 +275,10 @@ BROKEN = {
     ),
     "a route whose event types do not load": (
         _replaced(
-            "adyen", routes=(Route(definitions.HANDLER_OCCURRED_AT, event_types_from="shared.providers.adyen:NOPE"),)
+            "adyen",
+            routes=(Route(definitions.HANDLER_OCCURRED_AT, event_types_from="shared.providers.adyen.driver:NOPE"),),
         ),
-        "adyen: route's event types 'shared.providers.adyen:NOPE' do not load",
+        "adyen: route's event types 'shared.providers.adyen.driver:NOPE' do not load",
     ),
     "refetch routes without a client": (
         _replaced("standard", routes=(Route(definitions.HANDLER_REFETCH, ("payment.*",)),)),

@@ -12,7 +12,7 @@ from mercadopago.webhook import InvalidWebhookSignatureError, WebhookSignatureVa
 
 from inbox_local.senders.mercadopago import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.mercadopago import MercadoPagoDriver, compute_signature, driver, manifest
+from shared.providers.mercadopago.driver import MercadoPagoDriver, compute_signature, driver, manifest
 
 SECRET = "mp-current-secret-signature-0123456789abcdef"
 PREVIOUS = "mp-previous-secret-signature-0123456789abcdef"

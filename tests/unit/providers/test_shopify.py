@@ -18,7 +18,7 @@ from shared.providers.base import (
     body_digest_id,
     derive_event_id,
 )
-from shared.providers.shopify import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
+from shared.providers.shopify.driver import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
 
 SECRET = "shpss_current_client_secret_0123456789"
 PREVIOUS = "shpss_previous_client_secret_0123456789"

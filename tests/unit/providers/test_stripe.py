@@ -17,7 +17,7 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
 )
-from shared.providers.stripe import compute_signature, driver
+from shared.providers.stripe.driver import compute_signature, driver
 
 SECRET = "whsec_test_secret_current_0123456789"
 PREVIOUS = "whsec_test_secret_previous_0123456789"

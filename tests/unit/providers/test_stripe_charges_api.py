@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shared.providers.base import WebhookRequest
-from shared.providers.stripe import driver
+from shared.providers.stripe.driver import driver
 
 CREATED = 1_700_000_000
 

@@ -12,7 +12,7 @@ import stripe
 
 from inbox_local.senders.stripe import sender, thin_event
 from shared.providers.base import PayloadInvalid, SigningSecrets, WebhookRequest
-from shared.providers.stripe import driver
+from shared.providers.stripe.driver import driver
 from shared.sub_account import SubAccount
 
 SECRET = "whsec_test_secret_current_0123456789"

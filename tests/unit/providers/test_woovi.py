@@ -19,7 +19,7 @@ from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._public_keys import KeysUnavailable
-from shared.providers.woovi import (
+from shared.providers.woovi.driver import (
     LEGACY_HMAC_HEADER,
     PINNED_KEYS,
     SIGNATURE_HEADER,
