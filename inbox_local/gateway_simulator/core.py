@@ -10,7 +10,7 @@ admin faces take a `provider`, an account name is accepted too (a provider's id 
 - Python, for a simulation driver in the same process: `create_payment`, `transition` (which returns the
   webhooks the gateway would send, in the provider's real body shape, for the driver to sign and deliver in
   whatever order and multiplicity it likes), `advance_to`, `snapshot`, `payments`, `set_faults`.
-- HTTP: each provider's REST routes (one module per provider renders its shape, `catalog.SHAPES`), and the admin
+- HTTP: each provider's REST routes (its folder's simulator module renders its shape, `catalog.SHAPES`), and the admin
   API under `/_sim/` (`admin.py`).
 
 Faults (`faults.Faults`) apply to the API routes only, never the admin ones, drawn from a seeded `random.Random`
@@ -264,7 +264,7 @@ class GatewaySimulator:
 
     def mark_overdue(self, resource_id: str, *, at: int | None = None, account: str | None = None) -> list[Webhook]:
         """Asaas: a pending payment passes its due date (still pending, status OVERDUE)."""
-        from inbox_local.gateway_simulator.asaas import SHAPE as ASAAS  # noqa: PLC0415 - Asaas's own step
+        from inbox_local.providers.asaas.simulator import SHAPE as ASAAS  # noqa: PLC0415 - Asaas's own step
 
         with self._lock:
             p = self._get(account or ASAAS.name, resource_id)

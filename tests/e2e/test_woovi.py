@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from inbox_local.config import signing_secret
-from inbox_local.senders.woovi import key_pair_secret, sender
+from inbox_local.providers.woovi.sender import key_pair_secret, sender
 from shared.providers.woovi.driver import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
 from tests.e2e.conftest import wait_until
 

@@ -696,7 +696,7 @@ def _development_needles() -> dict[str, bytes]:
     within one line of its source, where the literal is split), the rest whole."""
     from inbox_local.config import DEV_FINGERPRINT_KEY
     from inbox_local.dev_secrets import DEV_SECRETS
-    from inbox_local.senders.woovi import DEV_PRIVATE_KEY
+    from inbox_local.providers.woovi.sender import DEV_PRIVATE_KEY
 
     values = {f"{provider}'s development secret": secret for provider, secret in DEV_SECRETS.items()}
     values["the local fingerprint key"] = DEV_FINGERPRINT_KEY

@@ -97,7 +97,7 @@ def entry_problems(entry: ProviderEntry, repo: Path) -> list[str]:
                 problems.append(f"{entry.id}: {entry.refetch_client!r} is not a client class of a module for it")
             if not hasattr(module, "DEFAULT_BASE_URL"):
                 problems.append(f"{entry.id}: {entry.refetch_client!r}'s module has no DEFAULT_BASE_URL")
-        shape = repo / "inbox_local" / "gateway_simulator" / f"{entry.id}.py"
+        shape = repo / "inbox_local" / "providers" / entry.id / "simulator.py"
         if not shape.is_file():
             problems.append(f"{entry.id}: refetched, but the gateway simulator has no REST shape ({shape.name})")
     kinds = {route.handler for route in entry.routes}
@@ -267,7 +267,7 @@ BROKEN = {
                 facts=definitions.provider_entry("stripe").facts,
             ),
         ),
-        "square: refetched, but the gateway simulator has no REST shape (square.py)",
+        "square: refetched, but the gateway simulator has no REST shape (simulator.py)",
     ),
     "a route naming an unknown handler kind": (
         _replaced("hotmart", routes=(Route("by_magic", ("PURCHASE_*",)),)),  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ Which keys are trusted:
   the PEM (the form Woovi publishes beside the PEM), is trusted too. That is how an operator follows a rotation
   before a release pins the new key (`inbox secrets set SOURCE --kind signing --stack NAME < new-key.pem`), and how
   the local stack trusts its development key (inbox_local/dev_secrets.py holds that key's public half; the sender in
-  inbox_local/senders/woovi.py holds the private half). A value holding no key, like the stack's generated
+  inbox_local/providers/woovi/sender.py holds the private half). A value holding no key, like the stack's generated
   placeholder, adds none: a deployed stack trusts exactly the pinned keys until an operator stores another.
 - key sizes: an operator's key must have at least 2048 bits (`_public_keys.parse_rsa_public_keys`). Woovi's pinned
   production key has 1024 bits, below that floor and below what NIST has allowed since 2013; it is trusted because

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
-from inbox_local.senders.adyen import SAMPLE_STATUSES, sender
+from inbox_local.providers.adyen.sender import SAMPLE_STATUSES, sender
 from shared.providers.adyen.driver import (
     PAYMENT_EVENT_CODES,
     STATUS_TABLE,

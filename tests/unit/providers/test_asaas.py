@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inbox_local.senders.asaas import sender
+from inbox_local.providers.asaas.sender import sender
 from shared.providers.asaas.driver import driver, value_to_minor_units
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 

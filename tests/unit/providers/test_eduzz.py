@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.eduzz import SAMPLE_STATUSES, compute_signature, sender
+from inbox_local.providers.eduzz.sender import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 from shared.providers.eduzz.driver import INVOICE_EVENTS, INVOICE_STATUS, canonical_status, driver
 

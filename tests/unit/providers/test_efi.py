@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.efi import sender
+from inbox_local.providers.efi.sender import sender
 from shared.providers.base import (
     ClientCertificate,
     PayloadInvalid,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from inbox_local.senders.generic import GenericSender
+from inbox_local.providers.generic.sender import GenericSender
 from shared.providers._schemes import signed_bytes
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 from shared.providers.generic import driver as generic

@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
-from inbox_local.senders.iugu import SAMPLE_STATUSES, sender
+from inbox_local.providers.iugu.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.iugu.driver import INVOICE_STATUS, IuguDriver, driver
 

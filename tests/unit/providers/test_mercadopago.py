@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from mercadopago.webhook import InvalidWebhookSignatureError, WebhookSignatureValidator
 
-from inbox_local.senders.mercadopago import SAMPLE_STATUSES, sender
+from inbox_local.providers.mercadopago.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 from shared.providers.mercadopago.driver import MercadoPagoDriver, compute_signature, driver, manifest
 

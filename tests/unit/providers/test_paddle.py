@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from paddle_billing.Notifications import PaddleSignature, Secret, Verifier
 
-from inbox_local.senders.paddle import SAMPLE_STATUSES, sender
+from inbox_local.providers.paddle.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 from shared.providers.paddle.driver import compute_signature, driver
 

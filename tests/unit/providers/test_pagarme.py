@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from pagarme import postback as pagarme_postback
 
-from inbox_local.senders.pagarme import SAMPLE_STATUSES, compute_hub_signature, sender
+from inbox_local.providers.pagarme.sender import SAMPLE_STATUSES, compute_hub_signature, sender
 from shared.providers import _public_keys
 from shared.providers._public_keys import CachedKeySource, KeysUnavailable, StaticKeySource, b64url_encode, parse_jwks
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inbox_local.senders.pagbank import SAMPLE_STATUSES, sender
+from inbox_local.providers.pagbank.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.pagbank.driver import (
     CHARGE_STATUS,

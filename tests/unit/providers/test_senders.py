@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from inbox_local.providers.generic.sender import GenericSender
 from inbox_local.senders import sender_for
-from inbox_local.senders.generic import GenericSender
 from shared.providers import SigningSecrets, registry
 from shared.providers.generic.driver import GenericConfig, GenericHmacDriver
 from shared.providers.registry import UnknownProvider, provider_names, register_driver

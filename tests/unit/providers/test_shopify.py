@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.shopify import SAMPLE_STATUSES, compute_signature, sender
+from inbox_local.providers.shopify.sender import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,

@@ -11,7 +11,7 @@ import pytest
 import standardwebhooks
 import svix.webhooks
 
-from inbox_local.senders.standard import sender
+from inbox_local.providers.standard.sender import sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,

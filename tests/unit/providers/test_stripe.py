@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import stripe
 
-from inbox_local.senders.stripe import SAMPLE_STATUSES, sender
+from inbox_local.providers.stripe.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,

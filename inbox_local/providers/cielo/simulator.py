@@ -10,7 +10,7 @@ Pending; authorized -> 1 Authorized; paid -> 2 PaymentConfirmed; failed -> 3 Den
 captured); refunded / partially_refunded -> 11 Refunded (captured, `VoidedAmount` the amount refunded). Cielo has
 no dispute status in this API: disputes are not simulated.
 
-Cielo's notifications carry no state (`{"PaymentId", "ChangeType": 1}`, inbox_local/senders/cielo.py): every
+Cielo's notifications carry no state (`{"PaymentId", "ChangeType": 1}`, inbox_local/providers/cielo/sender.py): every
 step sends the same body, and only the refetch tells the processor what changed.
 """
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import HEX_LOWER, SimulatedPayment, Tokens, Webhook
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, same
-from inbox_local.senders.asaas import sao_paulo
+from inbox_local.providers.asaas.sender import sao_paulo
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus

@@ -24,7 +24,7 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, SampledLifecycle, iso_utc, same
-from inbox_local.senders.efi import _reais
+from inbox_local.providers.efi.sender import _reais
 from shared.payments.status import PaymentStatus
 from shared.providers.efi.driver import REFUND_DONE
 

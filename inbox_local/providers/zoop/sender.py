@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from inbox_local.gateway_simulator.zoop import STATUS, reais
+from inbox_local.providers.zoop.simulator import STATUS, reais
 from inbox_local.senders._samples import sample_values, token_delivery
 from shared.payments.status import PaymentStatus
 from shared.providers.base import WebhookRequest, utc_from_epoch

@@ -15,7 +15,7 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import HEX_LOWER, SimulatedPayment, Tokens
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, SampledLifecycle, same
-from inbox_local.senders.woovi import iso_ms
+from inbox_local.providers.woovi.sender import iso_ms
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus

@@ -36,7 +36,7 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, Tokens, Webhook
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, bearer
-from inbox_local.senders.stripe import snapshot_event, thin_event
+from inbox_local.providers.stripe.sender import snapshot_event, thin_event
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus

@@ -17,7 +17,7 @@ from typing import Any
 
 from inbox_local.gateway_simulator.model import HEX_UPPER, SimulatedPayment, Tokens
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, SampledLifecycle, bearer
-from inbox_local.senders.pagbank import local_iso
+from inbox_local.providers.pagbank.sender import local_iso
 from shared.payments.status import PaymentStatus
 
 S = PaymentStatus

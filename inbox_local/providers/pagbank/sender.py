@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from inbox_local.providers.asaas.sender import sao_paulo
 from inbox_local.senders._samples import sample_values
-from inbox_local.senders.asaas import sao_paulo
 from shared.providers._signing import JsonObject
 from shared.providers.base import WebhookRequest, utc_from_epoch
 from shared.providers.pagbank.driver import SIGNATURE_HEADER, compute_signature

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from inbox_local.providers.asaas.sender import sao_paulo
 from inbox_local.senders._samples import sample_values
-from inbox_local.senders.asaas import sao_paulo
 from shared.providers.base import WebhookRequest
 from shared.providers.kiwify.driver import SALES_AUTHENTICATION, SIGNATURE_PARAM
 

@@ -10,7 +10,7 @@ from inbox_local.senders._samples import token_delivery
 from shared.providers.base import WebhookRequest
 from shared.providers.cielo.driver import AUTHENTICATION
 
-# The canonical statuses Cielo's query API can report (inbox_local/gateway_simulator/cielo.py)
+# The canonical statuses Cielo's query API can report (inbox_local/providers/cielo/simulator.py)
 SAMPLE_STATUSES: tuple[str, ...] = (
     "pending",
     "authorized",
