@@ -57,7 +57,7 @@ from shared.backoff import Backoff
 from shared.forwarding import Forwarder
 from shared.payments.outbox import STATUS_CHANGED, WEBHOOK_FAILED
 from shared.payments.publishing import outbox_events
-from shared.providers.standard import SECRET_PREFIX, decode_secret
+from shared.providers.standard.driver import SECRET_PREFIX, decode_secret
 
 LISTENED_TYPES: tuple[str, ...] = (STATUS_CHANGED, WEBHOOK_FAILED)
 RESOURCE_PREFIX = "inbox-listen-"

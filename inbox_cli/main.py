@@ -261,13 +261,13 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
     A `mutual_tls` source is posted to on the mutual-TLS front door with a client certificate: locally the
     development one `make run` generated (INBOX_MTLS_DIR), deployed the one --client-cert/--client-key name (it
     must chain to the stack's truststore)."""
+    from inbox_local.providers.stripe.sender import sender as stripe_sender  # noqa: PLC0415
     from inbox_local.senders import sender_for  # noqa: PLC0415
-    from inbox_local.senders.stripe import sender as stripe_sender  # noqa: PLC0415
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
     from shared.providers import PayloadInvalid  # noqa: PLC0415
-    from shared.providers._stripe_account import is_account_id  # noqa: PLC0415
     from shared.providers.base import parse_events  # noqa: PLC0415
     from shared.providers.registry import get_driver  # noqa: PLC0415
+    from shared.providers.stripe.account import is_account_id  # noqa: PLC0415
 
     target = _target(ctx)
     spec = _source(target, source)

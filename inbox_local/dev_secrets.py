@@ -41,7 +41,7 @@ DEV_SECRETS: Final[Mapping[str, str]] = {
     "iugu": "local-development-only-iugu-token",
     # Woovi signs with its own RSA key (pinned in the driver): a source's signing secret holds public keys to
     # trust besides the pinned ones. Locally, the public half of the development key (base64 of its PEM, the
-    # form Woovi publishes) whose private half only the local sender holds (inbox_local/senders/woovi.py).
+    # form Woovi publishes) whose private half only the local sender holds (inbox_local/providers/woovi/sender.py).
     "woovi": (
         "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlCQ2dLQ0FRRUFtbTE0"
         "c0xGYjdMUm5JbHJqRHhoOQpzMllUVm9RTnFGVVVCSFRtazlSOHNRdG1VbEk4STUrMSt6RTBjMFlrUXBlN2dOTHQrSTJMUnc5YUJt"

@@ -13,13 +13,15 @@ Lambda code: docs/architecture.md):
   not the ``if TYPE_CHECKING:`` blocks, which never run;
 - every package ``__init__.py`` on the way to a module (Python runs them first);
 - what the registries load by name. A module that calls ``import_module`` with a computed name is a *loader*; it
-  loads the modules of its own package that the code it can read names as data: a string ``"shared.a.b"`` or
-  ``"shared.a.b:attribute"`` (the providers registry's ``"shared.providers.stripe:driver"``, and the catalog's
-  entries, wherever they live), or an f-string whose literal start is a package (``f"shared.gateway.{provider}"``:
-  any module of that package). Reading the data, not naming the registries here, keeps this right when the
-  registries become one catalog; the own-package rule is what keeps the gateway clients (named by that same
-  catalog) out of the ingest, whose only loader is the drivers registry. tests/infra/test_assets.py proves the
-  result: each asset, alone on ``sys.path``, imports its handler and every driver and client its registries list.
+  loads the modules that the code it can read names as data: a string ``"shared.a.b"`` or ``"shared.a.b:attribute"``
+  (the catalog's entries, ``"shared.providers.stripe.driver:driver"``, wherever they live), or an f-string whose
+  literal start is a package (``f"shared.a.{name}"``: any module of that package). Which of them: those matching the
+  loader's own ``LOADS_MODULES`` pattern (``"shared.providers.*.driver"``, the pattern the loader also holds every
+  reference to), else those of its own package. That pattern is what keeps the gateway clients (named by the same
+  catalog entries, in the same provider folders) out of the ingest, whose only loader is the drivers registry.
+  Reading the data, not naming the registries here, keeps this right wherever the catalog lives.
+  tests/infra/test_assets.py proves the result: each asset, alone on ``sys.path``, imports its handler and every
+  driver and client its registries list.
 
 The staged folder is rebuilt on every synth so a file deleted from the source never lingers in the asset; the
 developer's ``__pycache__`` never enters it, and where this machine has the runtime's Python the folder carries
@@ -39,7 +41,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatch
+from fnmatch import fnmatch, fnmatchcase
 from pathlib import Path
 from typing import Final, Literal
 
@@ -59,6 +61,8 @@ FIND: Final[Find] = "find"
 _IGNORED_PATTERNS = ("__pycache__", "*.pyc", "*.pyo", ".*", "tests", "test_*.py", "*_test.py")
 _IGNORED = shutil.ignore_patterns(*_IGNORED_PATTERNS)
 # A module named as data: "package.module" or "package.module:attribute" (the registries' and catalog's spelling).
+# A loader's module-level string naming, as a glob over dotted names, the modules it imports by name.
+LOADS_MODULES = "LOADS_MODULES"
 _MODULE_REFERENCE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_][\w.]*)?")
 
 
@@ -102,6 +106,7 @@ class ModuleFacts:
     loads_by_name: bool  # it calls import_module/__import__ with a computed name: a loader
     named_modules: frozenset[str]  # "a.b" of every string constant "a.b" or "a.b:attribute"
     named_packages: frozenset[str]  # "a" of every f-string starting "a.{...}": any module of package a
+    loads_modules: str | None = None  # its LOADS_MODULES: which of the named modules a loader loads
 
 
 def _is_import_call(function: ast.expr) -> bool:
@@ -214,14 +219,32 @@ def _source_facts(
         collector.loads_by_name,
         frozenset(collector.named_modules),
         frozenset(collector.named_packages),
+        _loads_modules(tree),
     )
+
+
+def _loads_modules(tree: ast.Module) -> str | None:
+    """The string a module assigns to LOADS_MODULES at its top level (``X: Final = "..."`` or ``X = "..."``)."""
+    for statement in tree.body:
+        value: ast.expr | None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign):
+            targets, value = [statement.target], statement.value
+        else:
+            continue
+        named = any(isinstance(target, ast.Name) and target.id == LOADS_MODULES for target in targets)
+        if named and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return value.value
+    return None
 
 
 def lazily_loaded_modules(
     loaders: Iterable[str], facts: Iterable[ModuleFacts], modules: Mapping[str, SourceModule]
 ) -> set[str]:
-    """The modules `loaders` can load by name: those of each loader's own package that `facts` (the modules the
-    function can read) name as data, as a "module[:attribute]" string or an f-string over a package."""
+    """The modules `loaders` can load by name: those that `facts` (the modules the function can read) name as data,
+    as a "module[:attribute]" string or an f-string over a package, and that match the loader's LOADS_MODULES
+    pattern (without one: that are of the loader's own package)."""
     facts = list(facts)
     named = {name for fact in facts for name in fact.named_modules if name in modules}
     named |= {
@@ -230,7 +253,8 @@ def lazily_loaded_modules(
     loaded: set[str] = set()
     for loader in loaders:
         package = loader if modules[loader].is_package else loader.rpartition(".")[0]
-        loaded |= {name for name in named if name.startswith(f"{package}.")}
+        pattern = module_facts(modules[loader]).loads_modules or f"{package}.*"
+        loaded |= {name for name in named if fnmatchcase(name, pattern)}
     return loaded
 
 

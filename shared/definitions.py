@@ -1050,8 +1050,8 @@ _BY_EVENT_TIME: Final[HandlerKind] = HANDLER_OCCURRED_AT
 PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ProviderEntry(
         id="stripe",
-        driver="shared.providers.stripe:driver",
-        refetch_client="shared.gateway.stripe:StripeClient",
+        driver="shared.providers.stripe.driver:driver",
+        refetch_client="shared.providers.stripe.client:StripeClient",
         # `v1.*`: the thin versions of the same events (event destinations with thin payloads)
         routes=(
             Route(
@@ -1072,7 +1072,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="standard",
-        driver="shared.providers.standard:driver",
+        driver="shared.providers.standard.driver:driver",
         refetch_client=None,  # a signing scheme, not a gateway: no API to ask
         routes=(Route(_BY_EVENT_TIME, ("payment.*",)),),
         facts=ProviderFacts(
@@ -1085,8 +1085,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="asaas",
-        driver="shared.providers.asaas:driver",
-        refetch_client="shared.gateway.asaas:AsaasClient",
+        driver="shared.providers.asaas.driver:driver",
+        refetch_client="shared.providers.asaas.client:AsaasClient",
         routes=(Route(_REFETCH, ("PAYMENT_*",)),),
         facts=ProviderFacts(
             display_name="Asaas",
@@ -1099,8 +1099,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="pagarme",
-        driver="shared.providers.pagarme:driver",
-        refetch_client="shared.gateway.pagarme:PagarmeClient",
+        driver="shared.providers.pagarme.driver:driver",
+        refetch_client="shared.providers.pagarme.client:PagarmeClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
         facts=ProviderFacts(
             display_name="Pagar.me",
@@ -1114,8 +1114,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="stone",
-        driver="shared.providers.stone:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
-        refetch_client="shared.gateway.stone:StoneClient",
+        driver="shared.providers.stone.driver:driver",  # the Pagar.me driver under Stone's id (Connect Stone)
+        refetch_client="shared.providers.stone.client:StoneClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*", "transaction_status_changed")),),
         facts=ProviderFacts(
             display_name="Stone",
@@ -1130,10 +1130,10 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="kiwify",
-        driver="shared.providers.kiwify:driver",
+        driver="shared.providers.kiwify.driver:driver",
         refetch_client=None,  # no payment API: ordered by event time (provider_status is already canonical)
         routes=(
-            Route(_BY_EVENT_TIME, event_types_from="shared.providers.kiwify:SALE_EVENTS"),
+            Route(_BY_EVENT_TIME, event_types_from="shared.providers.kiwify.driver:SALE_EVENTS"),
             Route(_BY_EVENT_TIME, ("CASHIN.*", "CASHOUT.*")),  # Kiwify Banking
         ),
         facts=ProviderFacts(
@@ -1146,9 +1146,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="hotmart",
-        driver="shared.providers.hotmart:driver",
+        driver="shared.providers.hotmart.driver:driver",
         refetch_client=None,
-        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.hotmart:PURCHASE_EVENTS"),),
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.hotmart.driver:PURCHASE_EVENTS"),),
         facts=ProviderFacts(
             display_name="Hotmart",
             signature="`X-HOTMART-HOTTOK`",
@@ -1160,9 +1160,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="eduzz",
-        driver="shared.providers.eduzz:driver",
+        driver="shared.providers.eduzz.driver:driver",
         refetch_client=None,  # no invoice API is refetched: ordered by event time (provider_status is canonical)
-        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz:INVOICE_EVENTS"),),
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.eduzz.driver:INVOICE_EVENTS"),),
         facts=ProviderFacts(
             display_name="Eduzz",
             signature="`x-signature` HMAC-SHA256 hex of the body",
@@ -1174,9 +1174,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     # Efí (Gerencianet) Pix: mutual TLS, or skip-mTLS's `?hmac=`; several Pix per delivery (docs/providers.md).
     ProviderEntry(
         id="efi",
-        driver="shared.providers.efi:driver",
-        refetch_client="shared.gateway.efi:EfiClient",
-        routes=(Route(_REFETCH, event_types_from="shared.providers.efi:EVENT_TYPES"),),
+        driver="shared.providers.efi.driver:driver",
+        refetch_client="shared.providers.efi.client:EfiClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.efi.driver:EVENT_TYPES"),),
         facts=ProviderFacts(
             display_name="Efí Pix",
             signature="mutual TLS (Efí's CA), else `?hmac=` + source IP",
@@ -1189,8 +1189,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="pagbank",
-        driver="shared.providers.pagbank:driver",
-        refetch_client="shared.gateway.pagbank:PagbankClient",
+        driver="shared.providers.pagbank.driver:driver",
+        refetch_client="shared.providers.pagbank.client:PagbankClient",
         routes=(Route(_REFETCH, ("charge.*", "order.*")),),
         facts=ProviderFacts(
             display_name="PagBank",
@@ -1203,8 +1203,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="iugu",
-        driver="shared.providers.iugu:driver",
-        refetch_client="shared.gateway.iugu:IuguClient",
+        driver="shared.providers.iugu.driver:driver",
+        refetch_client="shared.providers.iugu.client:IuguClient",
         routes=(Route(_REFETCH, ("invoice.*",)),),
         facts=ProviderFacts(
             display_name="iugu",
@@ -1217,9 +1217,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="woovi",
-        driver="shared.providers.woovi:driver",
-        refetch_client="shared.gateway.woovi:WooviClient",
-        routes=(Route(_REFETCH, event_types_from="shared.providers.woovi:CHARGE_EVENTS"),),
+        driver="shared.providers.woovi.driver:driver",
+        refetch_client="shared.providers.woovi.client:WooviClient",
+        routes=(Route(_REFETCH, event_types_from="shared.providers.woovi.driver:CHARGE_EVENTS"),),
         facts=ProviderFacts(
             display_name="Woovi / OpenPix",
             signature="`x-webhook-signature` RSA-SHA256 (Woovi's published keys)",
@@ -1231,7 +1231,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="github",
-        driver="shared.providers.github:driver",
+        driver="shared.providers.github.driver:driver",
         refetch_client=None,
         routes=(),  # GitHub events are not payments: stored, then ignored
         facts=ProviderFacts(
@@ -1244,10 +1244,10 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="shopify",
-        driver="shared.providers.shopify:driver",
+        driver="shared.providers.shopify.driver:driver",
         refetch_client=None,
         # Order and dispute topics only: a transaction alone does not say what the order became.
-        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.shopify:PAYMENT_TOPICS"),),
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.shopify.driver:PAYMENT_TOPICS"),),
         facts=ProviderFacts(
             display_name="Shopify",
             signature="`X-Shopify-Hmac-Sha256` base64",
@@ -1258,8 +1258,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="paddle",
-        driver="shared.providers.paddle:driver",
-        refetch_client="shared.gateway.paddle:PaddleClient",
+        driver="shared.providers.paddle.driver:driver",
+        refetch_client="shared.providers.paddle.client:PaddleClient",
         routes=(Route(_REFETCH, ("transaction.*", "adjustment.*")),),
         facts=ProviderFacts(
             display_name="Paddle",
@@ -1273,8 +1273,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="mercadopago",
-        driver="shared.providers.mercadopago:driver",
-        refetch_client="shared.gateway.mercadopago:MercadoPagoClient",
+        driver="shared.providers.mercadopago.driver:driver",
+        refetch_client="shared.providers.mercadopago.client:MercadoPagoClient",
         routes=(Route(_REFETCH, ("payment", "payment.*")),),
         facts=ProviderFacts(
             display_name="Mercado Pago",
@@ -1289,9 +1289,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="adyen",
-        driver="shared.providers.adyen:driver",
+        driver="shared.providers.adyen.driver:driver",
         refetch_client=None,
-        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.adyen:PAYMENT_EVENT_CODES"),),
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.adyen.driver:PAYMENT_EVENT_CODES"),),
         facts=ProviderFacts(
             display_name="Adyen",
             signature="`hmacSignature` inside the notification item",
@@ -1314,10 +1314,10 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="generic",
-        driver="shared.providers.generic:driver",
+        driver="shared.providers.generic.driver:driver",
         refetch_client=None,
         # The configured `payment_event_types` (INBOX_GENERIC_CONFIG), read when the router is built.
-        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.generic:payment_event_patterns"),),
+        routes=(Route(_BY_EVENT_TIME, event_types_from="shared.providers.generic.driver:payment_event_patterns"),),
         facts=ProviderFacts(
             display_name="any HMAC sender",
             signature="configured by data (`INBOX_GENERIC_CONFIG`)",
@@ -1330,10 +1330,10 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     # (TRUST_NONE above).
     ProviderEntry(
         id="cielo",
-        driver="shared.providers.cielo:driver",
-        refetch_client="shared.gateway.cielo:CieloClient",
+        driver="shared.providers.cielo.driver:driver",
+        refetch_client="shared.providers.cielo.client:CieloClient",
         # Every documented ChangeType names a PaymentId: read it back (an undocumented one is stored and ignored)
-        routes=(Route(_REFETCH, event_types_from="shared.providers.cielo:ROUTED_EVENT_TYPES"),),
+        routes=(Route(_REFETCH, event_types_from="shared.providers.cielo.driver:ROUTED_EVENT_TYPES"),),
         facts=ProviderFacts(
             display_name="Cielo",
             signature="none: refetch-verified (header secret, IP ranges)",
@@ -1345,8 +1345,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
     ),
     ProviderEntry(
         id="zoop",
-        driver="shared.providers.zoop:driver",
-        refetch_client="shared.gateway.zoop:ZoopClient",
+        driver="shared.providers.zoop.driver:driver",
+        refetch_client="shared.providers.zoop.client:ZoopClient",
         routes=(Route(_REFETCH, ("transaction.*",)),),
         facts=ProviderFacts(
             display_name="Zoop",

@@ -4,7 +4,7 @@ Per https://www.standardwebhooks.com: headers `webhook-id` (the event's `id`: th
 receiver's dedup key), `webhook-timestamp` (epoch seconds of this attempt), `webhook-signature` = space-separated
 `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret: during a rotation both the current and
 the previous secret sign, so a receiver holding either verifies. The signing function is the one the `standard`
-provider driver verifies with (`shared.providers.standard.compute_signature`), not a copy.
+provider driver verifies with (`shared.providers.standard.driver.compute_signature`), not a copy.
 
 Delivery is at least once: a 2xx is success; anything else (or a network error) is retried with exponential
 backoff. A redirect is never followed: a 3xx is a failed attempt like a 500 (its `Location` recorded without its
@@ -54,7 +54,7 @@ from shared.definitions import (
     MAXIMUM_FORWARD_LOG_RETENTION_DAYS,
 )
 from shared.forwarding_log import SENDER_FORWARDER, Answer, ForwardLog, endpoint_label, is_accepted
-from shared.providers.standard import SCHEME, compute_signature, decode_secret
+from shared.providers.standard.driver import SCHEME, compute_signature, decode_secret
 from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:

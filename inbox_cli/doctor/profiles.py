@@ -20,9 +20,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shared.definitions import PROVIDER_CATALOG
-from shared.providers import generic, kiwify, mercadopago, paddle, pagarme, pagbank, standard, stripe, woovi
 from shared.providers._schemes import FirstCarried, HmacScheme, Scheme, SchemeVerified, TokenScheme
 from shared.providers.base import ProviderDriver, WebhookRequest
+from shared.providers.generic import driver as generic
+from shared.providers.kiwify import driver as kiwify
+from shared.providers.mercadopago import driver as mercadopago
+from shared.providers.paddle import driver as paddle
+from shared.providers.pagarme import driver as pagarme
+from shared.providers.pagbank import driver as pagbank
+from shared.providers.standard import driver as standard
+from shared.providers.stripe import driver as stripe
+from shared.providers.woovi import driver as woovi
 
 Kind = Literal["hmac", "digest", "token", "asymmetric", "in_body"]
 Encoding = Literal["hex", "base64"]

@@ -1,7 +1,7 @@
 """Every provider shape the simulator speaks, by provider id: one per provider the processor refetches from
-(`shared.definitions.REFETCH_PROVIDERS`, the provider catalog's), each in `inbox_local/gateway_simulator/<id>.py`
-as its module's `SHAPE`. A refetching provider added to the catalog without its shape module fails here, at import,
-and in tests/unit/test_catalog.py."""
+(`shared.definitions.REFETCH_PROVIDERS`, the provider catalog's), each in its provider's folder,
+`inbox_local/providers/<id>/simulator.py`, as that module's `SHAPE`. A refetching provider added to the catalog
+without its shape module fails here, at import, and in tests/unit/test_catalog.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from shared.definitions import REFETCH_PROVIDERS
 
 
 def _shape_of(provider: str) -> ProviderShape:
-    shape: ProviderShape = importlib.import_module(f"inbox_local.gateway_simulator.{provider}").SHAPE
+    shape: ProviderShape = importlib.import_module(f"inbox_local.providers.{provider}.simulator").SHAPE
     if shape.name != provider:
-        raise ValueError(f"inbox_local/gateway_simulator/{provider}.py speaks for {shape.name!r}, not {provider!r}")
+        raise ValueError(f"inbox_local/providers/{provider}/simulator.py speaks for {shape.name!r}, not {provider!r}")
     return shape
 
 

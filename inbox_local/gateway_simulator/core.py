@@ -10,7 +10,7 @@ admin faces take a `provider`, an account name is accepted too (a provider's id 
 - Python, for a simulation driver in the same process: `create_payment`, `transition` (which returns the
   webhooks the gateway would send, in the provider's real body shape, for the driver to sign and deliver in
   whatever order and multiplicity it likes), `advance_to`, `snapshot`, `payments`, `set_faults`.
-- HTTP: each provider's REST routes (one module per provider renders its shape, `catalog.SHAPES`), and the admin
+- HTTP: each provider's REST routes (its folder's simulator module renders its shape, `catalog.SHAPES`), and the admin
   API under `/_sim/` (`admin.py`).
 
 Faults (`faults.Faults`) apply to the API routes only, never the admin ones, drawn from a seeded `random.Random`
@@ -38,7 +38,7 @@ from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShap
 from shared.gateway.base import PaymentSnapshot
 from shared.gateway.registry import api_key_variable, base_url_variable
 from shared.payments.status import PaymentStatus
-from shared.providers._stripe_account import is_account_id
+from shared.providers.stripe.account import is_account_id
 
 S = PaymentStatus
 RATE_SECONDS_KEPT = 3600  # per-second request counts kept (per provider and second): an hour of a busy run
@@ -264,7 +264,7 @@ class GatewaySimulator:
 
     def mark_overdue(self, resource_id: str, *, at: int | None = None, account: str | None = None) -> list[Webhook]:
         """Asaas: a pending payment passes its due date (still pending, status OVERDUE)."""
-        from inbox_local.gateway_simulator.asaas import SHAPE as ASAAS  # noqa: PLC0415 - Asaas's own step
+        from inbox_local.providers.asaas.simulator import SHAPE as ASAAS  # noqa: PLC0415 - Asaas's own step
 
         with self._lock:
             p = self._get(account or ASAAS.name, resource_id)

@@ -1,10 +1,10 @@
 """Senders: what a gateway does that the inbox only imitates — sign a delivery, write a sample notification.
 
 `inbox send`, the gateway simulator, `inbox simulate`/chaos, the benches and the tests need them; no Lambda does
-(the ingest only verifies and parses, `shared/providers/`). So they live here, outside every Lambda asset: one
-module per provider, `inbox_local/senders/<provider>.py`, exposing `sender`. The one signer a Lambda needs, the
-forwarder's Standard Webhooks one, stays in `shared/` (`shared.providers.standard.compute_signature`), and the
-Standard Webhooks sender here uses it.
+(the ingest only verifies and parses, `shared/providers/`). So they live outside every Lambda asset: one module in
+each provider's folder, `inbox_local/providers/<provider>/sender.py`, exposing `sender`; this package holds what they
+share. The one signer a Lambda needs, the forwarder's Standard Webhooks one, stays in `shared/`
+(`shared.providers.standard.driver.compute_signature`), and the Standard Webhooks sender uses it.
 
 `sender_for(provider)` finds a provider's sender (or a declared source's provider's) by that naming rule, so there
 is no list to keep in step with the driver registry; a driver registered at run time that is a `GenericHmacDriver`
@@ -17,7 +17,7 @@ import importlib
 from typing import Protocol
 
 from shared.providers.base import WebhookRequest
-from shared.providers.generic import GenericHmacDriver
+from shared.providers.generic.driver import GenericHmacDriver
 from shared.providers.registry import UnknownProvider, get_driver, provider_names
 
 
@@ -48,12 +48,12 @@ def sender_for(provider: str) -> Sender:
         provider = declared
     driver = get_driver(provider)
     if isinstance(driver, GenericHmacDriver):  # built-in or registered: it signs as its own configuration says
-        from inbox_local.senders.generic import GenericSender  # noqa: PLC0415 - lazy, like the other senders
+        from inbox_local.providers.generic.sender import GenericSender  # noqa: PLC0415 - lazy, like the other senders
 
         return GenericSender(driver)
     try:
-        module = importlib.import_module(f"{__name__}.{provider}")
+        module = importlib.import_module(f"inbox_local.providers.{provider}.sender")
     except ModuleNotFoundError:
-        raise UnknownProvider(f"{provider} (no sender: inbox_local/senders/{provider}.py)") from None
+        raise UnknownProvider(f"{provider} (no sender: inbox_local/providers/{provider}/sender.py)") from None
     sender: Sender = module.sender
     return sender

@@ -202,7 +202,7 @@ class JsonHttpClient:
         pool: HttpPool | None = None,
     ) -> dict[str, Any]:
         """GET `{base_url}{path}?{query}`; `path` must already be escaped (see `path_segment`). `pool` overrides
-        the client's pool for this call (a gateway that wants a client certificate: shared/gateway/efi.py)."""
+        the client's pool for this call (a gateway that wants a client certificate: shared/providers/efi/client.py)."""
         return self.request_json("GET", path, headers=headers, query=query, parse_float=parse_float, pool=pool)
 
     def post_json(

@@ -29,7 +29,8 @@ import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from fnmatch import fnmatchcase
+from typing import Any, Final
 
 from shared.definitions import (
     ENV_API_KEY_SECRET_PREFIX,
@@ -66,6 +67,10 @@ _CONFIGURATION_ERRORS = frozenset(
 )
 
 _ClientFactory = Callable[[JsonHttpClient, Callable[[], str]], GatewayClient]
+# The modules this registry imports by name: each provider folder's client module (shared/providers/<id>/client.py).
+# It refuses any other, and infra/assets.py reads this pattern to stage with the registry the client modules the
+# catalog names (and not the drivers it names beside them).
+LOADS_MODULES: Final = "shared.providers.*.client"
 # provider -> "module:Class" of its client (the provider catalog's `refetch_client`; the module's PROVIDER is the
 # provider's id and DEFAULT_BASE_URL its API). A module is imported with the first client of its provider: a
 # processor only loads the gateways it refetches from (all seven at import were ~12 ms of its cold start,
@@ -78,6 +83,8 @@ _PROVIDERS: dict[str, str] = {
 def client_class(provider: str) -> tuple[_ClientFactory, str]:
     """The client class of `provider` and its API's default base URL (KeyError for a provider with no API)."""
     module_name, class_name = _PROVIDERS[provider].split(":")
+    if not fnmatchcase(module_name, LOADS_MODULES):
+        raise ValueError(f"not a gateway client module reference: {_PROVIDERS[provider]!r}")
     module = importlib.import_module(module_name)
     factory: _ClientFactory = getattr(module, class_name)
     return factory, module.DEFAULT_BASE_URL

@@ -6,11 +6,18 @@ declared there, not here."""
 from __future__ import annotations
 
 import importlib
+from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from shared.definitions import PROVIDER_CATALOG
 from shared.providers.base import ProviderDriver
+
+# The modules this registry imports by name: each provider folder's driver module (shared/providers/<id>/driver.py,
+# its driver and the event lists its routes name). It refuses any other reference, and infra/assets.py reads this
+# pattern to stage with the registry the modules the catalog names that match it: the drivers, not the gateway
+# clients the same catalog names beside them.
+LOADS_MODULES: Final = "shared.providers.*.driver"
 
 
 class UnknownProvider(LookupError):
@@ -46,12 +53,12 @@ def _load_builtin(name: str) -> ProviderDriver:
 
 
 def load_reference(reference: str) -> Any:
-    """What a catalog reference "shared.providers.<module>:<attribute>" names (a driver, a driver's event list).
+    """What a catalog reference "shared.providers.<id>.driver:<attribute>" names (a driver, a driver's event list).
 
-    The one place that imports provider modules by name: a function's Lambda asset carries the provider modules
-    the catalog names because it carries this loader (infra/assets.py stages, for a module that imports by a
-    computed name, the modules of its own package that its function's code names as data)."""
+    The one place that imports driver modules by name: a function's Lambda asset carries the driver modules the
+    catalog names because it carries this loader (infra/assets.py stages, for a module that imports by a computed
+    name, the modules its function's code names as data that match its LOADS_MODULES)."""
     module_name, _, attribute = reference.partition(":")
-    if not module_name.startswith(f"{__package__}.") or not attribute:
+    if not fnmatchcase(module_name, LOADS_MODULES) or not attribute:
         raise ValueError(f"not a provider module reference: {reference!r}")
     return getattr(importlib.import_module(module_name), attribute)

@@ -25,7 +25,7 @@ from shared.inbox.model import inline_body
 from shared.inbox.store import from_attributes
 from shared.providers import WebhookRequest
 from shared.providers.base import derive_event_id
-from shared.providers.pagbank import compute_signature
+from shared.providers.pagbank.driver import compute_signature
 from shared.providers.registry import get_driver
 from tests.e2e.conftest import RunningStack, wait_until
 from tests.length_extension import forge

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from inbox_local.config import signing_secret
-from inbox_local.senders.woovi import key_pair_secret, sender
-from shared.providers.woovi import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
+from inbox_local.providers.woovi.sender import key_pair_secret, sender
+from shared.providers.woovi.driver import LEGACY_HMAC_HEADER, SIGNATURE_HEADER
 from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]

@@ -11,6 +11,7 @@ import sys
 import sysconfig
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -42,35 +43,45 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 REPO_ROOT = FUNCTIONS_DIR.parent
 FUNCTIONS = sorted(path.parent.name for path in FUNCTIONS_DIR.glob("*/handler.py"))
 
-# What each function's asset must carry, and what it must not (a path ending in "/" is a whole package).
+# What each function's asset must carry, and what it must not (a path ending in "/" is a whole package, a `*` any
+# one name: "shared/providers/*/client.py" is every gateway client).
 CARRIES: dict[str, tuple[set[str], set[str]]] = {
     "ingest": (
-        {"shared/ingest.py", "shared/providers/registry.py", "shared/providers/stripe.py", "shared/secrets.py"},
-        {"shared/gateway/", "shared/process/", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
+        {"shared/ingest.py", "shared/providers/registry.py", "shared/providers/stripe/driver.py", "shared/secrets.py"},
+        # the gateway clients live in the drivers' provider folders, named by the same catalog entries: not here
+        {
+            "shared/gateway/",
+            "shared/providers/*/client.py",
+            "shared/process/",
+            "shared/forwarding.py",
+            "shared/sweeper.py",
+            "shared/retention.py",
+        },
     ),
     "process": (
         # the driver modules whose event lists the catalog's routes name (Kiwify's sales events)
         {
             "shared/process/app.py",
             "shared/gateway/registry.py",
-            "shared/gateway/stripe.py",
+            "shared/providers/stripe/client.py",
             "shared/payments/store.py",
-            "shared/providers/kiwify.py",
+            "shared/providers/kiwify/driver.py",
         },
         {"shared/ingest.py", "shared/forwarding.py", "shared/sweeper.py", "shared/retention.py"},
     ),
     "forwarder": (
         # the forwarder signs Standard Webhooks: it keeps that signer
-        {"shared/forwarding.py", "shared/providers/standard.py", "shared/payments/publishing.py"},
+        {"shared/forwarding.py", "shared/providers/standard/driver.py", "shared/payments/publishing.py"},
         # ... and no other driver: the drivers' registry is not reachable from the signer
         {
             "shared/gateway/",
+            "shared/providers/*/client.py",
             "shared/process/",
             "shared/ingest.py",
             "shared/sweeper.py",
             "shared/retention.py",
             "shared/providers/registry.py",
-            "shared/providers/stripe.py",
+            "shared/providers/stripe/driver.py",
         },
     ),
     "publisher": (
@@ -157,7 +168,7 @@ def test_asset_carries_what_its_function_uses_and_not_the_rest(function: str, tm
     needed, not_needed = CARRIES[function]
     # Then it carries what the function uses, and none of what it does not
     assert needed <= files
-    assert not {f for f in files for path in not_needed if f == path or f.startswith(path)}
+    assert not {f for f in files for path in not_needed if f == path or f.startswith(path) or fnmatch(f, path)}
 
 
 # Runs in an interpreter whose only code is the asset (argv[1]) and the venv's third-party libraries (argv[2:]):
@@ -308,42 +319,53 @@ def test_a_relative_import_above_the_top_package_is_refused(tmp_path: Path) -> N
         module_facts(SourceModule("pkg.mod", tmp_path / "pkg/mod.py", is_package=False))
 
 
-# A catalog shaped as shared/definitions.py will hold it: entries naming "module:attribute", read by two registries
-# that import by name, each from its own package.
+# A catalog shaped as shared/definitions.py holds it: entries naming "module:attribute", the driver and the client of a
+# provider side by side in its folder, read by two registries that import by name, each the modules its
+# LOADS_MODULES pattern matches.
 CATALOG_SHAPED_SHARED = {
     "shared/__init__.py": "",
     "shared/definitions.py": """
         CATALOG = (
-            {"id": "alpha", "driver": "shared.providers.alpha:driver", "client": "shared.gateway.alpha:AlphaClient"},
-            {"id": "beta", "driver": "shared.providers.beta:driver", "client": None},
+            {
+                "id": "alpha",
+                "driver": "shared.providers.alpha.driver:driver",
+                "client": "shared.providers.alpha.client:AlphaClient",
+            },
+            {"id": "beta", "driver": "shared.providers.beta.driver:driver", "client": None},
         )
     """,
     "shared/providers/__init__.py": "",
     "shared/providers/registry.py": """
         import importlib
+        from typing import Final
         from shared import definitions
+        LOADS_MODULES: Final = "shared.providers.*.driver"
         def get_driver(provider):
             module, attribute = next(e["driver"] for e in definitions.CATALOG if e["id"] == provider).split(":")
             return getattr(importlib.import_module(module), attribute)
     """,
-    "shared/providers/alpha.py": "from shared.providers import _helpers\n",
     "shared/providers/_helpers.py": "",
-    "shared/providers/beta.py": "",
-    "shared/providers/unlisted.py": "",
+    "shared/providers/alpha/__init__.py": "",
+    "shared/providers/alpha/driver.py": "from shared.providers import _helpers\n",
+    "shared/providers/alpha/client.py": "",
+    "shared/providers/beta/__init__.py": "",
+    "shared/providers/beta/driver.py": "",
+    "shared/providers/beta/client.py": "",
+    "shared/providers/unlisted/__init__.py": "",
+    "shared/providers/unlisted/driver.py": "",
     "shared/gateway/__init__.py": "",
     "shared/gateway/registry.py": """
         import importlib
         from shared import definitions
+        LOADS_MODULES = "shared.providers.*.client"
         def client_class(provider):
             module, name = next(e["client"] for e in definitions.CATALOG if e["id"] == provider).split(":")
             return getattr(importlib.import_module(module), name)
     """,
-    "shared/gateway/alpha.py": "",
-    "shared/gateway/beta_unused.py": "",
 }
 
 
-def test_registries_load_the_modules_the_catalog_names_each_from_its_own_package(tmp_path: Path) -> None:
+def test_registries_load_the_modules_the_catalog_names_that_their_pattern_matches(tmp_path: Path) -> None:
     # Given a shared package whose registries import the modules a catalog names, and two functions
     _write(
         tmp_path,
@@ -356,24 +378,28 @@ def test_registries_load_the_modules_the_catalog_names_each_from_its_own_package
     # When the shared modules each function can import are worked out
     receive = shared_modules_for(tmp_path / "functions/receive", tmp_path / "shared")
     refetch = shared_modules_for(tmp_path / "functions/refetch", tmp_path / "shared")
-    # Then the drivers registry brings the drivers the catalog names (and what they import), not the clients the
-    # same catalog names, nor a driver module no entry names
+    # Then the drivers registry brings the drivers the catalog names (and what they import, and their folders), not
+    # the clients the same catalog names in the same folders, nor a driver no entry names
     assert receive == {
         "shared",
         "shared.definitions",
         "shared.providers",
         "shared.providers.registry",
         "shared.providers.alpha",
+        "shared.providers.alpha.driver",
         "shared.providers._helpers",
         "shared.providers.beta",
+        "shared.providers.beta.driver",
     }
-    # And the gateway registry brings the clients it names, not the drivers
+    # And the gateway registry brings the clients it names, not the drivers, nor a client no entry names
     assert refetch == {
         "shared",
         "shared.definitions",
         "shared.gateway",
         "shared.gateway.registry",
-        "shared.gateway.alpha",
+        "shared.providers",
+        "shared.providers.alpha",
+        "shared.providers.alpha.client",
     }
 
 

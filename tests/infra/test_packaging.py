@@ -613,7 +613,7 @@ TIME_ZONE_RUNNER = textwrap.dedent(
     import json, sys, zoneinfo
     sys.path[:0] = json.loads(sys.argv[1])
     zoneinfo.reset_tzpath([])
-    from shared.providers.asaas import parse_asaas_time
+    from shared.providers.asaas.driver import parse_asaas_time
     times = [parse_asaas_time(t, "dateCreated").isoformat() for t in ("2018-12-01 12:00:00", "2024-06-12 16:45:03")]
     import tzdata
     print(json.dumps({"times": times, "tzdata": tzdata.__file__, "tzpath": list(zoneinfo.TZPATH)}))
@@ -696,7 +696,7 @@ def _development_needles() -> dict[str, bytes]:
     within one line of its source, where the literal is split), the rest whole."""
     from inbox_local.config import DEV_FINGERPRINT_KEY
     from inbox_local.dev_secrets import DEV_SECRETS
-    from inbox_local.senders.woovi import DEV_PRIVATE_KEY
+    from inbox_local.providers.woovi.sender import DEV_PRIVATE_KEY
 
     values = {f"{provider}'s development secret": secret for provider, secret in DEV_SECRETS.items()}
     values["the local fingerprint key"] = DEV_FINGERPRINT_KEY

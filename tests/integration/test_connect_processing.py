@@ -13,11 +13,11 @@ import urllib3
 
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from shared.gateway.http import JsonHttpClient
-from shared.gateway.stripe import StripeClient
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor, Outcome, ReconcileMessage, RetryLater
+from shared.providers.stripe.client import StripeClient
 from shared.sub_account import SubAccount
 from tests.integration.operations_support import a_payment, put_payment
 from tests.integration.processing_support import RecordingQueue, run, store_event

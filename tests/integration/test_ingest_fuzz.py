@@ -35,9 +35,9 @@ from inbox_local.config import LocalNames, function_environment, signing_secret
 from inbox_local.dev_secrets import store_signing_secrets
 from inbox_local.faults import FaultInjector
 from inbox_local.lambda_context import LocalLambdaContext
+from inbox_local.providers.woovi.sender import key_pair_secret
 from inbox_local.resources import provision
 from inbox_local.senders import sender_for
-from inbox_local.senders.woovi import key_pair_secret
 from inbox_local.server import api_gateway_event
 from shared import aws
 from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec

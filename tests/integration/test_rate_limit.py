@@ -22,13 +22,13 @@ from moto.dynamodb.models import DynamoDBBackend
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from shared.gateway.http import JsonHttpClient
 from shared.gateway.ratelimit import RateLimiter, Slot
-from shared.gateway.stripe import StripeClient
 from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.app import process_batch
 from shared.process.handlers import default_router
 from shared.process.service import EventProcessor, Outcome, RetryLater
+from shared.providers.stripe.client import StripeClient
 from tests.integration.processing_support import RecordingQueue, run, store_event
 from tests.integration.test_coalescing import record
 

@@ -1,15 +1,17 @@
 """The provider catalog (`shared.definitions.PROVIDER_CATALOG`) is complete: a provider half-added fails here.
 
-docs/adding-a-provider.md is the checklist; this is what enforces it. `catalog_problems` reads a catalog and the
-repository and says what is missing, so the same checks run on the real catalog (no problem allowed) and on broken
-copies of it (each must be caught: the checks can fail).
+docs/adding-a-provider.md is the checklist; this is what enforces it. A provider is two folders
+(`shared/providers/<id>/`, `inbox_local/providers/<id>/`), its catalog entry and its documentation rows.
+`catalog_problems` reads a catalog and a repository tree and says what is missing, so the same checks run on the real
+catalog and tree (no problem allowed), on broken copies of the catalog and on broken copies of the tree (each must be
+caught: the checks can fail).
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,13 @@ from shared import definitions
 from shared.definitions import HANDLER_KINDS, ORDERING_NONE, PROVIDER_CATALOG, ProviderEntry, Route
 
 REPO = Path(__file__).resolve().parents[2]
-# Modules of shared/providers/ and shared/gateway/ that are machinery, not a provider's (a name starting with an
-# underscore is a private helper and needs no listing).
-PROVIDER_MACHINERY = frozenset({"__init__", "base", "registry"})
-GATEWAY_MACHINERY = frozenset({"__init__", "base", "breaker", "http", "ratelimit", "registry"})
+# Where a provider's two folders live: its Lambda half (driver, refetch client) and its local half (sender, simulator).
+LAMBDA_FOLDERS = Path("shared/providers")
+LOCAL_FOLDERS = Path("inbox_local/providers")
+# The files of each folder: every provider's, and a refetched provider's besides.
+EVERY_PROVIDER = (LAMBDA_FOLDERS / "{id}/__init__.py", LAMBDA_FOLDERS / "{id}/driver.py")
+EVERY_PROVIDER_LOCALLY = (LOCAL_FOLDERS / "{id}/__init__.py", LOCAL_FOLDERS / "{id}/sender.py")
+REFETCHED = (LAMBDA_FOLDERS / "{id}/client.py", LOCAL_FOLDERS / "{id}/simulator.py")
 # The page whose "Providers" table renders the catalog's documented facts, one row per provider.
 PROVIDER_TABLE_PAGE = "docs/sources.md"
 README_ORDERING = {"refetch": "refetch", "occurred_at": "occurred_at", ORDERING_NONE: "none (not payments: ignored)"}
@@ -38,10 +43,6 @@ SOURCE_WORDS = {
 def load(reference: str) -> object:
     module_name, attribute = reference.split(":")
     return getattr(importlib.import_module(module_name), attribute)
-
-
-def module_names(folder: Path) -> set[str]:
-    return {path.stem for path in folder.glob("*.py") if not path.stem.startswith("_") or path.stem == "__init__"}
 
 
 def readme_provider_rows(readme: str) -> dict[str, list[str]]:
@@ -97,9 +98,6 @@ def entry_problems(entry: ProviderEntry, repo: Path) -> list[str]:
                 problems.append(f"{entry.id}: {entry.refetch_client!r} is not a client class of a module for it")
             if not hasattr(module, "DEFAULT_BASE_URL"):
                 problems.append(f"{entry.id}: {entry.refetch_client!r}'s module has no DEFAULT_BASE_URL")
-        shape = repo / "inbox_local" / "gateway_simulator" / f"{entry.id}.py"
-        if not shape.is_file():
-            problems.append(f"{entry.id}: refetched, but the gateway simulator has no REST shape ({shape.name})")
     kinds = {route.handler for route in entry.routes}
     for route in entry.routes:
         problems.extend(route_problems(entry.id, route))
@@ -126,6 +124,34 @@ def route_problems(provider: str, route: Route) -> list[str]:
     return []
 
 
+def folder_problems(catalog: tuple[ProviderEntry, ...], repo: Path) -> list[str]:
+    """The two folders of every entry, with their files; an entry's references naming its own folder's modules; and
+    no provider folder, client or simulator that no entry accounts for."""
+    problems: list[str] = []
+    for entry in catalog:
+        own = f"{LAMBDA_FOLDERS.as_posix().replace('/', '.')}.{entry.id}"
+        if entry.driver.split(":")[0] != f"{own}.driver":
+            problems.append(f"{entry.id}: driver {entry.driver!r} is not in its folder ({own}.driver)")
+        if entry.refetch_client and entry.refetch_client.split(":")[0] != f"{own}.client":
+            problems.append(f"{entry.id}: refetch client {entry.refetch_client!r} is not in its folder ({own}.client)")
+        wanted = (*EVERY_PROVIDER, *EVERY_PROVIDER_LOCALLY, *(REFETCHED if entry.refetch_client else ()))
+        for template in wanted:
+            path = Path(str(template).format(id=entry.id))
+            if not (repo / path).is_file():
+                problems.append(f"{entry.id}: {path.as_posix()} is missing")
+        if not entry.refetch_client:
+            for template in REFETCHED:
+                path = Path(str(template).format(id=entry.id))
+                if (repo / path).exists():
+                    problems.append(f"{path.as_posix()} belongs to no catalog entry ({entry.id} refetches nothing)")
+    ids = {entry.id for entry in catalog}
+    for side in (LAMBDA_FOLDERS, LOCAL_FOLDERS):
+        for folder in sorted(path for path in (repo / side).iterdir() if path.is_dir() and path.name != "__pycache__"):
+            if folder.name not in ids:
+                problems.append(f"{(side / folder.name).as_posix()}/ belongs to no catalog entry")
+    return problems
+
+
 def catalog_problems(catalog: tuple[ProviderEntry, ...], repo: Path = REPO) -> list[str]:
     """Everything that says a provider is half-added (empty when the catalog and the repository agree)."""
     problems: list[str] = []
@@ -133,14 +159,7 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...], repo: Path = REPO) -> l
     problems.extend(f"{provider}: declared twice" for provider in sorted({p for p in ids if ids.count(p) > 1}))
     for entry in catalog:
         problems.extend(entry_problems(entry, repo))
-    drivers = {entry.driver.split(":")[0] for entry in catalog}
-    for name in sorted(module_names(repo / "shared" / "providers") - PROVIDER_MACHINERY):
-        if f"shared.providers.{name}" not in drivers:
-            problems.append(f"shared/providers/{name}.py belongs to no catalog entry")
-    clients = {entry.refetch_client.split(":")[0] for entry in catalog if entry.refetch_client}
-    for name in sorted(module_names(repo / "shared" / "gateway") - GATEWAY_MACHINERY):
-        if f"shared.gateway.{name}" not in clients:
-            problems.append(f"shared/gateway/{name}.py belongs to no catalog entry")
+    problems.extend(folder_problems(catalog, repo))
     readme = (repo / PROVIDER_TABLE_PAGE).read_text()
     rows = readme_provider_rows(readme)
     for entry in catalog:
@@ -236,35 +255,48 @@ def _facts(provider: str, **changes: object) -> tuple[ProviderEntry, ...]:
 
 
 BROKEN = {
-    "a driver module with no entry": (_without("adyen"), "shared/providers/adyen.py belongs to no catalog entry"),
+    "a provider folder with no entry": (_without("adyen"), "shared/providers/adyen/ belongs to no catalog entry"),
+    "a local provider folder with no entry": (_without("adyen"), "inbox_local/providers/adyen/ belongs to no catalog"),
     "a gateway client with no entry": (
         _replaced("iugu", refetch_client=None, routes=()),
-        "shared/gateway/iugu.py belongs to no catalog entry",
+        "shared/providers/iugu/client.py belongs to no catalog entry (iugu refetches nothing)",
+    ),
+    "a simulator with no entry": (
+        _replaced("iugu", refetch_client=None, routes=()),
+        "inbox_local/providers/iugu/simulator.py belongs to no catalog entry",
+    ),
+    "a driver outside its provider's folder": (
+        _replaced("stone", driver="shared.providers.pagarme.driver:driver"),
+        "stone: driver 'shared.providers.pagarme.driver:driver' is not in its folder (shared.providers.stone.driver)",
+    ),
+    "a refetch client outside its provider's folder": (
+        _replaced("stone", refetch_client="shared.providers.pagarme.client:PagarmeClient"),
+        "stone: refetch client 'shared.providers.pagarme.client:PagarmeClient' is not in its folder",
     ),
     "a driver that does not import": (
         _replaced("stripe", driver="shared.providers.strype:driver"),
         "stripe: driver 'shared.providers.strype:driver' does not import",
     ),
     "a driver named otherwise": (
-        _replaced("asaas", driver="shared.providers.stripe:driver"),
-        "asaas: driver 'shared.providers.stripe:driver' is named 'stripe'",
+        _replaced("asaas", driver="shared.providers.stripe.driver:driver"),
+        "asaas: driver 'shared.providers.stripe.driver:driver' is named 'stripe'",
     ),
     "a refetch client that does not import": (
-        _replaced("paddle", refetch_client="shared.gateway.paddle:PadleClient"),
-        "paddle: refetch client 'shared.gateway.paddle:PadleClient' does not import",
+        _replaced("paddle", refetch_client="shared.providers.paddle.client:PadleClient"),
+        "paddle: refetch client 'shared.providers.paddle.client:PadleClient' does not import",
     ),
     "a refetching provider the simulator cannot speak": (
         (
             *PROVIDER_CATALOG,
             ProviderEntry(
                 id="square",
-                driver="shared.providers.stripe:driver",
-                refetch_client="shared.gateway.stripe:StripeClient",
+                driver="shared.providers.stripe.driver:driver",
+                refetch_client="shared.providers.stripe.client:StripeClient",
                 routes=(Route(definitions.HANDLER_REFETCH, ("payment.*",)),),
                 facts=definitions.provider_entry("stripe").facts,
             ),
         ),
-        "square: refetched, but the gateway simulator has no REST shape (square.py)",
+        "square: inbox_local/providers/square/simulator.py is missing",
     ),
     "a route naming an unknown handler kind": (
         _replaced("hotmart", routes=(Route("by_magic", ("PURCHASE_*",)),)),  # type: ignore[arg-type]
@@ -272,9 +304,10 @@ BROKEN = {
     ),
     "a route whose event types do not load": (
         _replaced(
-            "adyen", routes=(Route(definitions.HANDLER_OCCURRED_AT, event_types_from="shared.providers.adyen:NOPE"),)
+            "adyen",
+            routes=(Route(definitions.HANDLER_OCCURRED_AT, event_types_from="shared.providers.adyen.driver:NOPE"),),
         ),
-        "adyen: route's event types 'shared.providers.adyen:NOPE' do not load",
+        "adyen: route's event types 'shared.providers.adyen.driver:NOPE' do not load",
     ),
     "refetch routes without a client": (
         _replaced("standard", routes=(Route(definitions.HANDLER_REFETCH, ("payment.*",)),)),
@@ -304,4 +337,100 @@ BROKEN = {
 def test_a_half_added_provider_is_caught(catalog: tuple[ProviderEntry, ...], expected: str) -> None:
     # Given a deliberately broken copy of the catalog  When it is checked  Then the check names what is missing
     problems = catalog_problems(catalog)
+    assert any(problem.startswith(expected) for problem in problems), problems
+
+
+# ---------------------------------------------------------------------- the checks catch a half-added tree
+
+
+def _copy_of_the_tree(root: Path) -> Path:
+    """What the checks read of the repository, copied under `root`: the provider folders' files (empty: the checks
+    look at which files exist) and the two documentation pages."""
+    for side in (LAMBDA_FOLDERS, LOCAL_FOLDERS):
+        for path in (REPO / side).glob("*/*.py"):
+            copy = root / path.relative_to(REPO)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.touch()
+    for page in (PROVIDER_TABLE_PAGE, "docs/providers.md"):
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        (root / page).write_text((REPO / page).read_text())
+    return root
+
+
+def _remove(relative: str) -> Callable[[Path], None]:
+    return lambda root: (root / relative).unlink()
+
+
+def _add(*relatives: str) -> Callable[[Path], None]:
+    def add(root: Path) -> None:
+        for relative in relatives:
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).touch()
+
+    return add
+
+
+def _drop_providers_row(provider: str) -> Callable[[Path], None]:
+    def drop(root: Path) -> None:
+        page = root / "docs/providers.md"
+        row = re.compile(rf"^\| [^|]*\(`{provider}`.*\n", re.MULTILINE)
+        page.write_text(row.sub("", page.read_text()))
+
+    return drop
+
+
+HALF_ADDED_TREES = {
+    "an entry without its driver": (
+        _remove("shared/providers/paddle/driver.py"),
+        "paddle: shared/providers/paddle/driver.py is missing",
+    ),
+    "an entry without its sender": (
+        _remove("inbox_local/providers/github/sender.py"),
+        "github: inbox_local/providers/github/sender.py is missing",
+    ),
+    "a refetched provider without its client": (
+        _remove("shared/providers/zoop/client.py"),
+        "zoop: shared/providers/zoop/client.py is missing",
+    ),
+    "a refetched provider without its simulator": (
+        _remove("inbox_local/providers/efi/simulator.py"),
+        "efi: inbox_local/providers/efi/simulator.py is missing",
+    ),
+    "a folder that is not a package": (
+        _remove("shared/providers/stripe/__init__.py"),
+        "stripe: shared/providers/stripe/__init__.py is missing",
+    ),
+    "a provider folder with no catalog entry": (
+        _add("shared/providers/square/__init__.py", "shared/providers/square/driver.py"),
+        "shared/providers/square/ belongs to no catalog entry",
+    ),
+    "a local provider folder with no catalog entry": (
+        _add("inbox_local/providers/square/sender.py"),
+        "inbox_local/providers/square/ belongs to no catalog entry",
+    ),
+    "a client for a provider that refetches nothing": (
+        _add("shared/providers/hotmart/client.py"),
+        "shared/providers/hotmart/client.py belongs to no catalog entry (hotmart refetches nothing)",
+    ),
+    "a provider without its docs/providers.md row": (
+        _drop_providers_row("kiwify"),
+        "kiwify: no row in docs/providers.md's provider table",
+    ),
+}
+
+
+def test_a_copy_of_the_tree_is_whole(tmp_path: Path) -> None:
+    # Given a copy of what the checks read of the repository  When it is checked  Then nothing is half-added (the
+    # broken copies below differ from a whole one by their one change)
+    assert catalog_problems(PROVIDER_CATALOG, _copy_of_the_tree(tmp_path)) == []
+
+
+@pytest.mark.parametrize(("change", "expected"), HALF_ADDED_TREES.values(), ids=HALF_ADDED_TREES.keys())
+def test_a_half_added_provider_folder_is_caught(change: Callable[[Path], None], expected: str, tmp_path: Path) -> None:
+    # Given a copy of the repository's provider folders and docs with one file missing or one too many
+    tree = _copy_of_the_tree(tmp_path)
+    change(tree)
+    # When the real catalog is checked against it
+    problems = catalog_problems(PROVIDER_CATALOG, tree)
+    # Then the check names what is missing or whose it is not
     assert any(problem.startswith(expected) for problem in problems), problems

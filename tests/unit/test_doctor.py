@@ -25,8 +25,8 @@ from inbox_cli.doctor import Case, Diagnosis, diagnose
 from inbox_cli.doctor.candidates import SecretCandidate, body_variants
 from inbox_cli.doctor.profiles import DIAGNOSES, SchemeProfile, matrix_markdown, profiles_for, scheme_of
 from inbox_local.dev_secrets import DEV_SECRETS
+from inbox_local.providers.woovi.sender import key_pair_secret
 from inbox_local.senders import sender_for
-from inbox_local.senders.woovi import key_pair_secret
 from shared.definitions import PROVIDER_CATALOG
 from shared.providers.base import ProviderDriver, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver

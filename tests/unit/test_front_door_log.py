@@ -13,9 +13,9 @@ import pytest
 
 from inbox_local.server import ApiServer, loggable_path, query_kept
 from shared import definitions
-from shared.providers.efi import HMAC_QUERY_PARAMETER
-from shared.providers.iugu import TOKEN_PARAM
-from shared.providers.mercadopago import DATA_ID_QUERY, TYPE_QUERY
+from shared.providers.efi.driver import HMAC_QUERY_PARAMETER
+from shared.providers.iugu.driver import TOKEN_PARAM
+from shared.providers.mercadopago.driver import DATA_ID_QUERY, TYPE_QUERY
 from shared.providers.registry import get_driver
 from shared.redaction import REDACTED, redact_query
 from shared.sources import reset_declared_sources

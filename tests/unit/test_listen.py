@@ -30,7 +30,7 @@ from inbox_cli.listen import (
     select_leftovers,
 )
 from shared.forwarding import Forwarder, event_body, signed_request
-from shared.providers.standard import decode_secret
+from shared.providers.standard.driver import decode_secret
 
 SECRET = "whsec_" + base64.b64encode(b"listen-unit-test-secret-32-bytes").decode()
 NOW = 1_780_000_000.0

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from shared.gateway.asaas import STATUS_MAP, AsaasClient, asaas_status, refunded_amount, to_minor_units
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
 from shared.payments.status import PaymentStatus as S
+from shared.providers.asaas.client import STATUS_MAP, AsaasClient, asaas_status, refunded_amount, to_minor_units
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 KEY = "$aact_YTU5YTE0M2M2N2I4MTliNzk0YTI5N2U5MzdjNWZmNDQ6OjAwMDAwMDAwMDAwMDAwMDAwMDA6OiRhYWNoXzQ="

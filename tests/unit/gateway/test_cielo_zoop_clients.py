@@ -7,10 +7,10 @@ import base64
 import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
-from shared.gateway.cielo import CieloClient, sale_status
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.zoop import ZoopClient, centavos, transaction_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.cielo.client import CieloClient, sale_status
+from shared.providers.zoop.client import ZoopClient, centavos, transaction_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 MERCHANT_ID = "6b1a5e2c-0d1f-4c3e-9a7b-2f8e4d6c1a90"

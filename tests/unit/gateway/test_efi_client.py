@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
-from shared.gateway.efi import EfiClient, EfiCredentials, certificate_pool, pix_snapshot
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
 from shared.payments.status import PaymentStatus as S
+from shared.providers.efi.client import EfiClient, EfiCredentials, certificate_pool, pix_snapshot
 from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps
 
 E2E = "E09089356202406121945abcdefghijk"

@@ -8,9 +8,9 @@ import pytest
 
 from shared.gateway.base import ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.iugu import IuguClient, invoice_status
 from shared.payments.status import PaymentStatus as S
-from shared.providers.iugu import INVOICE_STATUS
+from shared.providers.iugu.client import IuguClient, invoice_status
+from shared.providers.iugu.driver import INVOICE_STATUS
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 TOKEN = "iugu-api-token-0123456789"

@@ -16,8 +16,8 @@ from shared.gateway import registry
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.breaker import GuardedClient
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.mercadopago import STATUS_MAP, MercadoPagoClient, mercadopago_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.mercadopago.client import STATUS_MAP, MercadoPagoClient, mercadopago_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 TOKEN = "APP_USR-8423526915216046-061214-5f3a6b7e8c9d0e1f2a3b4c5d6e7f8a9b-1234567"

@@ -15,8 +15,8 @@ from shared.gateway import registry
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.gateway.breaker import GuardedClient
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.paddle import STATUS_MAP, PaddleClient, paddle_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.paddle.client import STATUS_MAP, PaddleClient, paddle_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 KEY = "pdl_live_apikey_01gtgztp8fzz9e4d3tjbe1f9qm_ABCDEFGHIJKLMNOPQRSTUV_XYZ"

@@ -9,9 +9,9 @@ import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.pagarme import PagarmeClient, charge_status, transaction_status
 from shared.payments.status import PaymentStatus as S
-from shared.providers.pagarme import CHARGE_STATUS, TRANSACTION_STATUS
+from shared.providers.pagarme.client import PagarmeClient, charge_status, transaction_status
+from shared.providers.pagarme.driver import CHARGE_STATUS, TRANSACTION_STATUS
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 KEY = "sk_test_0123456789abcdefghijklmn"

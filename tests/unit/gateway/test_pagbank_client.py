@@ -8,8 +8,8 @@ import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.pagbank import PagbankClient, charge_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.pagbank.client import PagbankClient, charge_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 TOKEN = "pagbank-bearer-token-0123456789"
@@ -105,9 +105,9 @@ def test_http_answers():
 
 
 def test_pagbank_and_iugu_are_refetched_from_their_apis():
-    from shared.gateway.iugu import IuguClient
     from shared.gateway.registry import build_gateway_client
     from shared.process.handlers import RefetchPaymentHandler, default_router
+    from shared.providers.iugu.client import IuguClient
 
     router = default_router(lambda provider: None)
     assert isinstance(router.resolve("pagbank", "order.PAID"), RefetchPaymentHandler)

@@ -15,11 +15,11 @@ from aws_lambda_powertools.utilities.parameters import base as parameters_base
 from moto import mock_aws
 
 from shared.gateway import registry
-from shared.gateway.asaas import AsaasClient
 from shared.gateway.base import GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
 from shared.gateway.registry import ApiKeySource, build_gateway_client, gateway_client
-from shared.gateway.stripe import StripeClient
+from shared.providers.asaas.client import AsaasClient
+from shared.providers.stripe.client import StripeClient
 from shared.settings import ConfigurationError
 
 
@@ -160,7 +160,7 @@ def test_the_key_is_not_read_when_the_client_is_built():
 def test_each_provider_names_its_own_module_and_client(provider):
     # Given a provider the registry supports, When its client class is looked up
     factory, default_base = registry.client_class(provider)
-    module = importlib.import_module(f"shared.gateway.{provider}")
+    module = importlib.import_module(f"shared.providers.{provider}.client")
     # Then it is that module's client, for that provider, with that module's API
     assert provider == module.PROVIDER
     assert factory.__module__ == module.__name__
@@ -172,7 +172,8 @@ def test_a_gateway_module_is_loaded_only_with_the_first_client_of_its_provider()
     # Given a fresh interpreter with the registry imported
     code = (
         "import sys; from shared.gateway import registry; "
-        "loaded = lambda: sorted(p for p in registry.supported_providers() if f'shared.gateway.{p}' in sys.modules); "
+        "loaded = lambda: sorted(p for p in registry.supported_providers() "
+        "if f'shared.providers.{p}.client' in sys.modules); "
         "before = loaded(); registry.build_gateway_client('stripe', {}); print(before, loaded())"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,15 +16,15 @@ from moto import mock_aws
 from inbox_local.gateway_simulator import Faults, GatewaySimulator, running_simulator
 from inbox_local.resources import simple_table_spec
 from shared.gateway import registry
-from shared.gateway.asaas import AsaasClient
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.gateway.breaker import BreakerState, CircuitBreaker, GuardedClient
 from shared.gateway.http import JsonHttpClient
-from shared.gateway.stripe import StripeClient
 from shared.payments.status import PaymentStatus as S
-from shared.providers.asaas import driver as asaas_driver
+from shared.providers.asaas.client import AsaasClient
+from shared.providers.asaas.driver import driver as asaas_driver
 from shared.providers.base import WebhookRequest
-from shared.providers.stripe import driver as stripe_driver
+from shared.providers.stripe.client import StripeClient
+from shared.providers.stripe.driver import driver as stripe_driver
 from tests.unit.gateway.fakes import Clock, Sleeps
 
 DRIVERS = {"stripe": stripe_driver, "asaas": asaas_driver}

@@ -11,10 +11,10 @@ import pytest
 
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from shared.gateway.base import ResourceNotFound
-from shared.gateway.stripe import StripeClient
 from shared.payments.status import PaymentStatus as S
 from shared.providers.base import WebhookRequest
-from shared.providers.stripe import driver
+from shared.providers.stripe.client import StripeClient
+from shared.providers.stripe.driver import driver
 from shared.sub_account import SubAccount
 from tests.unit.gateway.fakes import Clock
 from tests.unit.gateway.test_simulator import T0, make_clients

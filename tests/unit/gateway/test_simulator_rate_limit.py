@@ -13,7 +13,7 @@ import urllib3
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from shared.gateway.base import GatewayUnavailable
 from shared.gateway.http import JsonHttpClient
-from shared.gateway.stripe import StripeClient
+from shared.providers.stripe.client import StripeClient
 from tests.unit.gateway.fakes import Clock, Sleeps
 
 T0 = 1_718_221_503.25

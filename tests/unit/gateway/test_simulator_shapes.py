@@ -1,6 +1,6 @@
-"""Every refetch provider's face of the gateway simulator, read by that provider's real client from
-`shared.gateway`: each lifecycle status comes back as the right snapshot, and the simulator's not-found, bad-key and
-rate-limit answers map to the client's errors as the real API's would."""
+"""Every refetch provider's face of the gateway simulator, read by that provider's real client
+(`shared/providers/<id>/client.py`): each lifecycle status comes back as the right snapshot, and the simulator's
+not-found, bad-key and rate-limit answers map to the client's errors as the real API's would."""
 
 from __future__ import annotations
 

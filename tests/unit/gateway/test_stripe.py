@@ -9,8 +9,8 @@ import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.stripe import API_VERSION, StripeClient, stripe_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.stripe.client import API_VERSION, StripeClient, stripe_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 KEY = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"

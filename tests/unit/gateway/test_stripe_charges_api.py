@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.stripe import StripeClient, charge_status
 from shared.payments.status import PaymentStatus as S
+from shared.providers.stripe.client import StripeClient, charge_status
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 
 KEY = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"

@@ -6,8 +6,8 @@ import pytest
 
 from shared.gateway.base import GatewayRejected, ResourceNotFound
 from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient
-from shared.gateway.woovi import WooviClient, charge_snapshot
 from shared.payments.status import PaymentStatus as S
+from shared.providers.woovi.client import WooviClient, charge_snapshot
 from shared.sub_account import SubAccount
 from tests.unit.gateway.fakes import FakePool, FakeResponse, Sleeps
 

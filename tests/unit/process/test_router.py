@@ -50,16 +50,16 @@ def test_an_exact_route_wins_over_a_prefix():
 
 
 # A provider whose routes read their event types from its driver module ("module:attribute" in the catalog).
-DEFERRED = "shopify"  # Route(event_types_from="shared.providers.shopify:PAYMENT_TOPICS")
+DEFERRED = "shopify"  # Route(event_types_from="shared.providers.shopify.driver:PAYMENT_TOPICS")
 
 
 def test_a_drivers_event_types_are_read_with_its_first_event_not_when_the_router_is_built():
     # Given a fresh interpreter (nothing imported by other tests), When the processor's router is built
     script = (
         "import sys, json; from shared.process.app import build_router; router = build_router(lambda p: None); "
-        "before = 'shared.providers.shopify' in sys.modules; "
+        "before = 'shared.providers.shopify.driver' in sys.modules; "
         "handler = router.resolve('shopify', 'orders/paid'); "
-        "print(json.dumps([before, 'shared.providers.shopify' in sys.modules, type(handler).__name__]))"
+        "print(json.dumps([before, 'shared.providers.shopify.driver' in sys.modules, type(handler).__name__]))"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     before, after, handler = json.loads(result.stdout.strip().splitlines()[-1])

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
-from inbox_local.senders.adyen import SAMPLE_STATUSES, sender
-from shared.providers.adyen import (
+from inbox_local.providers.adyen.sender import SAMPLE_STATUSES, sender
+from shared.providers.adyen.driver import (
     PAYMENT_EVENT_CODES,
     STATUS_TABLE,
     compute_signature,

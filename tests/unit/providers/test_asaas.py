@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inbox_local.senders.asaas import sender
-from shared.providers.asaas import driver, value_to_minor_units
+from inbox_local.providers.asaas.sender import sender
+from shared.providers.asaas.driver import driver, value_to_minor_units
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -136,7 +136,7 @@ class TestParse:
         code = (
             "import json, sys, zoneinfo\n"
             "zoneinfo.reset_tzpath([])\n"
-            "from shared.providers.asaas import parse_asaas_time\n"
+            "from shared.providers.asaas.driver import parse_asaas_time\n"
             "times = [parse_asaas_time(t, 'dateCreated').isoformat() for t in sys.argv[1:]]\n"
             "import tzdata\n"
             "print(json.dumps({'times': times, 'tzdata': tzdata.__file__, 'tzpath': list(zoneinfo.TZPATH)}))\n"
@@ -154,7 +154,7 @@ class TestParse:
             "import sys, zoneinfo\n"
             "zoneinfo.reset_tzpath([])\n"
             "sys.modules['tzdata'] = None\n"
-            "from shared.providers.asaas import parse_asaas_time\n"
+            "from shared.providers.asaas.driver import parse_asaas_time\n"
             "try:\n"
             "    parse_asaas_time('2024-06-12 16:45:03', 'dateCreated')\n"
             "except zoneinfo.ZoneInfoNotFoundError:\n"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from shared.providers import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.cielo import CHANGE_TYPES, ROUTED_EVENT_TYPES, driver
+from shared.providers.cielo.driver import CHANGE_TYPES, ROUTED_EVENT_TYPES, driver
 
 SECRET = "merchant-registered-header-value"
 PAYMENT_ID = "24bc8366-fc31-4d6c-8555-17049a836a07"

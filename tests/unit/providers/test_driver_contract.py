@@ -1,7 +1,7 @@
 """What every provider driver promises the ingest, checked the same way for each provider the registry knows.
 
 Parametrized over `provider_names()`, so a provider added to the registry is held to the contract without editing
-this file: its sender (`inbox_local/senders/<provider>.py`) signs each of its samples, the driver verifies and
+this file: its sender (`inbox_local/providers/<provider>/sender.py`) signs each of its samples, the driver verifies and
 parses them, the item the ingest would store re-verifies and holds no secret, and importing the driver loads
 nothing heavy.
 """
@@ -37,7 +37,7 @@ EVENT_ID = "evt_contract_7Qx2"
 RESOURCE_ID = "res_contract_9Kp4"  # the same length as TAMPERED_RESOURCE_ID: a tampered body keeps its size
 TAMPERED_RESOURCE_ID = "res_contract_9Kp5"
 AMOUNT = 4990
-# GitHub events are not payments (see shared/providers/github.py): they name no resource.
+# GitHub events are not payments (see shared/providers/github/driver.py): they name no resource.
 NOT_ABOUT_A_PAYMENT = frozenset({"github"})
 
 PROVIDERS = provider_names()
@@ -58,14 +58,14 @@ def other_secret(secret: str) -> str:
 
 # The providers whose deliveries are signed with the gateway's private key and verified with its public keys: the
 # source's signing secret holds public keys to trust, so "another secret" is a key pair whose public half the driver
-# trusts and whose private half the sender signs with (inbox_local/senders/woovi.py `key_pair_secret`).
+# trusts and whose private half the sender signs with (inbox_local/providers/woovi/sender.py `key_pair_secret`).
 VERIFIED_WITH_PUBLIC_KEYS = frozenset({"woovi"})
 
 
 def another_secret(provider: str) -> str:
     """A secret that is not the configured one: of the same shape, or for a public-key provider a fresh key pair."""
     if provider in VERIFIED_WITH_PUBLIC_KEYS:
-        from inbox_local.senders.woovi import key_pair_secret
+        from inbox_local.providers.woovi.sender import key_pair_secret
 
         return key_pair_secret()
     return other_secret(signing_secret(provider))
@@ -340,7 +340,8 @@ def _allowed(module: str) -> bool:
         top in sys.stdlib_module_names
         or top.startswith("_")  # interpreter internals (_io, _sre...) and stdlib accelerators
         or module in ALLOWED_FIRST_PARTY
-        or module.startswith("shared.providers.")
+        # the drivers' package, not the gateway clients beside them in the provider folders (the processor's)
+        or (module.startswith("shared.providers.") and not module.endswith(".client"))
     )
 
 

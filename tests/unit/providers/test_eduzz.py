@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.eduzz import SAMPLE_STATUSES, compute_signature, sender
+from inbox_local.providers.eduzz.sender import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.eduzz import INVOICE_EVENTS, INVOICE_STATUS, canonical_status, driver
+from shared.providers.eduzz.driver import INVOICE_EVENTS, INVOICE_STATUS, canonical_status, driver
 
 KEY = "eduzz-webhook-key-0123456789"
 PREVIOUS = "eduzz-previous-key-9876543210"

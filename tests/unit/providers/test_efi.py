@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.efi import sender
+from inbox_local.providers.efi.sender import sender
 from shared.providers.base import (
     ClientCertificate,
     PayloadInvalid,
@@ -18,7 +18,7 @@ from shared.providers.base import (
     body_digest_id,
     parse_events,
 )
-from shared.providers.efi import (
+from shared.providers.efi.driver import (
     EFI_WEBHOOK_IP_RANGES,
     PIX_EVENT,
     REFUND_EVENT,

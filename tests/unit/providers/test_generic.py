@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from inbox_local.senders.generic import GenericSender
-from shared.providers import generic
+from inbox_local.providers.generic.sender import GenericSender
 from shared.providers._schemes import signed_bytes
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.generic import (
+from shared.providers.generic import driver as generic
+from shared.providers.generic.driver import (
     ENV_CONFIG,
     GenericConfig,
     GenericConfigError,
@@ -434,8 +434,8 @@ def test_the_international_drivers_import_nothing_heavy():
 
     code = (
         "import sys\n"
-        "import shared.providers.github, shared.providers.shopify, shared.providers.paddle\n"
-        "import shared.providers.mercadopago, shared.providers.adyen, shared.providers.generic\n"
+        "import shared.providers.github.driver, shared.providers.shopify.driver, shared.providers.paddle.driver\n"
+        "import shared.providers.mercadopago.driver, shared.providers.adyen.driver, shared.providers.generic.driver\n"
         "heavy = {'boto3', 'botocore', 'pydantic', 'requests', 'urllib3', 'mercadopago', 'Adyen', 'paddle_billing',"
         " 'aws_lambda_powertools', 'zoneinfo'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"

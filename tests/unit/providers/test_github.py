@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from inbox_local.senders.github import SAMPLE_STATUSES, compute_legacy_signature, compute_signature, sender
+from inbox_local.providers.github.sender import SAMPLE_STATUSES, compute_legacy_signature, compute_signature, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.github import GitHubDriver, driver
+from shared.providers.github.driver import GitHubDriver, driver
 
 SECRET = "current-github-webhook-secret"
 PREVIOUS = "previous-github-webhook-secret"

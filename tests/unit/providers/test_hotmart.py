@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.hotmart import SAMPLE_STATUSES, sender
+from inbox_local.providers.hotmart.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.hotmart import PURCHASE_STATUS, canonical_status, driver
+from shared.providers.hotmart.driver import PURCHASE_STATUS, canonical_status, driver
 
 HOTTOK = "ysewXlAZI1iHdUFqC4ZcV1J5RLhiVe518471"
 PREVIOUS = "previous-hottok-0123456789"

@@ -7,9 +7,9 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
-from inbox_local.senders.iugu import SAMPLE_STATUSES, sender
+from inbox_local.providers.iugu.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.iugu import INVOICE_STATUS, IuguDriver, driver
+from shared.providers.iugu.driver import INVOICE_STATUS, IuguDriver, driver
 
 TOKEN = "iugu-webhook-authorization-0123456789"
 PREVIOUS = "iugu-webhook-authorization-previous"

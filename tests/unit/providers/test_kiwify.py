@@ -13,10 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from inbox_local.senders.kiwify import SAMPLE_STATUSES, compute_signature, sender
+from inbox_local.providers.kiwify.sender import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers._public_keys import KeysUnavailable, StaticKeySource, b64url_encode, parse_ed25519_keys
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.kiwify import KiwifyDriver, banking_status, default_banking_keys, driver, sale_status
+from shared.providers.kiwify.driver import KiwifyDriver, banking_status, default_banking_keys, driver, sale_status
 
 TOKEN = "kiwify-token-current-0123456789"
 PREVIOUS = "kiwify-token-previous-0123456789"

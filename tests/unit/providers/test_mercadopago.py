@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 from mercadopago.webhook import InvalidWebhookSignatureError, WebhookSignatureValidator
 
-from inbox_local.senders.mercadopago import SAMPLE_STATUSES, sender
+from inbox_local.providers.mercadopago.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.mercadopago import MercadoPagoDriver, compute_signature, driver, manifest
+from shared.providers.mercadopago.driver import MercadoPagoDriver, compute_signature, driver, manifest
 
 SECRET = "mp-current-secret-signature-0123456789abcdef"
 PREVIOUS = "mp-previous-secret-signature-0123456789abcdef"

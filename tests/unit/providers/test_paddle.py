@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from paddle_billing.Notifications import PaddleSignature, Secret, Verifier
 
-from inbox_local.senders.paddle import SAMPLE_STATUSES, sender
+from inbox_local.providers.paddle.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.paddle import compute_signature, driver
+from shared.providers.paddle.driver import compute_signature, driver
 
 SECRET = "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_GrOWLNef+vmtjJYq4mSnHNzvc8uWoJ1I"
 PREVIOUS = "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_previous0000000000000000000"

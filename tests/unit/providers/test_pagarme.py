@@ -15,11 +15,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from pagarme import postback as pagarme_postback
 
-from inbox_local.senders.pagarme import SAMPLE_STATUSES, compute_hub_signature, sender
+from inbox_local.providers.pagarme.sender import SAMPLE_STATUSES, compute_hub_signature, sender
 from shared.providers import _public_keys
 from shared.providers._public_keys import CachedKeySource, KeysUnavailable, StaticKeySource, b64url_encode, parse_jwks
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest, body_digest_id
-from shared.providers.pagarme import PagarmeDriver, default_key_source, driver
+from shared.providers.pagarme.driver import PagarmeDriver, default_key_source, driver
 
 NOW = 1_718_221_503
 ROOT = Path(__file__).resolve().parents[3]
@@ -424,8 +424,8 @@ def test_the_brazilian_drivers_import_nothing_heavy():
     # comes along: only a delivery that needs a public-key check (or a key fetch) pays for them
     code = (
         "import sys\n"
-        "import shared.providers.pagarme, shared.providers.kiwify, shared.providers.hotmart\n"
-        "import shared.providers.pagbank, shared.providers.iugu\n"
+        "import shared.providers.pagarme.driver, shared.providers.kiwify.driver, shared.providers.hotmart.driver\n"
+        "import shared.providers.pagbank.driver, shared.providers.iugu.driver\n"
         "heavy = {'boto3', 'botocore', 'pydantic', 'requests', 'urllib3', 'urllib.request', 'http.client',"
         " 'cryptography', 'aws_lambda_powertools', 'zoneinfo'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"

@@ -12,9 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inbox_local.senders.pagbank import SAMPLE_STATUSES, sender
+from inbox_local.providers.pagbank.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.pagbank import CHARGE_STATUS, canonical_status, carries_hash_padding, compute_signature, driver
+from shared.providers.pagbank.driver import (
+    CHARGE_STATUS,
+    canonical_status,
+    carries_hash_padding,
+    compute_signature,
+    driver,
+)
 from tests.length_extension import forge
 
 TOKEN = "pagbank-account-token-0123456789"

@@ -73,8 +73,8 @@ def zoop_delivery(status: str = "succeeded") -> WebhookRequest:
 def _entry(**changes: Any) -> ProviderEntry:
     entry = ProviderEntry(
         id="unsigned",
-        driver="shared.providers.cielo:driver",
-        refetch_client="shared.gateway.cielo:CieloClient",
+        driver="shared.providers.cielo.driver:driver",
+        refetch_client="shared.providers.cielo.client:CieloClient",
         routes=(Route(HANDLER_REFETCH, ("*",)),),
         facts=ProviderFacts("Unsigned", "none", "inferred", "none", None),
         trust=TRUST_NONE,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from inbox_local.providers.generic.sender import GenericSender
 from inbox_local.senders import sender_for
-from inbox_local.senders.generic import GenericSender
 from shared.providers import SigningSecrets, registry
-from shared.providers.generic import GenericConfig, GenericHmacDriver
+from shared.providers.generic.driver import GenericConfig, GenericHmacDriver
 from shared.providers.registry import UnknownProvider, provider_names, register_driver
-from shared.providers.stripe import StripeDriver
+from shared.providers.stripe.driver import StripeDriver
 
 NOW = 1_718_221_503
 

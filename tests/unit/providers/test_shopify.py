@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inbox_local.senders.shopify import SAMPLE_STATUSES, compute_signature, sender
+from inbox_local.providers.shopify.sender import SAMPLE_STATUSES, compute_signature, sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
@@ -18,7 +18,7 @@ from shared.providers.base import (
     body_digest_id,
     derive_event_id,
 )
-from shared.providers.shopify import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
+from shared.providers.shopify.driver import FINANCIAL_STATUS, PAYMENT_TOPICS, driver, transaction_status
 
 SECRET = "shpss_current_client_secret_0123456789"
 PREVIOUS = "shpss_previous_client_secret_0123456789"

@@ -11,7 +11,7 @@ import pytest
 import standardwebhooks
 import svix.webhooks
 
-from inbox_local.senders.standard import sender
+from inbox_local.providers.standard.sender import sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
@@ -19,7 +19,7 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
 )
-from shared.providers.standard import compute_signature, decode_secret, driver
+from shared.providers.standard.driver import compute_signature, decode_secret, driver
 
 # Published vector #3 (providers.md; standard-webhooks and svix test suites)
 VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

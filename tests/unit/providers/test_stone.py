@@ -10,13 +10,13 @@ import urllib3
 
 from inbox_local.gateway_simulator import GatewaySimulator, running_simulator
 from shared.gateway.http import JsonHttpClient
-from shared.gateway.pagarme import PagarmeClient
-from shared.gateway.stone import DEFAULT_BASE_URL, StoneClient
 from shared.payments.status import PaymentStatus as S
 from shared.providers._public_keys import StaticKeySource, b64url_encode, parse_jwks
 from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.pagarme import PagarmeDriver, jwks_variables
-from shared.providers.stone import driver
+from shared.providers.pagarme.client import PagarmeClient
+from shared.providers.pagarme.driver import PagarmeDriver, jwks_variables
+from shared.providers.stone.client import DEFAULT_BASE_URL, StoneClient
+from shared.providers.stone.driver import driver
 from tests.unit.gateway.fakes import Clock, Sleeps
 
 NOW = 1_696_969_693

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import stripe
 
-from inbox_local.senders.stripe import SAMPLE_STATUSES, sender
+from inbox_local.providers.stripe.sender import SAMPLE_STATUSES, sender
 from shared.providers.base import (
     PayloadInvalid,
     SignatureInvalid,
@@ -17,7 +17,7 @@ from shared.providers.base import (
     WebhookRequest,
     body_digest_id,
 )
-from shared.providers.stripe import compute_signature, driver
+from shared.providers.stripe.driver import compute_signature, driver
 
 SECRET = "whsec_test_secret_current_0123456789"
 PREVIOUS = "whsec_test_secret_previous_0123456789"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shared.providers.base import WebhookRequest
-from shared.providers.stripe import driver
+from shared.providers.stripe.driver import driver
 
 CREATED = 1_700_000_000
 
@@ -159,7 +159,7 @@ def test_a_setup_intent_event_is_not_a_payment():
 )
 def test_the_senders_charges_api_samples_are_about_the_charge(status):
     # Given `inbox send stripe --resource-id ch_...`: a sample about a Charges-API charge
-    from inbox_local.senders.stripe import sender
+    from inbox_local.providers.stripe.sender import sender
 
     body = sender.sample_body(
         event_id="evt_1", resource_id="ch_1Local", status=status, amount=1990, occurred_at=CREATED
@@ -172,7 +172,7 @@ def test_the_senders_charges_api_samples_are_about_the_charge(status):
 
 
 def test_a_charges_api_charge_has_no_canceled_sample():
-    from inbox_local.senders.stripe import sender
+    from inbox_local.providers.stripe.sender import sender
 
     with pytest.raises(ValueError, match="Charges API"):
         sender.sample_body(event_id="evt_1", resource_id="ch_1Local", status="canceled", amount=1, occurred_at=CREATED)

@@ -13,13 +13,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret
-from inbox_local.senders.woovi import DEV_KEY_FINGERPRINT, DEV_PRIVATE_KEY, compute_signature, sender
+from inbox_local.providers.woovi.sender import DEV_KEY_FINGERPRINT, DEV_PRIVATE_KEY, compute_signature, sender
 from shared.definitions import SourcesInvalid, SourceSpec, parse_sources
 from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
 from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._public_keys import KeysUnavailable
-from shared.providers.woovi import (
+from shared.providers.woovi.driver import (
     LEGACY_HMAC_HEADER,
     PINNED_KEYS,
     SIGNATURE_HEADER,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from shared.providers import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.zoop import driver
+from shared.providers.zoop.driver import driver
 
 SECRET = "zoop-webhook-authorization-value"
 TRANSACTION = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"

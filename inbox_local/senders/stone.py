@@ -1,8 +1,0 @@
-"""Stone: deliveries as the Pagar.me platform sends them for a Connect Stone account (inbox_local/senders/pagarme.py;
-shared/providers/stone.py verifies and parses them)."""
-
-from __future__ import annotations
-
-from inbox_local.senders.pagarme import PagarmeSender
-
-sender = PagarmeSender()
