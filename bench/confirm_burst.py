@@ -461,6 +461,7 @@ def run_mode(mode: str, payments: int, *, limit: float = LIMIT, seed: int = SEED
         "post_seconds": round(posted - began, 1),
         "seconds": round(finished - began, 1),
         "poll_reads": poller.reads,
+        "poll_period_s": round((finished - began) / max(1, poller.reads), 2),  # a read's own time included
         "limiter": limiter,
     }
 

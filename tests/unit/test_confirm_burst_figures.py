@@ -85,9 +85,7 @@ def test_an_absent_verified_flag_counts_as_verified_and_a_wrong_final_status_nev
 def test_the_figures_are_percentiles_from_each_payments_first_post():
     # Given 4 payments first posted at T0: three correct (and verified) after 1, 2 and 3 s; one shown paid from the
     # payload after 1 s, unverified, corrected to refunded by the refetch at 10 s; and one never shown at all
-    timelines = {
-        f"pi_{n}": [Seen(T0 + 0.5, "pending", None), Seen(T0 + n, "paid", None)] for n in (1, 2, 3)
-    } | {
+    timelines = {f"pi_{n}": [Seen(T0 + 0.5, "pending", None), Seen(T0 + n, "paid", None)] for n in (1, 2, 3)} | {
         "pi_moved": [Seen(T0 + 1, "paid", False), Seen(T0 + 10, "refunded", None)],
         "pi_lost": [Seen(T0 + 1, None, None)],
     }
@@ -96,7 +94,7 @@ def test_the_figures_are_percentiles_from_each_payments_first_post():
         "pi_moved": {"status": "refunded"},
         "pi_lost": {"status": "paid"},
     }
-    kinds = {payment: "agreed" for payment in timelines} | {"pi_moved": "refunded_unannounced"}
+    kinds = dict.fromkeys(timelines, "agreed") | {"pi_moved": "refunded_unannounced"}
 
     # When the mode's figures are computed
     figures = mode_figures(timelines, started, truths, kinds)
