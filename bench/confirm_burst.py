@@ -221,21 +221,24 @@ def p99_ratio(when_behind: Mapping[str, Any] | None, never: Mapping[str, Any]) -
 
 
 def source_entry(mode: str, limit: float) -> dict[str, Any]:
-    """The stack's `stripe` source. The mode is written whenever the parser knows the option (`never` too: once it
-    exists, an eligible provider's default is `when_behind`); without it, the behaviour is `never`'s."""
+    """The stack's `stripe` source. The mode is written whenever sources.json takes the options (`never` too: once
+    they exist, an eligible provider's default is `when_behind`); without them, the behaviour is `never`'s."""
     entry: dict[str, Any] = {"name": PROVIDER, "provider": PROVIDER, "refetch_rate_per_second": limit}
-    if supports_confirm_from_payload():
-        entry |= {"confirm_from_payload": mode, "confirm_behind_seconds": BEHIND_SECONDS}
-    return entry
+    with_mode = entry | {"confirm_from_payload": mode, "confirm_behind_seconds": BEHIND_SECONDS}
+    return with_mode if _parses(with_mode) else entry
 
 
 def supports_confirm_from_payload() -> bool:
-    """Whether sources.json takes `confirm_from_payload` (its parser refuses options it does not know)."""
+    """Whether sources.json takes `confirm_from_payload` and `confirm_behind_seconds` (its parser refuses options
+    it does not know)."""
+    return "confirm_from_payload" in source_entry("when_behind", LIMIT)
+
+
+def _parses(entry: dict[str, Any]) -> bool:
     from shared.definitions import SourcesInvalid, parse_sources  # noqa: PLC0415
 
-    probe = {"name": PROVIDER, "provider": PROVIDER, "confirm_from_payload": "when_behind"}
     try:
-        parse_sources([probe])
+        parse_sources([entry])
     except SourcesInvalid:
         return False
     return True

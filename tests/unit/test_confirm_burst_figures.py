@@ -16,11 +16,13 @@ from bench.confirm_burst import (
     mismatches,
     mode_figures,
     p99_ratio,
+    run_mode,
     source_entry,
     supports_confirm_from_payload,
     to_correct,
     to_verified,
 )
+from shared import definitions
 
 T0 = 1_000_000.0
 
@@ -142,13 +144,29 @@ def test_the_kinds_are_the_shares_of_the_payments_drawn_the_same_for_the_same_se
 
 
 @pytest.mark.parametrize("mode", ["never", "when_behind"])
-def test_the_source_names_the_mode_only_where_sources_json_takes_the_option(mode):
-    # Given this version's parser, which refuses options it does not know
+def test_a_sources_json_that_takes_the_option_gets_the_mode_never_included(monkeypatch, mode):
+    # Given a sources.json parser that takes confirm_from_payload (a version with the option)
+    monkeypatch.setattr(definitions, "parse_sources", lambda document, **_: tuple(document))
+
+    # When the bench declares its source
     entry = source_entry(mode, 1.0)
 
-    # Then the rate is always set, and the mode (never included: once the option exists, an eligible provider's
-    # default is when_behind) exactly when the parser takes it
+    # Then the mode is written, never included (an eligible provider's default is when_behind), with its threshold
+    assert (entry["confirm_from_payload"], entry["confirm_behind_seconds"]) == (mode, 30)
     assert entry["refetch_rate_per_second"] == 1.0
-    assert ("confirm_from_payload" in entry) == supports_confirm_from_payload()
-    if supports_confirm_from_payload():
-        assert entry["confirm_from_payload"] == mode
+    assert supports_confirm_from_payload()
+
+
+def test_a_sources_json_that_refuses_the_option_gets_the_rate_alone(monkeypatch):
+    # Given a parser that refuses the options it does not know
+    def refuse(document, **_):
+        if any("confirm_from_payload" in entry for entry in document):
+            raise definitions.SourcesInvalid("unknown option(s) confirm_from_payload")
+        return tuple(document)
+
+    monkeypatch.setattr(definitions, "parse_sources", refuse)
+
+    # Then the source is declared without the mode (its behaviour is never's), and when_behind is not available
+    assert source_entry("never", 1.0) == {"name": "stripe", "provider": "stripe", "refetch_rate_per_second": 1.0}
+    assert not supports_confirm_from_payload()
+    assert run_mode("when_behind", 24)["available"] is False
