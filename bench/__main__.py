@@ -1,8 +1,9 @@
 """`make bench`: every figure is a ratio against a baseline measured in the same run.
 
 `python -m bench` runs every section; `python -m bench end_to_end` (or `cold_start`, `ingest_cost`, `item_sizes`,
-`ingest_burst`, `refetch_burst`, `processor_batch`) runs some, keeping the other sections of bench/results/latest.json
-as they were.
+`ingest_burst`, `refetch_burst`, `processor_batch`, `confirm_burst`) runs some, keeping the other sections of
+bench/results/latest.json as they were. `--quick` runs the sections that have a smoke-test size at it
+(`confirm_burst`) and writes bench/results/quick.json instead, so the measured figures stay.
 """
 
 from __future__ import annotations
@@ -12,13 +13,24 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, end_to_end, ingest_burst, ingest_cost, item_sizes, processor_batch, refetch_burst
+from bench import (
+    cold_start,
+    confirm_burst,
+    end_to_end,
+    ingest_burst,
+    ingest_cost,
+    item_sizes,
+    processor_batch,
+    refetch_burst,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+QUICK_RESULTS = RESULTS.with_name("quick.json")
 TARGETS = {"ingest: import + init": 1.3, "processor: import + init": 1.2}
 INGEST_OVERHEAD_TARGET = 1.5
 SECTIONS = (
@@ -29,6 +41,7 @@ SECTIONS = (
     "ingest_burst",
     "refetch_burst",
     "processor_batch",
+    "confirm_burst",
 )
 
 
@@ -225,17 +238,71 @@ def print_processor_batch(figures: dict[str, Any]) -> None:
         )
 
 
+def print_confirm_burst(burst: dict[str, Any]) -> None:
+    shares = ", ".join(f"{kind} {share:.0%}" for kind, share in burst["shares"].items())
+    print(
+        f"\nConfirm from the payload (bench/confirm_burst.py): {burst['payments']} Stripe payments (created, then "
+        f"succeeded) posted at once, the gateway limited to {burst['limit_per_second']:g} read/s (429 above); "
+        f"moved on at the gateway: {shares}"
+    )
+    print(
+        f"  {'mode':12} {'to correct p50/p99 s':>21} {'to verified p50/p99 s':>22} {'to confirmed p50/p99 s':>23} "
+        f"{'corrections':>11} {'mismatched':>10} {'gateway max/s':>13} {'over bound':>10} {'seconds':>8}"
+    )
+    for mode in confirm_burst.MODES:
+        run = burst.get(mode)
+        if run is None:
+            continue
+        if not run.get("available"):
+            print(f"  {mode:12} not available: {run.get('reason', '')}")
+            continue
+
+        def pair(figure: dict[str, Any]) -> str:
+            return f"{figure['p50_s']} / {figure['p99_s']}" + (
+                f" ({figure['missing']} never)" if figure["missing"] else ""
+            )
+
+        gateway = run["gateway"]
+        print(
+            f"  {mode:12} {pair(run['to_correct']):>21} {pair(run['to_verified']):>22} "
+            f"{pair(run['to_confirmed']):>23} {run['corrections']:>11} {run['mismatched_payments']:>10} "
+            f"{gateway['per_second_max']:>13} {gateway['windows_over_bound']:>10} {run['seconds']:>8}"
+        )
+    ratio = burst["p99_to_correct_when_behind_vs_never"]
+    verdict = "not measured" if ratio is None else ("met" if burst["target_met"] else "NOT MET")
+    print(
+        f"  p99 to the correct status, when_behind / never: {ratio if ratio is not None else '-'} "
+        f"(target <= {burst['target_ratio']}: {verdict}); ok: {burst['ok']}"
+    )
+
+
+PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "cold_start": print_cold_start,
+    "ingest_cost": print_ingest_cost,
+    "end_to_end": print_end_to_end,
+    "item_sizes": print_item_sizes,
+    "ingest_burst": print_ingest_burst,
+    "refetch_burst": print_refetch_burst,
+    "processor_batch": print_processor_batch,
+    "confirm_burst": print_confirm_burst,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("sections", nargs="*", metavar="section", help=f"any of {', '.join(SECTIONS)} (default: all)")
-    chosen = parser.parse_args(argv).sections or list(SECTIONS)
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke-test sizes where a section has one; results to quick.json"
+    )
+    arguments = parser.parse_args(argv)
+    chosen, results = arguments.sections or list(SECTIONS), QUICK_RESULTS if arguments.quick else RESULTS
     unknown = set(chosen) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
     started = time.monotonic()
     previous: dict[str, Any] = {}
-    if set(chosen) != set(SECTIONS) and RESULTS.exists():
-        previous = json.loads(RESULTS.read_text())  # the sections not run this time stay as they were
+    if set(chosen) != set(SECTIONS) and results.exists():
+        previous = json.loads(results.read_text())  # the sections not run this time stay as they were
     document: dict[str, Any] = {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "sections_measured": chosen,
@@ -263,23 +330,18 @@ def main(argv: list[str] | None = None) -> int:
     if "processor_batch" in chosen:
         print("measuring the processor per event (the gateway simulator, latencies assumed)...", flush=True)
         document["processor_batch"] = processor_batch.measure()
-    if "cold_start" in document:
-        print_cold_start(document["cold_start"])
-    if "ingest_cost" in document:
-        print_ingest_cost(document["ingest_cost"])
-    if "end_to_end" in document:
-        print_end_to_end(document["end_to_end"])
-    if "item_sizes" in document:
-        print_item_sizes(document["item_sizes"])
-    if "ingest_burst" in document:
-        print_ingest_burst(document["ingest_burst"])
-    if "refetch_burst" in document:
-        print_refetch_burst(document["refetch_burst"])
-    if "processor_batch" in document:
-        print_processor_batch(document["processor_batch"])
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
-    where = RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS
+    if "confirm_burst" in chosen:
+        print(
+            "measuring confirm from the payload against a gateway at 1 read/s (a local stack per mode)...", flush=True
+        )
+        size = confirm_burst.QUICK_PAYMENTS if arguments.quick else confirm_burst.PAYMENTS
+        document["confirm_burst"] = confirm_burst.measure(payments=size)
+    for section, show in PRINTERS.items():
+        if section in document:
+            show(document[section])
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(document, indent=2) + "\n")
+    where = results.relative_to(Path.cwd()) if results.is_relative_to(Path.cwd()) else results
     print(f"\nwritten to {where} in {time.monotonic() - started:.0f} s")
     return 0
 

@@ -117,6 +117,28 @@ def webhooks(
     return deliveries
 
 
+def post_one(
+    stack: Stack, connection: http.client.HTTPConnection, body: bytes, headers: dict[str, str]
+) -> tuple[int, http.client.HTTPConnection]:
+    """POST one delivery to the stack's front door, retried as a gateway would on a 5xx or a dropped connection;
+    (the last answer's status, 0 for none; the connection to go on with, a new one after a dropped one)."""
+    status = 0
+    for _ in range(5):
+        try:
+            connection.request("POST", f"/webhooks/{PROVIDER}", body, headers)
+            response = connection.getresponse()
+            response.read()
+            status = response.status
+        except (OSError, http.client.HTTPException):
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", stack.api_port, timeout=60)
+            status = 0
+        if 200 <= status < 500:
+            break
+        time.sleep(0.2)
+    return status, connection
+
+
 def post_all(stack: Stack, deliveries: list[Delivery], senders: int) -> Counter[int]:
     jobs: queue.Queue[Delivery | None] = queue.Queue()
     for job in deliveries:
@@ -130,19 +152,7 @@ def post_all(stack: Stack, deliveries: list[Delivery], senders: int) -> Counter[
         connection = http.client.HTTPConnection("127.0.0.1", stack.api_port, timeout=60)
         while (job := jobs.get()) is not None:
             body, headers = job()
-            for _ in range(5):  # as a gateway would, on a 5xx or a dropped connection
-                try:
-                    connection.request("POST", f"/webhooks/{PROVIDER}", body, headers)
-                    response = connection.getresponse()
-                    response.read()
-                    status = response.status
-                except (OSError, http.client.HTTPException):
-                    connection.close()
-                    connection = http.client.HTTPConnection("127.0.0.1", stack.api_port, timeout=60)
-                    status = 0
-                if 200 <= status < 500:
-                    break
-                time.sleep(0.2)
+            status, connection = post_one(stack, connection, body, headers)
             with lock:
                 answers[status] += 1
         connection.close()
@@ -156,11 +166,16 @@ def post_all(stack: Stack, deliveries: list[Delivery], senders: int) -> Counter[
 
 
 def event_items(stack: Stack, run_id: str, events: int) -> list[dict[str, Any]]:
+    return inbox_items(stack, PROVIDER, [f"evt_{run_id}_{index}" for index in range(events)])
+
+
+def inbox_items(stack: Stack, source: str, event_ids: list[str]) -> list[dict[str, Any]]:
+    """The inbox items (key, status, attempts) of a source's events, those stored so far."""
     from inbox_local.config import LocalNames  # noqa: PLC0415
     from shared.inbox.model import event_key  # noqa: PLC0415
 
     dynamodb, table, items = stack.dynamodb(), LocalNames().inbox_table, []
-    keys = [event_key(PROVIDER, f"evt_{run_id}_{index}") for index in range(events)]
+    keys = [event_key(source, event_id) for event_id in event_ids]
     for start in range(0, len(keys), 100):
         request: dict[str, Any] = {
             table: {
