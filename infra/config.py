@@ -39,8 +39,9 @@ Context values (``cdk deploy -c name=value`` or the ``context`` block of cdk.jso
   ``definitions.MAXIMUM_FORWARD_LOG_RETENTION_DAYS``). Only with ``forward_url``.
 - ``inbox_warm_write_units``: pre-warm the inbox table and its indexes to this many write units per second
   (DynamoDB warm throughput; default: none, a new on-demand table sustains ON_DEMAND_INITIAL_WRITE_UNITS). For a
-  known peak: docs/scale.md works out the figure (a 5,000 webhooks/s burst needs ~25,000 at ingest alone).
-  Raising it is charged, and a raised value can never be lowered again.
+  known peak: docs/scale.md works out the figure (admitting a 5,000 webhooks/s burst takes 30,000). The stage
+  throttle follows it (``definitions.api_throttle``). Raising it is charged, and a raised value can never be
+  lowered again.
 - ``inbox_previous_resource_index``: ``true`` keeps the inbox's events-by-resource index next to the
   events-by-group index that replaced it (default ``false``): only for the first update of a stack deployed
   before that change, because one update may add or delete one index only (docs/deploy.md, "Upgrading the inbox
@@ -81,10 +82,9 @@ ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS = 30
 ARCHIVE_GLACIER_AFTER_DAYS = 90
 # The public Powertools layer's version number, a context value until the stack built its own layer.
 REMOVED_LAYER_SETTING = "powertools_layer_version"
-# What a new on-demand table sustains without pre-warming: 4,000 writes per second (and 12,000 reads)
-# (https://docs.amazonaws.cn/en_us/amazondynamodb/latest/developerguide/pre-warming-on-demand-capacity-mode.html).
-# Warm throughput below it would change nothing.
-ON_DEMAND_INITIAL_WRITE_UNITS = 4_000
+# What a new on-demand table sustains without pre-warming (definitions; docs/aws-limits.md). Warm throughput below
+# it would change nothing.
+ON_DEMAND_INITIAL_WRITE_UNITS = definitions.ON_DEMAND_INITIAL_WRITE_UNITS_PER_SECOND
 
 
 # Step Functions' log levels (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html), OFF left out: the

@@ -78,7 +78,15 @@ class WebhookInboxStack(Stack):
             settings=settings,
             sources_environment=sources_environment,
         )
-        self.api = IngestApi(self, "IngestApi", handler=self.ingest.function)
+        # The front door admits what the inbox table absorbs: pre-warmed, its warm throughput.
+        self.api = IngestApi(
+            self,
+            "IngestApi",
+            handler=self.ingest.function,
+            throttle=definitions.api_throttle(
+                settings.inbox_warm_write_units or definitions.ON_DEMAND_INITIAL_WRITE_UNITS_PER_SECOND
+            ),
+        )
         # The mutual-TLS custom domain, for the sources that declare mutual_tls (and only then).
         mutual_tls = mutual_tls_settings(
             self.node, sources, region=None if Token.is_unresolved(self.region) else self.region

@@ -586,8 +586,29 @@ WEBHOOK_ROUTE: Final = "/webhooks/{provider}"
 # A provider's appended segment (ProviderEntry.path_suffixes): "/webhooks/{provider}/pix" for Efí.
 WEBHOOK_SUFFIX_ROUTE: Final = "/webhooks/{provider}/%s"
 HEALTH_ROUTE: Final = "/health"
-API_THROTTLE_RATE_LIMIT: Final = 500  # requests/s, steady state
-API_THROTTLE_BURST_LIMIT: Final = 1000
+# The stage throttle admits what the inbox table absorbs, so that a burst meets the front door (429: the gateway
+# resends) before DynamoDB (a throttled put: the ingest answers 500, a retry) (docs/scale.md, "The front door").
+# A new on-demand table sustains 4,000 write units/s without pre-warming (docs/aws-limits.md). A delivery the ingest
+# stores writes the item and its two index entries, 3 units (measured: `make bench`, section item_sizes; a
+# duplicate's refused put is 1); its event's settle writes the same table again: the item, twice in a transaction,
+# and the open-events entry's removal, 3 units at most (2.625 measured). The rate counts both per admitted delivery,
+# however fast the processor keeps up; the burst is what one second admits on top of the rate with the ingest's
+# writes alone (the settles follow, after the Pipe and the queue).
+ON_DEMAND_INITIAL_WRITE_UNITS_PER_SECOND: Final = 4_000
+INBOX_WRITE_UNITS_PER_STORED_DELIVERY: Final = 3
+INBOX_WRITE_UNITS_PER_SETTLED_EVENT: Final = 3
+
+
+def api_throttle(table_write_units_per_second: int = ON_DEMAND_INITIAL_WRITE_UNITS_PER_SECOND) -> tuple[int, int]:
+    """The stage's (rate, burst) for an inbox table that absorbs this many write units a second (its warm
+    throughput when pre-warmed)."""
+    rate = table_write_units_per_second // (INBOX_WRITE_UNITS_PER_STORED_DELIVERY + INBOX_WRITE_UNITS_PER_SETTLED_EVENT)
+    burst = table_write_units_per_second // INBOX_WRITE_UNITS_PER_STORED_DELIVERY - rate
+    return rate, burst
+
+
+API_THROTTLE_RATE_LIMIT: Final = api_throttle()[0]  # requests/s, steady state: 666
+API_THROTTLE_BURST_LIMIT: Final = api_throttle()[1]  # 667
 INGEST_TIMEOUT_SECONDS: Final = 10
 INGEST_MEMORY_MB: Final = 512
 

@@ -451,8 +451,20 @@ def handle_api_event(event: dict[str, Any], service_factory: Callable[[], Ingest
         count_for_provider(metric, provider)
     if result.outcome in _REFUSAL_REASON:
         _note_refusal(event, name, spec, result, driver, request, service_factory)
-    (logger.warning if result.status_code >= 400 else logger.info)("webhook", extra=log)
+    _log_delivery(result, log)
     return _json_response(result.status_code, result.body)
+
+
+def _log_delivery(result: IngestResult, log: dict[str, Any]) -> None:
+    """The delivery's line. At INFO, what the inbox item does not say by itself: a duplicate, a refusal, a failure,
+    a delivery of several events. One event stored is its item (`inbox events show`): that line is DEBUG
+    (docs/cost.md, "At INFO, only what the inbox item does not say")."""
+    if result.status_code >= 400:
+        logger.warning("webhook", extra=log)
+    elif result.outcome == "stored" and not result.extra:
+        logger.debug("webhook", extra=log)
+    else:
+        logger.info("webhook", extra=log)
 
 
 def _path_suffixes(provider: str) -> tuple[str, ...]:

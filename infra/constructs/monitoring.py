@@ -32,7 +32,11 @@ services' own metrics are alarmed as well, each on any occurrence in five minute
 - ``api-5xx``: the HTTP API answered a 5xx (``AWS/ApiGateway`` ``5xx`` by ApiId and Stage): the ingest crashed,
   timed out, was throttled or could not store, and a gateway will have to retry the delivery.
 - ``lambda-<function>``: ``AWS/Lambda`` ``Errors`` + ``Throttles`` of each function of the stack (FunctionName):
-  one alarm per function, two metrics each (errors and throttles are told apart on the dashboard).
+  one alarm per function, two metrics each (errors and throttles are told apart on the dashboard). Not where
+  another alarm already pages on the same failures (``ALARMED_THROUGH``; each alarm metric is billed): the ingest
+  is invoked only by the API, which answers 5xx for each of its errors, timeouts and throttles (``api-5xx``); a
+  throttled sweeper does not run, so the gauge it sends every run goes missing, which ``oldest-pending`` counts as
+  breaching (the sweeper's errors keep their alarm: a run that fails may have sent the gauge first).
 - ``pipe-<pipe>``: each EventBridge Pipe's failed executions (``AWS/EventBridge/Pipes`` ``ExecutionFailed`` by
   PipeName: ``PIPE_ALARM_METRICS``). One metric, not the five failure counts Pipes publishes (each would be billed
   as one more alarm metric): every Pipe retries a bounded number of times and then dead-letters what it could not
@@ -85,6 +89,12 @@ PIPES_NAMESPACE = "AWS/EventBridge/Pipes"
 # target stage (the queue or function refused): the dashboard draws them all; the alarm watches ExecutionFailed
 # (the dead-letter queues' alarms catch whatever retries do not cure; see the docstring).
 PIPE_ALARM_METRICS = ("ExecutionFailed",)
+# Function -> the alarm that already pages on its failures ("errors" and "throttles" of `lambda-<function>`), see
+# the module's docstring. The function's alarm keeps the metrics not listed; none, and it has no alarm of its own.
+ALARMED_THROUGH: dict[str, dict[str, str]] = {
+    "ingest": {"errors": "api-5xx", "throttles": "api-5xx"},
+    "sweeper": {"throttles": "oldest-pending"},
+}
 PIPE_FAILURE_METRICS = (
     "ExecutionFailed",
     "ExecutionPartiallyFailed",
@@ -178,17 +188,23 @@ def pipe_failures(label: str, pipe_name: str, names: Sequence[str] = PIPE_FAILUR
     )
 
 
-def function_errors_and_throttles(name: str, function: lambda_.IFunction) -> cw.MathExpression:
-    """A function's errors (its code, its init, its timeout) plus its throttled invocations."""
+def function_failures(name: str, function: lambda_.IFunction, kinds: Sequence[str]) -> cw.MathExpression:
+    """The sum of a function's `kinds` of failure: "errors" (its code, its init, its timeout), "throttles"."""
+    metrics = {
+        "errors": function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+        "throttles": function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+    }
     return cw.MathExpression(
-        expression="FILL(errors, 0) + FILL(throttles, 0)",
-        using_metrics={
-            "errors": function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
-            "throttles": function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
-        },
-        label=f"{name} errors + throttles",
+        expression=" + ".join(f"FILL({kind}, 0)" for kind in kinds),
+        using_metrics={kind: metrics[kind] for kind in kinds},
+        label=f"{name} {' + '.join(kinds)}",
         period=FIVE_MINUTES,
     )
+
+
+def alarmed_failures(name: str) -> tuple[str, ...]:
+    """The kinds of failure `lambda-<name>` alarms on: those no other alarm pages on (`ALARMED_THROUGH`)."""
+    return tuple(kind for kind in ("errors", "throttles") if kind not in ALARMED_THROUGH.get(name, {}))
 
 
 def ignored_ratio(provider: str) -> cw.MathExpression:
@@ -402,18 +418,22 @@ class Monitoring(Construct):
             threshold=1,
             description=(
                 "The webhook API answered 5xx: the ingest crashed, timed out, was throttled or could not store the "
-                "delivery, and the gateway will retry it. See lambda-ingest, the API's access log "
-                "(integrationError) and the ingest's log."
+                "delivery, and the gateway will retry it (this is the ingest function's alarm). See the ingest's "
+                "Errors and Throttles (AWS/Lambda), the API's access log (integrationError) and the ingest's log."
             ),
         )
         for name, function in functions.items():
+            kinds = alarmed_failures(name)
+            if not kinds:
+                continue
             alarm(
                 f"lambda-{name}",
-                function_errors_and_throttles(name, function),
+                function_failures(name, function, kinds),
                 threshold=1,
                 description=(
-                    f"The {name} Lambda failed (an exception, an init crash, a timeout, out of memory) or was "
-                    "throttled (concurrency exhausted). The dashboard tells errors from throttles; its log says why."
+                    f"The {name} Lambda failed (an exception, an init crash, a timeout, out of memory)"
+                    + (" or was throttled (concurrency exhausted)" if "throttles" in kinds else "")
+                    + ". The dashboard tells errors from throttles; its log says why."
                 ),
             )
         for name, pipe_name in pipe_names.items():

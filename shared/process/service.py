@@ -385,11 +385,12 @@ class EventProcessor:
         self, event: InboxEvent, outcome: Outcome, reason: str | None = None, ignored: IgnoredReason | None = None
     ) -> None:
         """The event's one line (docs/operations.md, "Logs"): its pk, provider, type, outcome and why; an ignored
-        one is also counted by source and reason (EventsIgnored)."""
+        one is also counted by source and reason (EventsIgnored). DEBUG when processed or ignored: the settled item
+        holds the same (status, note, ignored reason, time) and EventsSettled counts it (docs/cost.md, "Logs")."""
         count_outcome(outcome.value, event.provider)
         if ignored is not None:
             count_ignored(event.source, ignored.value)
-        logger.info(
+        (logger.debug if outcome in (Outcome.PROCESSED, Outcome.IGNORED) else logger.info)(
             "event settled",
             extra={
                 "pk": event.pk,

@@ -89,7 +89,7 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
         *(f"ignored-no-payment-{provider}" for provider in definitions.PROVIDERS),  # the default sources
         "api-5xx",
-        *(f"lambda-{name}" for name in FUNCTIONS),
+        *(f"lambda-{name}" for name in FUNCTIONS if monitoring.alarmed_failures(name)),
         *(f"pipe-{name}" for name in PIPES),
     }
     assert set(alarms) == expected
@@ -295,9 +295,12 @@ def test_a_5xx_answered_by_the_webhook_api_alarms(synthesized: Synthesized) -> N
     _assert_notifies_the_topic(synthesized, properties)
 
 
-@pytest.mark.parametrize(("name", "function"), FUNCTIONS.items())
+@pytest.mark.parametrize(
+    ("name", "function"),
+    [(name, function) for name, function in FUNCTIONS.items() if name not in monitoring.ALARMED_THROUGH],
+)
 def test_a_function_error_or_throttle_alarms(synthesized: Synthesized, name: str, function: str) -> None:
-    # Given a function of the stack
+    # Given a function of the stack whose failures no other alarm pages on
     function_id = synthesized.logical_id(_construct(synthesized, function))
     # When its alarm is read
     properties = _alarm(synthesized, f"lambda-{name}")
@@ -316,6 +319,24 @@ def test_a_function_error_or_throttle_alarms(synthesized: Synthesized, name: str
     _assert_notifies_the_topic(synthesized, properties)
 
 
+def test_the_ingest_pages_through_the_api_and_a_throttled_sweeper_through_its_missing_gauge(
+    synthesized: Synthesized,
+) -> None:
+    # Given the ingest, invoked by the API only, and the sweeper, which sends the oldest-pending gauge every run
+    sweeper_id = synthesized.logical_id(_construct(synthesized, FUNCTIONS["sweeper"]))
+    alarms = synthesized.stack.monitoring.alarms
+    # When their alarms are read
+    # Then the ingest has none of its own: each of its errors, timeouts and throttles is an API 5xx, which alarms
+    assert "lambda-ingest" not in alarms
+    assert _alarm(synthesized, "api-5xx")["Threshold"] == 1
+    # And the sweeper's alarm is its errors alone: a throttled sweeper sends no gauge, and oldest-pending treats a
+    # missing gauge as breaching
+    stats = _metric_stats(_alarm(synthesized, "lambda-sweeper"))
+    assert {key: stat["Metric"]["MetricName"] for key, stat in stats.items()} == {"errors": "Errors"}
+    assert stats["errors"]["Metric"]["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": sweeper_id}}]
+    assert _alarm(synthesized, "oldest-pending")["TreatMissingData"] == "breaching"
+
+
 def test_every_function_of_the_template_has_its_alarm(synthesized: Synthesized) -> None:
     # Given every Lambda function the template deploys (none is left out, custom-resource handlers included)
     functions = set(synthesized.resources("AWS::Lambda::Function"))
@@ -323,11 +344,13 @@ def test_every_function_of_the_template_has_its_alarm(synthesized: Synthesized) 
     watched = [
         stat["Metric"]["Dimensions"][0]["Value"]["Ref"]
         for name in FUNCTIONS
+        if monitoring.alarmed_failures(name)
         for stat in _metric_stats(_alarm(synthesized, f"lambda-{name}")).values()
         if stat["Metric"]["MetricName"] == "Errors"
     ]
-    # Then each function is watched exactly once
-    assert sorted(watched) == sorted(functions)
+    # Then each function is watched exactly once, the ingest through the API it alone serves (api-5xx)
+    ingest = synthesized.logical_id(_construct(synthesized, FUNCTIONS["ingest"]))
+    assert sorted([*watched, ingest]) == sorted(functions)
 
 
 @pytest.mark.parametrize(("name", "pipe"), PIPES.items())
@@ -505,8 +528,8 @@ def test_the_cost_model_counts_the_alarms_and_their_metrics_of_a_one_source_temp
     template = _template_alarms(one_source)
     # Then the model agrees alarm by alarm
     assert template == alarm_metrics(("stripe",), forwarding=False, sources=("stripe-br",))
-    # And what the one-source fixed cost counts today: 19 alarms on 25 metrics
-    assert (len(template), sum(template.values())) == (19, 25)
+    # And what the one-source fixed cost counts today: 18 alarms on 22 metrics
+    assert (len(template), sum(template.values())) == (18, 22)
 
 
 def test_the_dashboard_is_deployed_only_when_asked_for(synthesized: Synthesized, one_source: Synthesized) -> None:

@@ -114,6 +114,9 @@ def test_context_values_reach_the_function_and_the_names() -> None:
     indexes = table["Properties"]["GlobalSecondaryIndexes"]
     assert len(indexes) == len(definitions.INBOX_GLOBAL_INDEXES)
     assert all(index["WarmThroughput"] == {"WriteUnitsPerSecond": 30000} for index in indexes)
+    # and the front door admits what the pre-warmed table absorbs (30,000 / 6 a second, 30,000 / 3 in the first)
+    (stage,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+    assert stage["DefaultRouteSettings"] == {"ThrottlingRateLimit": 5000, "ThrottlingBurstLimit": 5000}
     bucket = resource(stack.storage.body_bucket)
     expiry = [
         rule["ExpirationInDays"]

@@ -310,7 +310,7 @@ def test_default_stage_throttles_and_logs_access_as_json(synthesized: Synthesize
     log_group_id = access_log["DestinationArn"]["Fn::GetAtt"][0]
     assert synthesized.template_json["Resources"][log_group_id]["Type"] == "AWS::Logs::LogGroup"
     fields = json.loads(access_log["Format"])
-    assert {"requestId", "ip", "routeKey", "status", "responseLength", "integrationError"} <= set(fields)
+    assert {"requestId", "ip", "method", "path", "status", "integrationLatency", "integrationError"} <= set(fields)
     assert all(value.startswith("$context.") for value in fields.values())
     forbidden = ("body", "header", "authorizer")
     assert not [value for value in fields.values() if any(word in value.lower() for word in forbidden)]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from inbox_local.server import ApiServer, TokenBucket
+from shared import definitions
 
 
 class FakeClock:
@@ -34,6 +35,41 @@ def test_the_bucket_allows_the_burst_at_once_then_the_rate():
     assert [bucket.take(), bucket.take()] == [True, False]
     clock.now += 3600
     assert sum(bucket.take() for _ in range(10)) == 3
+
+
+def test_the_default_throttle_admits_what_a_new_inbox_table_absorbs():
+    # Given the local front door's default throttle (the stack's stage has the same) and a new on-demand inbox table
+    clock = FakeClock()
+    server = ApiServer(("127.0.0.1", 0), lambda _event, _context: {}, access_log=False)
+    server.server_close()
+    bucket = TokenBucket(server.throttle.rate, server.throttle.burst, clock=clock)
+    assert (bucket.rate, bucket.burst) == (definitions.API_THROTTLE_RATE_LIMIT, definitions.API_THROTTLE_BURST_LIMIT)
+    # When deliveries arrive at 5,000 a second for 20 seconds
+    arrivals_per_second, seconds = 5_000, 20
+    admitted = [0] * seconds
+    start = clock.now
+    for arrival in range(arrivals_per_second * seconds):
+        clock.now = start + arrival / arrivals_per_second
+        admitted[arrival // arrivals_per_second] += bucket.take()
+    # Then the first second's deliveries fit the table's units with the ingest's writes alone (their settles come
+    # after the Pipe and the queue), and every later second's with each delivery's ingest and settle
+    table = definitions.ON_DEMAND_INITIAL_WRITE_UNITS_PER_SECOND
+    assert admitted[0] * definitions.INBOX_WRITE_UNITS_PER_STORED_DELIVERY <= table
+    per_delivery = definitions.INBOX_WRITE_UNITS_PER_STORED_DELIVERY + definitions.INBOX_WRITE_UNITS_PER_SETTLED_EVENT
+    assert all(count * per_delivery <= table for count in admitted[1:])
+    # And the throttle is not set below what the table absorbs: within a delivery or two a second of it (the token
+    # refilled at a second's last instant falls in the next)
+    assert admitted[-1] >= table // per_delivery - 1
+    assert admitted[0] >= table // definitions.INBOX_WRITE_UNITS_PER_STORED_DELIVERY - 2
+
+
+def test_a_pre_warmed_table_raises_the_throttle_with_it():
+    # Given an inbox table pre-warmed to 16,000 write units a second (-c inbox_warm_write_units=16000)
+    # When the stage's throttle is worked out for it
+    rate, burst = definitions.api_throttle(16_000)
+    # Then it admits four times the default, in the same proportion
+    assert (rate, burst) == (2_666, 2_667)
+    assert rate * 6 <= 16_000 and (rate + burst) * 3 <= 16_000
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The logs an operator has in an incident: one bounded line per delivery and one per settled event, both carrying
 the event's pk (its outcome, provider and reason), so that one event is followed from delivery to settle by its pk
-alone; the batch's metrics flushed once, as one EMF blob (docs/operations.md, "Logs")."""
+alone; at INFO only what its inbox item does not say already (a duplicate, a failure), the rest at DEBUG
+(`-c inbox_log_level=DEBUG`); the batch's metrics flushed once, as one EMF blob (docs/operations.md, "Logs")."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_one_event_is_followed_from_delivery_to_settle_by_its_pk(aws_world, gate
     resource_id = gateway.create_payment("stripe", 1990)
     gateway.transition("stripe", resource_id, PaymentStatus.PAID)
     pk = f"stripe#evt_trail_{resource_id}"
-    caplog.set_level("INFO")
+    caplog.set_level("DEBUG", logger=logger.name)  # as `-c inbox_log_level=DEBUG` deploys it
     # When the gateway delivers it twice (a retry) and the processor settles the batch the Pipe hands over
     delivery = signed_delivery("stripe", event_id=pk.split("#")[1], resource_id=resource_id)
     assert [deliver("stripe", delivery)[0] for _ in range(2)] == [200, 200]
@@ -62,16 +63,18 @@ def test_one_event_is_followed_from_delivery_to_settle_by_its_pk(aws_world, gate
 
     # Then filtering the logs by the pk gives the event's whole story: each delivery, then its settlement
     lines = [json.loads(line) for line in _lines(caplog) if pk in line]
-    assert [(line["message"], line["outcome"]) for line in lines] == [
-        ("webhook", "stored"),
-        ("webhook", "duplicate"),
-        ("event settled", "processed"),
+    assert [(line["message"], line["outcome"], line["level"]) for line in lines] == [
+        ("webhook", "stored", "DEBUG"),  # the stored item says it (`inbox events show`)
+        ("webhook", "duplicate", "INFO"),  # only the log says it
+        ("event settled", "processed", "DEBUG"),  # the settled item says it, EventsSettled counts it
     ]
     assert all(line["pk"] == pk and line["provider"] == "stripe" for line in lines)
     assert lines[-1]["reason"] == "first seen" and lines[-1]["type"].startswith("payment_intent.")
-    # And nothing else is logged at INFO for it (the batch's own line is DEBUG when all went well), every line is
-    # bounded and carries the invocation's request id, not the function's name, ARN, memory or code location
-    assert len(_lines(caplog)) == len(lines)
+    # And at INFO (what Lambda keeps by default) nothing else is logged for it (the batch's own line is DEBUG when
+    # all went well); every line is bounded and carries the invocation's request id, not the function's name, ARN,
+    # memory or code location
+    info = [line for line in _lines(caplog) if json.loads(line)["level"] != "DEBUG"]
+    assert [json.loads(line)["outcome"] for line in info] == ["duplicate"]
     for line in _lines(caplog):
         assert len(line.encode()) <= MAX_LINE_BYTES, line
         assert not DROPPED_KEYS & set(json.loads(line)), line
