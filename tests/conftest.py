@@ -42,6 +42,7 @@ DEFAULT_SOURCES_FILE = Path(tempfile.mkdtemp(prefix="inbox-tests-")) / "sources.
 atexit.register(shutil.rmtree, DEFAULT_SOURCES_FILE.parent, ignore_errors=True)
 
 from shared import definitions  # noqa: E402 - once the environment above is set
+from shared.definitions import sources as declaration  # noqa: E402
 
 DEFAULT_SOURCES_FILE.write_text(definitions.sources_json(definitions.default_sources()), encoding="utf-8")
 os.environ[definitions.ENV_SOURCES_FILE] = str(DEFAULT_SOURCES_FILE)
@@ -56,7 +57,7 @@ def _the_runs_sources_file(environ: Mapping[str, str] | None = None) -> Path:
     return DEFAULT_SOURCES_FILE if path == _CHECKOUTS_SOURCES_FILE else path
 
 
-definitions.sources_file_path = _the_runs_sources_file
+definitions.sources_file_path = declaration.sources_file_path = _the_runs_sources_file
 
 from inbox_local import moto_speedups  # noqa: E402
 from tests import aws_speedups  # noqa: E402 - once the environment above is set

@@ -205,9 +205,12 @@ def test_the_other_pure_modules_import_only_the_standard_library_and_the_definit
     assert {n for n in ours if n != DEFINITIONS_MODULE and not n.startswith(f"{DEFINITIONS_MODULE}.")} == set()
 
 
-def test_the_definitions_module_imports_only_the_standard_library() -> None:
-    # Given the definitions module's imports, wherever they are
-    module = SourceModule(DEFINITIONS_MODULE, REPO_ROOT / "shared" / "definitions.py", is_package=False)
-    imported = set(module_facts(module, runtime_only=False).imports)
-    # Then each is the standard library's (no boto3, no CDK, nothing else of ours)
-    assert {name for name in imported if name.partition(".")[0] not in sys.stdlib_module_names} == set()
+def test_the_definitions_package_imports_only_the_standard_library() -> None:
+    # Given the imports of every module of the definitions package, wherever they are
+    modules = package_modules(REPO_ROOT / "shared" / "definitions", DEFINITIONS_MODULE)
+    assert {"shared.definitions", "shared.definitions.catalog", "shared.definitions.sources"} <= set(modules)
+    for name, module in modules.items():
+        imported = set(module_facts(module, runtime_only=False).imports)
+        # Then each is the standard library's or the package's own (no boto3, no CDK, nothing else of ours)
+        ours = {n for n in imported if n.partition(".")[0] not in sys.stdlib_module_names}
+        assert {n for n in ours if not n.startswith(f"{DEFINITIONS_MODULE}.")} == set(), name

@@ -340,7 +340,7 @@ def _allowed(module: str) -> bool:
         top in sys.stdlib_module_names
         or top.startswith("_")  # interpreter internals (_io, _sre...) and stdlib accelerators
         or module in ALLOWED_FIRST_PARTY
-        or module.startswith("shared.providers.")
+        or module.startswith(("shared.providers.", "shared.definitions."))  # the package's modules, pure
     )
 
 
