@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from inbox_local.dev_secrets import local_signing_secrets
+from infra.sources_file import load_sources
 from shared import definitions
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
@@ -37,7 +38,7 @@ def local_source(name: str) -> definitions.SourceSpec:
 @functools.lru_cache(maxsize=8)
 def _declared(handed: str, path: str) -> tuple[definitions.SourceSpec, ...]:
     # Keyed by the two variables that say where the declaration is: senders ask for a secret per delivery.
-    return definitions.load_sources({definitions.ENV_SOURCES: handed, definitions.ENV_SOURCES_FILE: path})
+    return load_sources({definitions.ENV_SOURCES: handed, definitions.ENV_SOURCES_FILE: path})
 
 
 def signing_secret(source: str) -> str:

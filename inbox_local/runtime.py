@@ -27,6 +27,7 @@ from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
+from infra.sources_file import load_sources
 from shared import definitions
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class LocalStack:
 
     def start(self) -> None:
         # Read before anything starts: a bad sources.json stops the stack with the file's own error message.
-        self.sources = definitions.load_sources()
+        self.sources = load_sources()
         self._check_ports_free(mutual_tls=bool(definitions.mutual_tls_sources(self.sources)))
         os.environ[definitions.ENV_SOURCES] = definitions.sources_json(self.sources)
         os.environ.update(aws_environment(self.endpoints))
@@ -247,7 +248,7 @@ class LocalStack:
 
     def banner(self) -> str:
         url = self.endpoints.api_url
-        sources = self.sources or definitions.load_sources()
+        sources = self.sources or load_sources()
         secrets = "\n".join(f"  {signing_secret_variable(s.name)}={signing_secret(s.name)}" for s in sources)
         simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.

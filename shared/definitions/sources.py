@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from shared.definitions.catalog import PROVIDER_CATALOG, PROVIDERS, REFETCH_PROVIDERS, provider_entry
@@ -20,8 +18,8 @@ from shared.definitions.catalog import PROVIDER_CATALOG, PROVIDERS, REFETCH_PROV
 # `inbox sources list`); the functions receive the parsed declaration in INBOX_SOURCES. Without a file there is
 # one source per catalog provider, named after it, so `/webhooks/stripe` and the `stripe#...` keys keep working.
 #
-# The reader below does file I/O when called (never at import): it is here, in the definitions module, because
-# the stack, the local runtime and the functions must parse the declaration by one set of rules.
+# Here, the declaration's types and the rules that parse it, so that the stack, the local runtime and the functions
+# parse it by one set of rules; reading the file is infra/sources_file.py's, which no Lambda carries.
 SOURCES_FILE_NAME: Final = "sources.json"
 ENV_SOURCES_FILE: Final = "INBOX_SOURCES_FILE"  # where sources.json is (CDK app, local stack, CLI)
 ENV_SOURCES: Final = "INBOX_SOURCES"  # the declared sources as compact JSON, handed to the functions
@@ -224,26 +222,16 @@ def _legacy_signature_problems(entry: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def sources_file_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where sources.json is: INBOX_SOURCES_FILE, else the repository root's."""
-    env = os.environ if environ is None else environ
-    configured = env.get(ENV_SOURCES_FILE, "").strip()
-    return Path(configured) if configured else Path(__file__).resolve().parents[2] / SOURCES_FILE_NAME
+def sources_from_environment(environ: Mapping[str, str]) -> tuple[SourceSpec, ...]:
+    """The sources handed to the functions in INBOX_SOURCES (the stack and the local stack set it from
+    sources.json), else default_sources(): a function never reads a file."""
+    handed = environ.get(ENV_SOURCES, "").strip()
+    return parse_sources_json(handed, where=ENV_SOURCES) if handed else default_sources()
 
 
-def load_sources(environ: Mapping[str, str] | None = None) -> tuple[SourceSpec, ...]:
-    """The declared sources: INBOX_SOURCES when set (the functions), else the sources.json file (the stack, the
-    local stack, the CLI), else default_sources(). A file named by INBOX_SOURCES_FILE must exist."""
-    env = os.environ if environ is None else environ
-    handed = env.get(ENV_SOURCES, "").strip()
-    if handed:
-        return parse_sources(_json(handed, ENV_SOURCES), where=ENV_SOURCES)
-    path = sources_file_path(env)
-    if not path.is_file():
-        if env.get(ENV_SOURCES_FILE, "").strip():
-            raise SourcesInvalid(f"{ENV_SOURCES_FILE}={path}: no such file")
-        return default_sources()
-    return parse_sources(_json(path.read_text(encoding="utf-8"), str(path)), where=str(path))
+def parse_sources_json(text: str, *, where: str) -> tuple[SourceSpec, ...]:
+    """The sources a sources.json text declares (`where` names the file or variable it came from)."""
+    return parse_sources(_json(text, where), where=where)
 
 
 def sources_json(sources: tuple[SourceSpec, ...]) -> str:

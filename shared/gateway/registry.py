@@ -39,8 +39,8 @@ from shared.definitions import (
     SourcesInvalid,
     SourceSpec,
     find_source,
-    load_sources,
     source_env_suffix,
+    sources_from_environment,
 )
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
@@ -154,10 +154,10 @@ def supported_providers() -> tuple[str, ...]:
 
 
 def source_refetch_rate(source: str, provider: str, environ: Mapping[str, str]) -> float:
-    """Requests per second `source` may send: its declaration's (sources.json / INBOX_SOURCES), else its provider's
-    documented rate (a source not declared: a default deployment names sources after their providers)."""
+    """Requests per second `source` may send: its declaration's (INBOX_SOURCES, from sources.json), else its
+    provider's documented rate (a source not declared: a default deployment names sources after their providers)."""
     try:
-        sources = load_sources(environ)
+        sources = sources_from_environment(environ)
     except SourcesInvalid as error:  # a broken deployment: an operator must act, retrying will not help
         raise GatewayRejected(f"sources not readable for {source}: {error}") from None
     try:
