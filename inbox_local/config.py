@@ -99,6 +99,7 @@ class LocalNames:
     rejected_table: str = f"{LOCAL_STACK_NAME}-rejected"
     forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
+    api_key_secret_prefix: str = f"{LOCAL_STACK_NAME}/gateway-api-key/"  # {prefix}{source} (inbox_local/api_keys.py)
 
 
 def aws_environment(endpoints: LocalEndpoints) -> dict[str, str]:
@@ -124,6 +125,7 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_BODY_BUCKET: names.body_bucket,
         definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,
         definitions.ENV_SECRET_PREFIX: names.secret_prefix,
+        definitions.ENV_API_KEY_SECRET_PREFIX: names.api_key_secret_prefix,
         definitions.ENV_REJECTED_TABLE: names.rejected_table,
         definitions.ENV_FINGERPRINT_KEY: fingerprint_key(),
         "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inbox_local.api_keys import local_api_keys, store_api_keys
 from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.aws_process import EmbeddedAws
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
@@ -125,15 +126,7 @@ class LocalStack:
         os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)
         os.environ.setdefault(definitions.ENV_MAX_ATTEMPTS, str(definitions.MAX_PROCESSING_ATTEMPTS))
 
-        # The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<SOURCE> points elsewhere: one
-        # account per declared source of a provider it speaks, each with its own API key and payments.
-        self.simulator = GatewaySimulator(
-            self.endpoints.gateway_port,
-            host=self.endpoints.host,
-            accounts={s.name: s.provider for s in self.sources if s.provider in SIMULATED_PROVIDERS},
-        ).start()
-        for name, value in self.simulator.environment().items():
-            os.environ.setdefault(name, value)
+        self.simulator = self._start_gateway_simulator(session.client("secretsmanager"))
 
         from functions.archiver.handler import lambda_handler as archiver_handler  # noqa: PLC0415
         from functions.ingest.handler import lambda_handler as ingest_handler  # noqa: PLC0415
@@ -239,6 +232,22 @@ class LocalStack:
             self.simulator.stop()
         if self._moto is not None:
             self._moto.stop()
+
+    def _start_gateway_simulator(self, secretsmanager: Any) -> GatewaySimulator:
+        """The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<SOURCE> points elsewhere: one
+        account per declared source of a provider it speaks, each with its own API key and payments. The functions
+        read the API keys from Secrets Manager, as in AWS: INBOX_API_KEY_<SOURCE> where set, else the simulator's
+        key of the source's account."""
+        simulator = GatewaySimulator(
+            self.endpoints.gateway_port,
+            host=self.endpoints.host,
+            accounts={s.name: s.provider for s in self.sources if s.provider in SIMULATED_PROVIDERS},
+        ).start()
+        for name, value in simulator.environment().items():
+            os.environ.setdefault(name, value)
+        api_keys = local_api_keys(self.sources, simulator.api_keys)
+        store_api_keys(secretsmanager, self.names.api_key_secret_prefix, api_keys)
+        return simulator
 
     def request_stop(self) -> None:
         self._stopping.set()

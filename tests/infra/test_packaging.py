@@ -809,3 +809,53 @@ def test_no_uploaded_code_reads_the_sources_file(synthesized: Synthesized) -> No
     assert [f"{folder.name}/{found}" for folder in folders for found in _sources_file_readers(folder)] == []
     # And each carries the declaration's parser, which reads what the stack hands it in INBOX_SOURCES
     assert all((folder / SOURCES_FILE_DECLARED_IN).is_file() for folder in folders)
+
+
+# A gateway's API key reaches a function only through Secrets Manager (in AWS the stack's secret, locally the one the
+# local stack stores from INBOX_API_KEY_<SOURCE> or its simulator): no uploaded code reads a key from a variable.
+KEY_SECRET_VARIABLES = frozenset({definitions.ENV_API_KEY_SECRETS, definitions.ENV_API_KEY_SECRET_PREFIX})
+
+
+def _plaintext_api_key_readers(folder: Path) -> list[str]:
+    """Where an uploaded module spells a plaintext API-key variable (`INBOX_API_KEY_...` as a string or the literal
+    start of an f-string) other than the two that name the secrets; docstrings left out (they may say where a key
+    comes from locally)."""
+    found: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value.startswith("INBOX_API_KEY_")
+                and node.value not in KEY_SECRET_VARIABLES
+            ):
+                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_the_plaintext_key_check_finds_a_variable_read_not_the_secrets_names(tmp_path: Path) -> None:
+    # Given modules reading a key from a variable (by f-string, by name), one naming the secrets, one only saying so
+    (tmp_path / "by_source.py").write_text("import os\nKEY = os.environ.get(f'INBOX_API_KEY_{SOURCE}')\n")
+    (tmp_path / "by_name.py").write_text("VARIABLE = 'INBOX_API_KEY_STRIPE'\n")
+    (tmp_path / "secrets.py").write_text("MAP, PREFIX = 'INBOX_API_KEY_SECRETS', 'INBOX_API_KEY_SECRET_PREFIX'\n")
+    (tmp_path / "told.py").write_text('"""Locally INBOX_API_KEY_<SOURCE> is stored as the secret."""\n')
+    # Then the check reports the two that read one, and nothing else
+    assert [line.partition(":")[0] for line in _plaintext_api_key_readers(tmp_path)] == ["by_name.py", "by_source.py"]
+
+
+def test_no_uploaded_code_reads_an_api_key_from_a_variable(synthesized: Synthesized) -> None:
+    # Given every function asset as uploaded
+    folders = [folder for folder in _uploaded_code(synthesized) if folder.name != LAYER_PYTHON_DIR]
+    assert len(folders) >= 6
+    # Then none spells a plaintext API-key variable: the processor and the sweeper read their keys from secrets
+    assert [f"{folder.name}/{found}" for folder in folders for found in _plaintext_api_key_readers(folder)] == []
+    assert any((folder / "shared" / "gateway" / "registry.py").is_file() for folder in folders)
