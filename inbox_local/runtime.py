@@ -186,7 +186,7 @@ class LocalStack:
     def _hold_functions_to_aws(self) -> None:
         """Every function held to its timeout, and answered by S3 as its declared grants allow, as in AWS."""
         from inbox_local import invocation, s3_access  # noqa: PLC0415
-        from shared.s3_grants import Bucket  # noqa: PLC0415
+        from shared.definitions.s3_grants import Bucket  # noqa: PLC0415
 
         invocation.install()
         s3_access.install({self.names.body_bucket: Bucket.BODIES, self.names.archive_bucket: Bucket.ARCHIVE})
