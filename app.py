@@ -18,10 +18,10 @@ from typing import Any
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from inbox_cli.deploy_summary import summarize
+from infra import sources_file
 from infra.application import build_app  # the variable above must be set before jsii loads
 from infra.config import FunctionObservability, SettingsError
 from infra.stack import WebhookInboxStack
-from shared import definitions
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
 
 def summary(stack: WebhookInboxStack, template: Mapping[str, Any]) -> str:
     """The deploy summary of the synthesized `stack` (inbox_cli/deploy_summary.py)."""
-    declaration = definitions.sources_file_path()
+    declaration = sources_file.sources_file_path()
     return summarize(
         template,
         stack_name=stack.stack_name,

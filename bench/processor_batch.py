@@ -177,13 +177,13 @@ def _client(simulator: Any, control: LatencyControlTable) -> Any:
     from shared.gateway.breaker import CircuitBreaker, GuardedClient  # noqa: PLC0415
     from shared.gateway.http import JsonHttpClient  # noqa: PLC0415
     from shared.gateway.ratelimit import RateLimiter  # noqa: PLC0415
-    from shared.gateway.registry import ApiKeySource, client_class  # noqa: PLC0415
+    from shared.gateway.registry import client_class  # noqa: PLC0415
 
     factory, _ = client_class(PROVIDER)
     limiter = RateLimiter("control", PROVIDER, 1000.0, dynamodb=control)  # type: ignore[arg-type]
     http = JsonHttpClient(simulator.url, provider=PROVIDER, throttle=limiter)
     breaker = CircuitBreaker("control", PROVIDER, dynamodb=control)  # type: ignore[arg-type]
-    return GuardedClient(factory(http, ApiKeySource(PROVIDER, simulator.environment())), breaker)
+    return GuardedClient(factory(http, lambda: simulator.api_keys[PROVIDER] or ""), breaker)
 
 
 def measure(

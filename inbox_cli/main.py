@@ -940,7 +940,8 @@ def cost(events: int, region: str, body_kb: float | None, dashboard: bool, traci
     from dataclasses import replace  # noqa: PLC0415
 
     from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost, render  # noqa: PLC0415
-    from shared.definitions import SourcesInvalid, load_sources  # noqa: PLC0415
+    from infra.sources_file import load_sources  # noqa: PLC0415
+    from shared.definitions import SourcesInvalid  # noqa: PLC0415
 
     try:  # the fixed cost follows the declaration: secrets exist for the declared sources only
         declared = load_sources()

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from inbox_cli.target import Target, UnknownSource
+from inbox_local.api_keys import api_key_variable
 from inbox_local.dev_secrets import signing_secret_variable
 from shared import definitions
 from shared.definitions import SourceSpec
-from shared.gateway.registry import api_key_variable
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment
 from inbox_local.dev_secrets import dev_signing_secret, signing_secret_variable
+from infra.sources_file import load_sources
 from shared import definitions
 from shared.definitions import SourceSpec
 from shared.secrets import secret_arns
@@ -133,7 +134,7 @@ def resolve(stack: str | None) -> Target:
             forward_log_table=names.forward_log_table,
             dead_letter_queues={"processor": names.dead_letter_queue},
             rejected_table=names.rejected_table,
-            sources=definitions.load_sources(),
+            sources=load_sources(),
             mtls_api_url=endpoints.mtls_url,
         )
 

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from inbox_local.dev_secrets import local_signing_secrets
+from infra.sources_file import load_sources
 from shared import definitions
 
 LOCAL_STACK_NAME = "webhook-inbox-local"
@@ -37,7 +38,7 @@ def local_source(name: str) -> definitions.SourceSpec:
 @functools.lru_cache(maxsize=8)
 def _declared(handed: str, path: str) -> tuple[definitions.SourceSpec, ...]:
     # Keyed by the two variables that say where the declaration is: senders ask for a secret per delivery.
-    return definitions.load_sources({definitions.ENV_SOURCES: handed, definitions.ENV_SOURCES_FILE: path})
+    return load_sources({definitions.ENV_SOURCES: handed, definitions.ENV_SOURCES_FILE: path})
 
 
 def signing_secret(source: str) -> str:
@@ -98,6 +99,7 @@ class LocalNames:
     rejected_table: str = f"{LOCAL_STACK_NAME}-rejected"
     forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
+    api_key_secret_prefix: str = f"{LOCAL_STACK_NAME}/gateway-api-key/"  # {prefix}{source} (inbox_local/api_keys.py)
 
 
 def aws_environment(endpoints: LocalEndpoints) -> dict[str, str]:
@@ -123,6 +125,7 @@ def function_environment(names: LocalNames) -> dict[str, str]:
         definitions.ENV_BODY_BUCKET: names.body_bucket,
         definitions.ENV_ARCHIVE_BUCKET: names.archive_bucket,
         definitions.ENV_SECRET_PREFIX: names.secret_prefix,
+        definitions.ENV_API_KEY_SECRET_PREFIX: names.api_key_secret_prefix,
         definitions.ENV_REJECTED_TABLE: names.rejected_table,
         definitions.ENV_FINGERPRINT_KEY: fingerprint_key(),
         "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,

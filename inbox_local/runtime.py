@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inbox_local.api_keys import local_api_keys, store_api_keys
 from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.aws_process import EmbeddedAws
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
@@ -27,6 +28,7 @@ from inbox_local.queue_mapping import QueueMapping
 from inbox_local.resources import provision
 from inbox_local.schedule import Schedule
 from inbox_local.server import ApiServer
+from infra.sources_file import load_sources
 from shared import definitions
 
 if TYPE_CHECKING:
@@ -99,7 +101,7 @@ class LocalStack:
 
     def start(self) -> None:
         # Read before anything starts: a bad sources.json stops the stack with the file's own error message.
-        self.sources = definitions.load_sources()
+        self.sources = load_sources()
         self._check_ports_free(mutual_tls=bool(definitions.mutual_tls_sources(self.sources)))
         os.environ[definitions.ENV_SOURCES] = definitions.sources_json(self.sources)
         os.environ.update(aws_environment(self.endpoints))
@@ -124,15 +126,7 @@ class LocalStack:
         os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)
         os.environ.setdefault(definitions.ENV_MAX_ATTEMPTS, str(definitions.MAX_PROCESSING_ATTEMPTS))
 
-        # The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<SOURCE> points elsewhere: one
-        # account per declared source of a provider it speaks, each with its own API key and payments.
-        self.simulator = GatewaySimulator(
-            self.endpoints.gateway_port,
-            host=self.endpoints.host,
-            accounts={s.name: s.provider for s in self.sources if s.provider in SIMULATED_PROVIDERS},
-        ).start()
-        for name, value in self.simulator.environment().items():
-            os.environ.setdefault(name, value)
+        self.simulator = self._start_gateway_simulator(session.client("secretsmanager"))
 
         from functions.archiver.handler import lambda_handler as archiver_handler  # noqa: PLC0415
         from functions.ingest.handler import lambda_handler as ingest_handler  # noqa: PLC0415
@@ -192,7 +186,7 @@ class LocalStack:
     def _hold_functions_to_aws(self) -> None:
         """Every function held to its timeout, and answered by S3 as its declared grants allow, as in AWS."""
         from inbox_local import invocation, s3_access  # noqa: PLC0415
-        from shared.s3_grants import Bucket  # noqa: PLC0415
+        from shared.definitions.s3_grants import Bucket  # noqa: PLC0415
 
         invocation.install()
         s3_access.install({self.names.body_bucket: Bucket.BODIES, self.names.archive_bucket: Bucket.ARCHIVE})
@@ -239,6 +233,22 @@ class LocalStack:
         if self._moto is not None:
             self._moto.stop()
 
+    def _start_gateway_simulator(self, secretsmanager: Any) -> GatewaySimulator:
+        """The built-in gateway simulator is the refetch API unless INBOX_API_BASE_<SOURCE> points elsewhere: one
+        account per declared source of a provider it speaks, each with its own API key and payments. The functions
+        read the API keys from Secrets Manager, as in AWS: INBOX_API_KEY_<SOURCE> where set, else the simulator's
+        key of the source's account."""
+        simulator = GatewaySimulator(
+            self.endpoints.gateway_port,
+            host=self.endpoints.host,
+            accounts={s.name: s.provider for s in self.sources if s.provider in SIMULATED_PROVIDERS},
+        ).start()
+        for name, value in simulator.environment().items():
+            os.environ.setdefault(name, value)
+        api_keys = local_api_keys(self.sources, simulator.api_keys)
+        store_api_keys(secretsmanager, self.names.api_key_secret_prefix, api_keys)
+        return simulator
+
     def request_stop(self) -> None:
         self._stopping.set()
 
@@ -247,7 +257,7 @@ class LocalStack:
 
     def banner(self) -> str:
         url = self.endpoints.api_url
-        sources = self.sources or definitions.load_sources()
+        sources = self.sources or load_sources()
         secrets = "\n".join(f"  {signing_secret_variable(s.name)}={signing_secret(s.name)}" for s in sources)
         simulated = ", ".join(SIMULATED_PROVIDERS)
         return f"""Webhook Inbox local stack is up.

@@ -1,7 +1,8 @@
-"""S3 as it answers a function's role: from the function's declared grants (shared/s3_grants.py), nothing else.
+"""S3 as it answers a function's role: from the function's declared grants (shared/definitions/s3_grants.py),
+nothing else.
 
-The stack grants each function exactly what shared/s3_grants.py declares (infra/constructs/s3_access.py). moto
-answers anyone anything, so here, for a call made by a local function (inbox_local/invocation.py names it) on one
+The stack grants each function exactly what shared/definitions/s3_grants.py declares (infra/constructs/s3_access.py).
+moto answers anyone anything, so here, for a call made by a local function (inbox_local/invocation.py names it) on one
 of the stack's buckets:
 - an operation whose IAM action the function's grants do not allow (on that bucket, and on that key for an object
   action) is refused with 403 AccessDenied, before it is sent;
@@ -22,7 +23,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from inbox_local.invocation import add_call_hook, current_invocation
-from shared.s3_grants import LIST_BUCKET, OPERATION_ACTIONS, Bucket, allows
+from shared.definitions.s3_grants import LIST_BUCKET, OPERATION_ACTIONS, Bucket, allows
 
 ACCESS_DENIED: Final = "AccessDenied"
 _MISSING_KEY_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})

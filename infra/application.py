@@ -13,6 +13,7 @@ from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import SettingsError, stack_name_from_context
+from infra.sources_file import load_sources
 from infra.stack import WebhookInboxStack
 from shared import definitions
 
@@ -35,7 +36,7 @@ def declared_sources(environ: Mapping[str, str] | None = None) -> tuple[definiti
     env = dict(os.environ if environ is None else environ)
     env.pop(definitions.ENV_SOURCES, None)
     try:
-        return definitions.load_sources(env)
+        return load_sources(env)
     except definitions.SourcesInvalid as error:
         raise SettingsError(str(error)) from None
 

@@ -23,7 +23,7 @@ provider's default source)::
 - Replay, per selected event: one UpdateItem ``SET status = pending, open_status = pending#<same shard>,
   dispatch_id = <new uuid>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
   REMOVE last_error``, conditioned on ``status`` still being the selected one: the inbox lifecycle's replay write
-  (shared/definitions.py composes it from the lifecycle's table, as it does for shared/inbox/lifecycle.py, the
+  (shared/definitions/lifecycle.py composes it from the lifecycle's table, as it does for shared/inbox/lifecycle.py, the
   run-time owner; this module embeds it, its varying values as Step Functions paths).
   ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
   the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
@@ -227,7 +227,7 @@ def _added_counts(*, page: bool) -> dict[str, Any]:
 
 
 def replay_update(item: str = "$.item") -> dict[str, Any]:
-    """The replay's UpdateItem, as the inbox's lifecycle composes it (shared/definitions.py's table, which
+    """The replay's UpdateItem, as the inbox's lifecycle composes it (shared/definitions/lifecycle.py's table, which
     shared/inbox/lifecycle.py, the run-time owner of the item's writes, uses too), its varying values taken from
     the state: the item's own index shard (the item, as DynamoDB returned it, at the path ``item``), a fresh
     uuid, the state's entered time (ISO-8601 UTC) and the execution's ARN, conditioned on the status the input

@@ -67,8 +67,8 @@ if TYPE_CHECKING:
 _UNSAFE_KEY_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # S3's answers for a body no retry will bring back, and what the archive line says of each. With s3:ListBucket
-# (the archiver has it: shared/s3_grants.py) a missing key is NoSuchKey (404 for a HEAD); AccessDenied is then a
-# real refusal (a bucket or key policy), which a retry within the stream's 24 hours would not fix either.
+# (the archiver has it: shared/definitions/s3_grants.py) a missing key is NoSuchKey (404 for a HEAD); AccessDenied is
+# then a real refusal (a bucket or key policy), which a retry within the stream's 24 hours would not fix either.
 BODY_UNAVAILABLE_CODES: Final[dict[str, str]] = {
     "NoSuchKey": "the body bucket no longer holds body_s3_key (expired before the item)",
     "404": "the body bucket no longer holds body_s3_key (expired before the item)",

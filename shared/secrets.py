@@ -42,7 +42,7 @@ def secret_id(ids: Mapping[str, str], prefix: str, name: str) -> str | None:
 
 def secret_arns(ids: Mapping[str, str]) -> dict[str, str]:
     """A deployed map `{source: ARN}` with each ARN in full: the stack writes the ARNs' common part once, under
-    SECRET_MAP_ARN_PREFIX_KEY (shared/definitions.py explains); a map written in full is returned as it is."""
+    SECRET_MAP_ARN_PREFIX_KEY (shared/definitions/resources.py explains); a map written in full is returned as it is."""
     return {name: _full_arn(ids, value) for name, value in ids.items() if name != SECRET_MAP_ARN_PREFIX_KEY}
 
 

@@ -1,19 +1,20 @@
 """The declared sources at run time: parsed once per cold start, looked up by name, and their sender IP ranges.
 
-The declaration is shared/definitions.py's (`load_sources`: INBOX_SOURCES for the functions, which the stack and
-the local stack set from sources.json). It is read and parsed once per process (`declared_sources`), and each
-source's IP ranges are parsed once too, so the work per delivery is a dict lookup and at most
-MAX_SOURCE_IP_RANGES network membership tests, whatever a sender puts in the URL or its headers.
+The declaration is the one the functions are handed in INBOX_SOURCES (`sources_from_environment`; the stack and
+the local stack set it from sources.json, which no function reads). It is read and parsed once per process
+(`declared_sources`), and each source's IP ranges are parsed once too, so the work per delivery is a dict lookup
+and at most MAX_SOURCE_IP_RANGES network membership tests, whatever a sender puts in the URL or its headers.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from shared.definitions import SOURCE_NAME_RULE, SourceSpec, load_sources, source_name_problem
+from shared.definitions import SOURCE_NAME_RULE, SourceSpec, source_name_problem, sources_from_environment
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -54,7 +55,7 @@ class Sources:
 def declared_sources() -> Sources:
     """The process's declared sources, read once (a Lambda instance's environment does not change). A broken
     declaration raises SourcesInvalid here, at the first use, naming every bad entry."""
-    return Sources.of(load_sources())
+    return Sources.of(sources_from_environment(os.environ))
 
 
 def reset_declared_sources() -> None:

@@ -41,14 +41,15 @@ for _name in [name for name in os.environ if name.startswith("INBOX_") and name 
 DEFAULT_SOURCES_FILE = Path(tempfile.mkdtemp(prefix="inbox-tests-")) / "sources.json"
 atexit.register(shutil.rmtree, DEFAULT_SOURCES_FILE.parent, ignore_errors=True)
 
+from infra import sources_file  # noqa: E402
 from shared import definitions  # noqa: E402 - once the environment above is set
 
 DEFAULT_SOURCES_FILE.write_text(definitions.sources_json(definitions.default_sources()), encoding="utf-8")
 os.environ[definitions.ENV_SOURCES_FILE] = str(DEFAULT_SOURCES_FILE)
-# And in this process, a test that hands the code an environment of its own without INBOX_SOURCES_FILE (a gateway
-# client built from a dict) reads the run's file too, never the checkout's: the same declaration "no file" means.
-_CHECKOUTS_SOURCES_FILE = definitions.sources_file_path({})
-_sources_file_path = definitions.sources_file_path
+# And in this process, a test that hands the file's reader (infra/sources_file.py) an environment of its own without
+# INBOX_SOURCES_FILE reads the run's file too, never the checkout's: the same declaration "no file" means.
+_CHECKOUTS_SOURCES_FILE = sources_file.sources_file_path({})
+_sources_file_path = sources_file.sources_file_path
 
 
 def _the_runs_sources_file(environ: Mapping[str, str] | None = None) -> Path:
@@ -56,7 +57,7 @@ def _the_runs_sources_file(environ: Mapping[str, str] | None = None) -> Path:
     return DEFAULT_SOURCES_FILE if path == _CHECKOUTS_SOURCES_FILE else path
 
 
-definitions.sources_file_path = _the_runs_sources_file
+sources_file.sources_file_path = _the_runs_sources_file
 
 from inbox_local import moto_speedups  # noqa: E402
 from tests import aws_speedups  # noqa: E402 - once the environment above is set

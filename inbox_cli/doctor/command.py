@@ -26,6 +26,7 @@ from inbox_cli.rejected import RejectedDelivery, fingerprint_for, load_rejected
 from inbox_cli.target import Target, resolve
 from inbox_local.dev_secrets import dev_signing_secret, signing_secret_variable
 from inbox_local.server import LAMBDA_MAX_SYNC_REQUEST_BYTES
+from infra.sources_file import load_sources
 from shared.definitions import (
     DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
     ENV_SIGNATURE_TOLERANCE,
@@ -33,7 +34,6 @@ from shared.definitions import (
     SourcesInvalid,
     SourceSpec,
     find_source,
-    load_sources,
 )
 from shared.providers.base import SigningSecrets, WebhookRequest
 from shared.secrets import SecretUnavailable, read_secret_pair

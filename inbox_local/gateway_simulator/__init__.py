@@ -3,8 +3,9 @@ shape of every provider the processor refetches from (Stripe, Asaas, Pagar.me, M
 iugu...), exactly as their refetch clients (`shared/providers/<id>/client.py`) call them.
 
 The processor refetches every money-moving event from the gateway's API. Locally (and in `inbox simulate`,
-`inbox send` and chaos runs) that API is this server: `environment()` gives the `INBOX_API_BASE_<PROVIDER>` /
-`INBOX_API_KEY_<PROVIDER>` that point the real clients at it.
+`inbox send` and chaos runs) that API is this server: `environment()` gives the `INBOX_API_BASE_<PROVIDER>` that
+point the real clients at it, and the local stack stores each account's key (`api_keys`) in its Secrets Manager,
+where the clients read their keys (inbox_local/api_keys.py).
 
 One concern per module: `core` (payments, lifecycle, faults, dispatch), `admin` (the `/_sim/` JSON API),
 `server` (HTTP glue), `faults`, `model`, `shape` (what a provider's face is), `catalog` (which shapes exist). Each

@@ -6,6 +6,7 @@ import argparse
 import sys
 import threading
 
+from inbox_local.api_keys import api_key_variable
 from inbox_local.gateway_simulator.core import GatewaySimulator
 
 
@@ -19,6 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gateway simulator on {simulator.url}", flush=True)
     for name, value in simulator.environment().items():
         print(f"  {name}={value}", flush=True)
+    # The accounts' keys, as the local stack takes them from its environment (and stores them as their secrets).
+    for account, key in simulator.api_keys.items():
+        if key:
+            print(f"  {api_key_variable(account)}={key}", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -36,7 +36,7 @@ from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, 
 from inbox_local.gateway_simulator.server import QuietServer, make_handler
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShape
 from shared.gateway.base import PaymentSnapshot
-from shared.gateway.registry import api_key_variable, base_url_variable
+from shared.gateway.registry import base_url_variable
 from shared.payments.status import PaymentStatus
 from shared.providers.stripe.account import is_account_id
 
@@ -136,15 +136,10 @@ class GatewaySimulator:
         return f"http://{self.host}:{self.port}"
 
     def environment(self) -> dict[str, str]:
-        """The variables that point the real gateway clients at this simulator: INBOX_API_BASE_<SOURCE> and
-        INBOX_API_KEY_<SOURCE> of every account (a source's name is its account's)."""
-        env: dict[str, str] = {}
-        for account in self.accounts:
-            env[base_url_variable(account)] = self.url
-            key = self.api_keys.get(account)
-            if key:
-                env[api_key_variable(account)] = key
-        return env
+        """The variables that point the real gateway clients at this simulator: INBOX_API_BASE_<SOURCE> of every
+        account (a source's name is its account's). The accounts' keys (`api_keys`) are secrets: the local stack
+        stores them in its Secrets Manager (inbox_local/api_keys.py), where the clients read them."""
+        return {base_url_variable(account): self.url for account in self.accounts}
 
     # ---------------------------------------------------------------------------------------------- faults
 

@@ -17,10 +17,11 @@ the item is already deleted and the stream record is the last copy); what could 
 Permissions, resource by resource (``dispatch_pipe.grant_stream_read``, as the Pipes have them):
 - the inbox stream: DescribeStream, GetRecords, GetShardIterator on the stream ARN; ListStreams on ``*``, the only
   resource that action takes (it has no resource type), acknowledged as such;
-- S3, as shared/s3_grants.py declares it: the archive bucket, PutObject under ``definitions.ARCHIVE_KEY_PREFIX``
-  only (no read, no delete); the body bucket, GetObject (bodies too large for an item are inlined into the
-  archive) and ListBucket on the bucket, so that a body already gone (its lifecycle rule expired it before TTL
-  deleted the item) answers NoSuchKey and is archived as missing, not AccessDenied, which would fail the batch;
+- S3, as shared/definitions/s3_grants.py declares it: the archive bucket, PutObject under
+  ``definitions.ARCHIVE_KEY_PREFIX`` only (no read, no delete); the body bucket, GetObject (bodies too large for an
+  item are inlined into the archive) and ListBucket on the bucket, so that a body already gone (its lifecycle rule
+  expired it before TTL deleted the item) answers NoSuchKey and is archived as missing, not AccessDenied, which would
+  fail the batch;
 - the on-failure queue: send (granted by the mapping's destination).
 """
 
@@ -42,7 +43,7 @@ from infra.constructs.python_function import PythonFunction
 from infra.constructs.s3_access import grant_declared_s3_access
 from infra.nag import acknowledge
 from shared import definitions
-from shared.s3_grants import Bucket
+from shared.definitions.s3_grants import Bucket
 
 NONCURRENT_VERSION_DAYS = 90
 

@@ -1,7 +1,7 @@
 """The EventBridge Pipe that dispatches: inbox table stream -> filter -> SQS FIFO.
 
-Filter, message group id, deduplication id and input template are the values of shared/definitions.py, the very
-values the local runtime's Pipe emulation (inbox_local/pipe.py) interprets: local and cloud dispatch the same.
+Filter, message group id, deduplication id and input template are the values of shared/definitions/lifecycle.py, the
+very values the local runtime's Pipe emulation (inbox_local/pipe.py) interprets: local and cloud dispatch the same.
 
 Choices:
 - The L1 ``CfnPipe`` (stable in aws-cdk-lib) with a role written here (``grant_stream_read``): the alpha ``Pipe``

@@ -1,6 +1,6 @@
 """The dispatch queue: SQS FIFO, one message group per payment, and its FIFO dead-letter queue.
 
-Settings come from shared/definitions.py, the values the local runtime creates its moto queues with.
+Settings come from shared/definitions/resources.py, the values the local runtime creates its moto queues with.
 
 Choices:
 - High-throughput FIFO (deduplication per message group, throughput limit per message group): ordering is only

@@ -1,5 +1,5 @@
 """The inbox: the DynamoDB table that deduplicates and records every accepted event, and the S3 bucket for
-bodies too large to sit in an item. Key names, indexes and TTL come from shared/definitions.py, the values the
+bodies too large to sit in an item. Key names, indexes and TTL come from shared/definitions/resources.py, the values the
 local runtime builds its moto table from.
 
 Choices:

@@ -23,7 +23,7 @@ from infra.constructs.s3_access import grant_declared_s3_access
 from infra.constructs.secrets import SourceSecrets
 from infra.nag import acknowledge
 from shared import definitions
-from shared.s3_grants import Bucket
+from shared.definitions.s3_grants import Bucket
 
 INGEST = FunctionSpec(
     "Ingest",
@@ -71,7 +71,7 @@ class IngestFunction(FunctionConstruct):
 
         # PutItem on the table ARN alone: it has no meaning on an index.
         grant_on(self.function, storage.table.table_arn, "dynamodb:PutItem")
-        # PutObject only (shared/s3_grants.py): no reads, no deletes, no ACL or tagging changes.
+        # PutObject only (shared/definitions/s3_grants.py): no reads, no deletes, no ACL or tagging changes.
         grant_declared_s3_access(self.function, "ingest", {Bucket.BODIES: storage.body_bucket})
         secrets.grant_read(self.function)
         rejected.grant_record(self.function)

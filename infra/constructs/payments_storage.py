@@ -1,5 +1,6 @@
 """The processor's own state: the payments table (the domain projection) and the small control table (the
-gateways' shared circuit breakers). Keys come from shared/definitions.py, as the local runtime's moto tables do.
+gateways' shared circuit breakers). Keys come from shared/definitions/resources.py, as the local runtime's moto
+tables do.
 
 Choices:
 - Payments: on-demand, point-in-time recovery (35 days, the maximum), the AWS managed key (same reasoning as the

@@ -153,7 +153,7 @@ class PythonFunction(Construct):
 @dataclass(frozen=True)
 class FunctionSpec:
     """A function of functions/ as the stack deploys it: the construct id of its PythonFunction (part of every
-    logical id beneath it), its asset, its sizing (shared/definitions.py) and the description Lambda shows."""
+    logical id beneath it), its asset, its sizing (shared/definitions/resources.py) and the description Lambda shows."""
 
     function_id: str
     asset_name: str

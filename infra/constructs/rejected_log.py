@@ -1,7 +1,8 @@
 """The rejected-delivery log: a table of what the ingest refused, and the key of its fingerprints.
 
-Key names, the per-day index and the TTL attribute come from shared/definitions.py, the values the local runtime
-builds its moto table from (inbox_local/resources.py). shared/rejections.py writes it; `inbox rejected` reads it.
+Key names, the per-day index and the TTL attribute come from shared/definitions/resources.py, the values the local
+runtime builds its moto table from (inbox_local/resources.py). shared/rejections.py writes it; `inbox rejected` reads
+it.
 
 Choices:
 - A table of its own, apart from the inbox: a refused delivery can never be mistaken for an accepted event, and

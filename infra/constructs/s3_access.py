@@ -1,4 +1,4 @@
-"""A function's S3 permissions, from their one declaration (shared/s3_grants.py), as IAM statements.
+"""A function's S3 permissions, from their one declaration (shared/definitions/s3_grants.py), as IAM statements.
 
 Object actions go on the bucket's keys under the grant's prefix (``bucket/prefix*``), bucket actions
 (``s3:ListBucket``) on the bucket alone, without a condition: a GetObject request carries no ``s3:prefix``, so a
@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-from shared.s3_grants import Bucket, s3_grants
+from shared.definitions.s3_grants import Bucket, s3_grants
 
 
 def grant_declared_s3_access(grantee: iam.IGrantable, function: str, buckets: Mapping[Bucket, s3.IBucket]) -> None:
-    """Grant ``grantee`` what shared/s3_grants.py declares for ``function``, on the stack's ``buckets``."""
+    """Grant ``grantee`` what shared/definitions/s3_grants.py declares for ``function``, on the stack's ``buckets``."""
     grants = s3_grants(function)
     if not grants:
-        raise ValueError(f"no S3 grants are declared for the function {function!r} (shared/s3_grants.py)")
+        raise ValueError(f"no S3 grants are declared for the function {function!r} (shared/definitions/s3_grants.py)")
     for grant in grants:
         bucket = buckets.get(grant.bucket)
         if bucket is None:

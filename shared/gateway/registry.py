@@ -3,14 +3,14 @@ its own base URL, API key and circuit breaker (two Stripe accounts are two clien
 one does not stop the other). The client class is the source's provider's (docs/sources.md).
 
 Configuration (environment; <SOURCE> is the source name upper-cased, `-` as `_`; a provider's default source is
-named after it, so `INBOX_API_KEY_STRIPE` is the default Stripe source's):
+named after it, so `INBOX_API_BASE_STRIPE` is the default Stripe source's):
 - `INBOX_API_BASE_<SOURCE>`: the API base URL (default: the provider's real API). Any server speaking
   the provider's REST shape can stand in: the local stack's gateway simulator, a test double.
-- `INBOX_API_KEY_<SOURCE>`: the API key. When unset, the key is the plain-string Secrets Manager secret the
-  deployed stack lists for the source in `INBOX_API_KEY_SECRETS` (a JSON object `{source: secret ARN}`:
-  CloudFormation names the secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{source}` (the
-  local stack and tests name their own), read on first use and cached for five minutes (a rotated key reaches
-  every instance within that time). Resolved on every call, never at import or construction.
+- The API key: always a plain-string Secrets Manager secret, never a variable: the one the deployed stack lists
+  for the source in `INBOX_API_KEY_SECRETS` (a JSON object `{source: secret ARN}`: CloudFormation names the
+  secrets, see shared/secrets.py), else `{INBOX_API_KEY_SECRET_PREFIX}{source}` (the local stack loads its keys
+  there: inbox_local/api_keys.py), read on first use and cached for five minutes (a rotated key reaches every
+  instance within that time). Resolved on every call, never at import or construction.
 - `CONTROL_TABLE`: the table holding the shared circuit breakers and refetch rate limits. Unset: neither (plain
   calls).
 - The refetch rate of a source: its `refetch_rate_per_second` in sources.json (INBOX_SOURCES), else its provider's
@@ -40,8 +40,8 @@ from shared.definitions import (
     SourcesInvalid,
     SourceSpec,
     find_source,
-    load_sources,
     source_env_suffix,
+    sources_from_environment,
 )
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable
 from shared.gateway.breaker import DEFAULT_COOLDOWN_SECONDS, CircuitBreaker, GuardedClient
@@ -94,21 +94,14 @@ def base_url_variable(source: str) -> str:
     return f"INBOX_API_BASE_{source_env_suffix(source)}"
 
 
-def api_key_variable(source: str) -> str:
-    return f"INBOX_API_KEY_{source_env_suffix(source)}"
-
-
 class ApiKeySource:
-    """The source's API key: the environment first, else Secrets Manager (cached by Powertools)."""
+    """The source's API key, from Secrets Manager (cached by Powertools)."""
 
     def __init__(self, source: str, environ: Mapping[str, str] | None = None) -> None:
         self.source = source
         self._environ = os.environ if environ is None else environ
 
     def __call__(self) -> str:
-        key = self._environ.get(api_key_variable(self.source), "").strip()
-        if key:
-            return key
         try:
             ids = text_map(self._environ, ENV_API_KEY_SECRETS)
         except ConfigurationError as error:  # a broken deployment: an operator must act, retrying will not help
@@ -116,8 +109,7 @@ class ApiKeySource:
         identifier = secret_id(ids, self._environ.get(ENV_API_KEY_SECRET_PREFIX, "").strip(), self.source)
         if identifier is None:
             raise GatewayRejected(
-                f"no API key for {self.source}: set {api_key_variable(self.source)}, {ENV_API_KEY_SECRETS} "
-                f"or {ENV_API_KEY_SECRET_PREFIX}"
+                f"no API key for {self.source}: set {ENV_API_KEY_SECRETS} or {ENV_API_KEY_SECRET_PREFIX}"
             )
         # Imported here: only the first refetch of each provider pays for Powertools' parameters module.
         from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
@@ -161,10 +153,10 @@ def supported_providers() -> tuple[str, ...]:
 
 
 def source_refetch_rate(source: str, provider: str, environ: Mapping[str, str]) -> float:
-    """Requests per second `source` may send: its declaration's (sources.json / INBOX_SOURCES), else its provider's
-    documented rate (a source not declared: a default deployment names sources after their providers)."""
+    """Requests per second `source` may send: its declaration's (INBOX_SOURCES, from sources.json), else its
+    provider's documented rate (a source not declared: a default deployment names sources after their providers)."""
     try:
-        sources = load_sources(environ)
+        sources = sources_from_environment(environ)
     except SourcesInvalid as error:  # a broken deployment: an operator must act, retrying will not help
         raise GatewayRejected(f"sources not readable for {source}: {error}") from None
     try:
@@ -184,23 +176,26 @@ def build_rate_limiter(
 
 
 def build_gateway_client(
-    source: str, environ: Mapping[str, str] | None = None, *, provider: str | None = None
+    source: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    api_key: Callable[[], str] | None = None,
 ) -> GatewayClient | None:
     """A new client for the source named `source` from `environ` (default: the process environment), or None if
-    its provider has no API. `provider` defaults to `source` (a provider's default source is named after it)."""
+    its provider has no API. `provider` defaults to `source` (a provider's default source is named after it);
+    `api_key` to the source's Secrets Manager secret (`ApiKeySource`)."""
     provider = provider or source
     if provider not in _PROVIDERS:
         return None
     factory, default_base = client_class(provider)
     env = os.environ if environ is None else environ
-    http = JsonHttpClient(env.get(base_url_variable(source), "").strip() or default_base, provider=provider)
-    client = factory(http, ApiKeySource(source, env))
     table = env.get(ENV_CONTROL_TABLE, "").strip()
     limiter = build_rate_limiter(source, provider, table, env) if table else None
     http = JsonHttpClient(
         env.get(base_url_variable(source), "").strip() or default_base, provider=provider, throttle=limiter
     )
-    client = factory(http, ApiKeySource(source, env))
+    client = factory(http, api_key or ApiKeySource(source, env))
     cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
     # One breaker per source: the control item is "breaker#{source}".
     breaker = CircuitBreaker(table, source, cooldown_seconds=cooldown) if table else None

@@ -1,7 +1,7 @@
 """The inbox item's lifecycle at run time: the one owner of every write to an inbox item.
 
 The table of writes (which statuses each moves an item from and to, what it sets and stamps) and the composer that
-derives each write's DynamoDB request from its row are in shared/definitions.py ("inbox lifecycle"), because the
+derives each write's DynamoDB request from its row are in shared/definitions/lifecycle.py, because the
 stack's replay workflow embeds the replay's request and infra/ may import only that module. This module is what
 every Lambda writes through: it fills in the values of each write (fresh dispatch ids, cut error texts, the
 item's open-events shard) and re-exports the table, so callers have one place to import the lifecycle from:
@@ -12,7 +12,7 @@ item's open-events shard) and re-exports the table, so callers have one place to
   settle (`settle_update`: the owner builds the transaction item, shared/payments/store.py composes it with the
   payment's write),
 - the sweeper's re-dispatch (`redispatch_update`; executed by shared/inbox/store.py),
-- the replay (`replay_update`, from shared/definitions.py): infra/replay_definition.py embeds its request, the
+- the replay (`replay_update`, from shared/definitions/lifecycle.py): infra/replay_definition.py embeds its request, the
   varying values given as Step Functions paths.
 
 Stdlib only and no I/O, on purpose: the Lambdas carry it.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-# The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions.py's
+# The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions/lifecycle.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
 from shared.definitions import source_key
 from shared.inbox.dictionaries import current_dictionary, stream_dictionary

@@ -32,13 +32,22 @@ SOURCES: list[dict[str, Any]] = [
     {"name": "stripe-locked", "provider": "stripe", "allowed_ip_ranges": ["203.0.113.0/24"]},
 ]
 PROVIDER: dict[str, str] = {source["name"]: source["provider"] for source in SOURCES}
+# A key given to the local stack in its environment, as for a gateway sandbox: it is stored as the source's secret.
+API_KEY_VARIABLE = "INBOX_API_KEY_STRIPE_LOCKED"
+API_KEY_FROM_THE_ENVIRONMENT = "sk_test_from_the_local_stacks_environment"
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     path: Path = tmp_path_factory.mktemp("sources") / "sources.json"
     path.write_text(json.dumps(SOURCES), encoding="utf-8")
-    running = start_stack({"INBOX_SOURCES_FILE": str(path), "INBOX_SWEEP_INTERVAL_SECONDS": "3600"})
+    running = start_stack(
+        {
+            "INBOX_SOURCES_FILE": str(path),
+            "INBOX_SWEEP_INTERVAL_SECONDS": "3600",
+            API_KEY_VARIABLE: API_KEY_FROM_THE_ENVIRONMENT,
+        }
+    )
     yield running
     if running.process.poll() is None:
         stop_stack(running)
@@ -250,3 +259,24 @@ def test_a_merchants_sources_in_every_read_and_a_cross_wired_secret_named(stack)
     answer = json.loads(doctor.stdout)
     assert (doctor.returncode, answer["diagnosis"]) == (1, "wrong_secret"), doctor.stdout + doctor.stderr
     assert "'stripe-us'" in answer["detail"]
+
+
+def test_the_api_keys_are_in_the_embedded_secrets_manager_where_the_functions_read_them(stack):
+    # Given the stack started with INBOX_API_KEY_STRIPE_LOCKED set, and no variable for the other sources
+    secrets = boto3.client(
+        "secretsmanager",
+        endpoint_url=f"http://127.0.0.1:{stack.env['INBOX_AWS_PORT']}",
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    prefix = LocalNames().api_key_secret_prefix
+
+    def stored(source: str) -> str:
+        return str(secrets.get_secret_value(SecretId=f"{prefix}{source}")["SecretString"])
+
+    # Then that source's API-key secret holds the variable's value, as the deployed stack's secret would
+    assert stored("stripe-locked") == API_KEY_FROM_THE_ENVIRONMENT
+    # And each other source with an API holds its own simulator account's key (the refetches above used them)
+    keys = {source: stored(source) for source in ("stripe-br", "stripe-us", "asaas")}
+    assert len(set(keys.values())) == 3 and API_KEY_FROM_THE_ENVIRONMENT not in keys.values()

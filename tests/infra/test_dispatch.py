@@ -1,4 +1,4 @@
-"""Dispatch and processing, as synthesized: the Pipe says what definitions.py says (the values the local runtime
+"""Dispatch and processing, as synthesized: the Pipe says what the definitions say (the values the local runtime
 emulates), the queue is a high-throughput FIFO with a dead-letter queue, the processor is wired to it, and every
 role holds exactly what its code calls."""
 

@@ -231,7 +231,7 @@ def test_the_forwarding_log_is_keyed_by_webhook_id_and_time_and_expires(synthesi
     assert synthesized.template_json["Resources"][synthesized.logical_id(log)]["DeletionPolicy"] == "Delete"
     # And the CLI finds it by its output
     assert definitions.OUTPUT_FORWARD_LOG_TABLE in synthesized.template_json["Outputs"]
-    # And the local stack's table has the same keys (both from shared/definitions.py)
+    # And the local stack's table has the same keys (both from shared/definitions/)
     local = forward_log_table_spec("local")
     assert local["KeySchema"] == table["KeySchema"]
     assert sorted(local["AttributeDefinitions"], key=str) == sorted(table["AttributeDefinitions"], key=str)

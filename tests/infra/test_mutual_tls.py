@@ -83,7 +83,7 @@ def test_the_outputs_give_the_url_the_dns_target_and_the_sources(mutual: Synthes
 
 def test_the_ingest_learns_which_sources_require_mutual_tls(mutual: Synthesized) -> None:
     variables = mutual.resource(mutual.stack.ingest.function)[1]["Properties"]["Environment"]["Variables"]
-    declared = definitions.load_sources({definitions.ENV_SOURCES: variables[definitions.ENV_SOURCES]})
+    declared = definitions.sources_from_environment({definitions.ENV_SOURCES: variables[definitions.ENV_SOURCES]})
     assert [source.name for source in definitions.mutual_tls_sources(declared)] == ["pix"]
 
 

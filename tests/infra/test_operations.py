@@ -1,5 +1,5 @@
 """The sweeper, the payments' reconcile index and retention (archive bucket, archiver), as synthesized: wired to
-what definitions.py says, holding exactly the permissions their code uses, and packaged to run."""
+what the definitions say, holding exactly the permissions their code uses, and packaged to run."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ Not simulated: the interpreter (3.11 on x86_64 here, 3.13 on arm64 in Lambda) an
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -751,3 +752,110 @@ def test_no_uploaded_code_imports_or_names_the_local_stack(synthesized: Synthesi
                 if imported.partition(".")[0] in LOCAL_ONLY_PACKAGES:
                     problems.append(f"{folder.name}/{relative}: {imported}")
     assert problems == []
+
+
+# The module that reads sources.json: the stack's, the local stack's and the CLI's. A function is handed the parsed
+# declaration in INBOX_SOURCES and reads no file: no asset holds the reader, and no module of one looks for the file
+# (the variable that names it is only declared, in the definitions package).
+SOURCES_FILE_READER = "infra/sources_file.py"
+SOURCES_FILE_DECLARED_IN = "shared/definitions/sources.py"
+
+
+def _sources_file_readers(folder: Path) -> list[str]:
+    """What in an uploaded folder reads sources.json: the reader itself, or a module that names the variable
+    saying where the file is (INBOX_SOURCES_FILE, by its definitions name or spelled out)."""
+    found: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        relative = path.relative_to(folder).as_posix()
+        if relative == SOURCES_FILE_READER:
+            found.append(f"{relative}: the sources.json reader")
+            continue
+        if relative == SOURCES_FILE_DECLARED_IN:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (
+                (isinstance(node, ast.Name) and node.id == "ENV_SOURCES_FILE")
+                or (isinstance(node, ast.Attribute) and node.attr == "ENV_SOURCES_FILE")
+                or (isinstance(node, ast.alias) and node.name == "ENV_SOURCES_FILE")
+                or (isinstance(node, ast.Constant) and node.value == definitions.ENV_SOURCES_FILE)
+            )
+            if named:
+                found.append(f"{relative}:{getattr(node, 'lineno', '?')}: looks for the sources file")
+                break
+    return found
+
+
+def test_the_sources_file_check_finds_the_reader_and_a_module_looking_for_the_file(tmp_path: Path) -> None:
+    # Given a folder shipping the reader, a module that looks for the file, and one that only reads INBOX_SOURCES
+    (tmp_path / "infra").mkdir()
+    shutil.copy(REPO_ROOT / SOURCES_FILE_READER, tmp_path / SOURCES_FILE_READER)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "reads_file.py").write_text("from shared import definitions as d\nX = d.ENV_SOURCES_FILE\n")
+    (tmp_path / "shared" / "spelled.py").write_text("import os\nPATH = os.environ.get('INBOX_SOURCES_FILE')\n")
+    (tmp_path / "shared" / "handed.py").write_text("from shared.definitions import ENV_SOURCES\n")
+    # When the check reads it, Then it reports the reader and both modules that look for the file, not the other
+    assert [line.partition(":")[0] for line in _sources_file_readers(tmp_path)] == [
+        SOURCES_FILE_READER,
+        "shared/reads_file.py",
+        "shared/spelled.py",
+    ]
+
+
+def test_no_uploaded_code_reads_the_sources_file(synthesized: Synthesized) -> None:
+    # Given every function asset as uploaded (the layer holds third-party code only)
+    folders = [folder for folder in _uploaded_code(synthesized) if folder.name != LAYER_PYTHON_DIR]
+    assert len(folders) >= 6
+    # Then none holds the sources.json reader, nor a module that looks for the file
+    assert [f"{folder.name}/{found}" for folder in folders for found in _sources_file_readers(folder)] == []
+    # And each carries the declaration's parser, which reads what the stack hands it in INBOX_SOURCES
+    assert all((folder / SOURCES_FILE_DECLARED_IN).is_file() for folder in folders)
+
+
+# A gateway's API key reaches a function only through Secrets Manager (in AWS the stack's secret, locally the one the
+# local stack stores from INBOX_API_KEY_<SOURCE> or its simulator): no uploaded code reads a key from a variable.
+KEY_SECRET_VARIABLES = frozenset({definitions.ENV_API_KEY_SECRETS, definitions.ENV_API_KEY_SECRET_PREFIX})
+
+
+def _plaintext_api_key_readers(folder: Path) -> list[str]:
+    """Where an uploaded module spells a plaintext API-key variable (`INBOX_API_KEY_...` as a string or the literal
+    start of an f-string) other than the two that name the secrets; docstrings left out (they may say where a key
+    comes from locally)."""
+    found: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value.startswith("INBOX_API_KEY_")
+                and node.value not in KEY_SECRET_VARIABLES
+            ):
+                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_the_plaintext_key_check_finds_a_variable_read_not_the_secrets_names(tmp_path: Path) -> None:
+    # Given modules reading a key from a variable (by f-string, by name), one naming the secrets, one only saying so
+    (tmp_path / "by_source.py").write_text("import os\nKEY = os.environ.get(f'INBOX_API_KEY_{SOURCE}')\n")
+    (tmp_path / "by_name.py").write_text("VARIABLE = 'INBOX_API_KEY_STRIPE'\n")
+    (tmp_path / "secrets.py").write_text("MAP, PREFIX = 'INBOX_API_KEY_SECRETS', 'INBOX_API_KEY_SECRET_PREFIX'\n")
+    (tmp_path / "told.py").write_text('"""Locally INBOX_API_KEY_<SOURCE> is stored as the secret."""\n')
+    # Then the check reports the two that read one, and nothing else
+    assert [line.partition(":")[0] for line in _plaintext_api_key_readers(tmp_path)] == ["by_name.py", "by_source.py"]
+
+
+def test_no_uploaded_code_reads_an_api_key_from_a_variable(synthesized: Synthesized) -> None:
+    # Given every function asset as uploaded
+    folders = [folder for folder in _uploaded_code(synthesized) if folder.name != LAYER_PYTHON_DIR]
+    assert len(folders) >= 6
+    # Then none spells a plaintext API-key variable: the processor and the sweeper read their keys from secrets
+    assert [f"{folder.name}/{found}" for folder in folders for found in _plaintext_api_key_readers(folder)] == []
+    assert any((folder / "shared" / "gateway" / "registry.py").is_file() for folder in folders)

@@ -22,7 +22,7 @@ def _table(synthesized: Synthesized) -> tuple[str, dict[str, Any]]:
 def test_the_table_matches_the_definitions_the_local_stack_uses(synthesized: Synthesized) -> None:
     from inbox_local.resources import rejected_table_spec
 
-    # Given the deployed table and the local stack's table spec, both from shared/definitions.py
+    # Given the deployed table and the local stack's table spec, both from shared/definitions/
     _id, table = _table(synthesized)
     properties = table["Properties"]
     local = rejected_table_spec("local")

@@ -1,5 +1,5 @@
-"""Each function's S3 permissions in the template are exactly its declaration (shared/s3_grants.py), the same
-declaration the local stack answers S3 requests from (inbox_local/s3_access.py)."""
+"""Each function's S3 permissions in the template are exactly its declaration (shared/definitions/s3_grants.py),
+the same declaration the local stack answers S3 requests from (inbox_local/s3_access.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shared.s3_grants import FUNCTION_S3_GRANTS, LIST_BUCKET, Bucket, s3_grants
+from shared.definitions.s3_grants import FUNCTION_S3_GRANTS, LIST_BUCKET, Bucket, s3_grants
 
 from .conftest import Synthesized
 
@@ -53,8 +53,8 @@ def test_a_functions_s3_permissions_are_its_declaration_and_nothing_more(
         for action in statement["Action"]
         for resource in statement["Resource"]
     }
-    # Then they are exactly what shared/s3_grants.py declares, unconditioned (a ListBucket conditioned on s3:prefix
-    # would not apply to a GetObject request, which carries no prefix)
+    # Then they are exactly what shared/definitions/s3_grants.py declares, unconditioned (a ListBucket conditioned on
+    # s3:prefix would not apply to a GetObject request, which carries no prefix)
     assert granted == _declared(synthesized, function)
     assert all("Condition" not in statement for statement in statements)
 

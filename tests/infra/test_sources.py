@@ -161,7 +161,8 @@ def test_the_functions_that_need_it_get_the_declaration(one_source: Synthesized)
     for function in (stack.ingest.function, stack.processor.function, stack.sweeper.function):
         variables = one_source.resource(function)[1]["Properties"]["Environment"]["Variables"]
         # Then INBOX_SOURCES reads back as the declared sources
-        assert definitions.load_sources({definitions.ENV_SOURCES: variables[definitions.ENV_SOURCES]}) == ONE_SOURCE
+        handed = {definitions.ENV_SOURCES: variables[definitions.ENV_SOURCES]}
+        assert definitions.sources_from_environment(handed) == ONE_SOURCE
     for function in (stack.archive.function, stack.outbox.publisher):
         variables = one_source.resource(function)[1]["Properties"]["Environment"]["Variables"]
         assert definitions.ENV_SOURCES not in variables  # they never look at a source's options

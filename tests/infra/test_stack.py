@@ -1,4 +1,4 @@
-"""The synthesized ingest slice says what definitions.py says, and grants no more than the ingest needs.
+"""The synthesized ingest slice says what the definitions say, and grants no more than the ingest needs.
 
 (Dispatch and processing: test_dispatch.py.)"""
 

@@ -13,6 +13,7 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.responses import DynamoHandler
 
+from inbox_local.api_keys import store_api_keys
 from inbox_local.config import LocalNames, function_environment
 from inbox_local.dev_secrets import put_signing_secrets, store_signing_secrets
 from inbox_local.resources import provision
@@ -36,6 +37,13 @@ class AwsWorld:
         self._secretsmanager().delete_secret(
             SecretId=f"{self.names.secret_prefix}{source}", ForceDeleteWithoutRecovery=True
         )
+        _forget_cached_secrets()
+
+    def store_api_keys(self, keys: dict[str, str | None]) -> None:
+        """The gateways' API keys ({source: key}) in Secrets Manager, where the processor's clients read them (as the
+        local stack stores them at start)."""
+        present = {source: key for source, key in keys.items() if key}
+        store_api_keys(self._secretsmanager(), self.names.api_key_secret_prefix, present)
         _forget_cached_secrets()
 
     def _secretsmanager(self) -> Any:

@@ -1,8 +1,9 @@
 """A body already gone from the body bucket: S3's answer by the function's grants, and the archive going on.
 
-The local S3 answers a function's calls from its declared grants (shared/s3_grants.py, inbox_local/s3_access.py):
-without s3:ListBucket a missing key is AccessDenied, as S3 answers it; the archiver is granted ListBucket, so a
-body its lifecycle rule expired is NoSuchKey, archived as missing, counted, and the shard goes on.
+The local S3 answers a function's calls from its declared grants (shared/definitions/s3_grants.py,
+inbox_local/s3_access.py): without s3:ListBucket a missing key is AccessDenied, as S3 answers it; the archiver is
+granted ListBucket, so a body its lifecycle rule expired is NoSuchKey, archived as missing, counted, and the shard
+goes on.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from botocore.exceptions import ClientError
 
 from inbox_local import invocation, s3_access
 from inbox_local.invocation import invoke
-from shared import definitions, retention, s3_grants
+from shared import definitions, retention
+from shared.definitions import s3_grants
+from shared.definitions.s3_grants import LIST_BUCKET, Bucket
 from shared.inbox.model import body_object_key
-from shared.s3_grants import LIST_BUCKET, Bucket
 from tests.integration.processing_support import BASE_TIME
 from tests.integration.test_retention import archive, expire, keep, lines_by_pk, mapping
 

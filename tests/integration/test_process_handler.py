@@ -24,6 +24,7 @@ def gateway(aws_world, monkeypatch):
     with running_simulator(seed=5) as simulator:
         for name, value in simulator.environment().items():
             monkeypatch.setenv(name, value)
+        aws_world.store_api_keys(simulator.api_keys)
         monkeypatch.setenv("INBOX_QUEUE_URL", aws_world.resources["queue_url"])
         monkeypatch.setenv("INBOX_DLQ_URL", aws_world.resources["dead_letter_url"])
         reset_gateway_clients()

@@ -232,11 +232,13 @@ class TestMutualTlsSource:
 
 
 @pytest.fixture
-def accounts(sources, monkeypatch) -> Iterator[GatewaySimulator]:
-    """The gateway simulator with one account per declared source, the functions' environment pointing at it."""
+def accounts(aws_world, sources, monkeypatch) -> Iterator[GatewaySimulator]:
+    """The gateway simulator with one account per declared source, the functions' environment pointing at it and
+    each account's key in Secrets Manager."""
     with running_simulator(seed=11, accounts={name: s.provider for name, s in sources.by_name.items()}) as simulator:
         for name, value in simulator.environment().items():
             monkeypatch.setenv(name, value)
+        aws_world.store_api_keys(simulator.api_keys)
         reset_gateway_clients()
         yield simulator
         reset_gateway_clients()

@@ -18,7 +18,7 @@ from inbox_cli.main import cli
 from inbox_cli.operations import NotFound
 from inbox_local.dev_secrets import dev_signing_secret
 from inbox_local.senders import sender_for
-from shared import definitions
+from infra.sources_file import load_sources
 from tests.readme_commands import readme_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +252,7 @@ def test_a_cross_wired_local_source_is_named_with_nothing_exported(tmp_path, mon
     )
     monkeypatch.setenv("INBOX_SOURCES_FILE", str(sources))
     monkeypatch.delenv("INBOX_SECRET_STRIPE_BR")
-    declared = {spec.name: spec for spec in definitions.load_sources()}
+    declared = {spec.name: spec for spec in load_sources()}
     us_secret = dev_signing_secret(declared["stripe-us"])
     br_secret = dev_signing_secret(declared["stripe-br"])
     request = sender_for("stripe").sign(PRETTY.encode(), us_secret, now=NOW)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from infra import sources_file
 from shared import definitions
 from tests.conftest import DEFAULT_SOURCES_FILE, TEST_CONTROLS
 
@@ -36,12 +37,12 @@ def test_the_run_reads_the_default_declaration_of_its_own_and_no_inbox_variable_
     )
     # Then no INBOX_* variable came from the shell, and the declaration is the run's file, never the checkout's
     assert leaked == []
-    assert definitions.sources_file_path() == DEFAULT_SOURCES_FILE
-    assert definitions.sources_file_path() != ROOT / definitions.SOURCES_FILE_NAME
-    assert definitions.load_sources() == definitions.default_sources()
+    assert sources_file.sources_file_path() == DEFAULT_SOURCES_FILE
+    assert sources_file.sources_file_path() != ROOT / definitions.SOURCES_FILE_NAME
+    assert sources_file.load_sources() == definitions.default_sources()
     # And an environment of a test's own, without the variable, reads the run's file too (not the checkout's)
-    assert definitions.sources_file_path({}) == DEFAULT_SOURCES_FILE
-    assert definitions.load_sources({}) == definitions.default_sources()
+    assert sources_file.sources_file_path({}) == DEFAULT_SOURCES_FILE
+    assert sources_file.load_sources({}) == definitions.default_sources()
 
 
 def test_an_inbox_command_a_test_starts_sees_the_default_declaration():

@@ -1,14 +1,14 @@
-"""design.md's "Which way imports run", checked on the source with `ast` (infra/assets.py reads the imports the same
-way it stages each Lambda's asset), and no import cycle among the local runtime's modules.
+"""docs/architecture.md's "Which way imports run", checked on the source with `ast` (infra/assets.py reads the
+imports the same way it stages each Lambda's asset), and no import cycle among the local runtime's modules.
 
 Rules, for every import statement anywhere in a module (a function-level or type-only import is a dependency
 too):
 - `functions/` imports nothing of ours but `shared/`;
 - `shared/` imports nothing of ours outside `shared/` (not functions/, infra/, the local runtime, the CLI...);
-- `infra/` imports from `shared/` only its pure modules: the definitions module, `shared/definitions.py`, and the
-  functions' S3 grants, `shared/s3_grants.py`;
-- the definitions module itself imports only the standard library (the stack, the local runtime and every Lambda
-  import it), and the other pure modules only the standard library and the definitions module.
+- `infra/` imports of `shared/` only the definitions package, `shared/definitions/` (the functions' S3 grants
+  included); so do the local stack's modules that emulate the deployed resources (LOCAL_RESOURCE_MODULES);
+- the definitions package imports only the standard library and its own modules (the stack, the local runtime and
+  every Lambda import it).
 
 Cycles: only what runs when a module is imported counts (top-level statements, class bodies, decorators; not
 function bodies, not `if TYPE_CHECKING:` blocks). A function-level import is how one breaks a cycle on purpose,
@@ -36,8 +36,21 @@ FIRST_PARTY = frozenset(
     {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")} | {path.stem for path in REPO_ROOT.glob("*.py")}
 )
 DEFINITIONS_MODULE = "shared.definitions"
-# What infra/ may import of shared/: modules of plain data, read by the stack and the local runtime alike.
-PURE_SHARED_MODULES = frozenset({DEFINITIONS_MODULE, "shared.s3_grants"})
+# What infra/ may import of shared/: the package of plain data the stack, the local stack and the Lambdas share.
+PURE_SHARED_MODULES = frozenset({DEFINITIONS_MODULE})
+# The local stack's modules that build and run its emulation of what the stack deploys (tables, queues, Pipes,
+# stream mappings, TTL, S3 access, secrets, names and environment): from the same definitions as infra/, and nothing
+# else of shared/. The rest of the local stack runs the functions' own code, as Lambda does (handlers, drivers).
+LOCAL_RESOURCE_MODULES = (
+    "inbox_local.api_keys",
+    "inbox_local.archive_mapping",
+    "inbox_local.config",
+    "inbox_local.dev_secrets",
+    "inbox_local.expiry",
+    "inbox_local.pipe",
+    "inbox_local.resources",
+    "inbox_local.s3_access",
+)
 
 
 def _imports(modules: Mapping[str, SourceModule]) -> dict[str, set[str]]:
@@ -66,6 +79,12 @@ def _infra_rule(imported: str) -> bool:
     return top == "infra"
 
 
+def _local_resource_rule(imported: str) -> bool:
+    """Of shared/, the definitions package alone; of ours, the local stack and infra/ (sources.json's reader)."""
+    top = imported.partition(".")[0]
+    return _infra_rule(imported) if top == "shared" else top in {"inbox_local", "infra"}
+
+
 RULES: dict[str, Callable[[str], bool]] = {"functions": _only_shared, "shared": _only_shared, "infra": _infra_rule}
 
 
@@ -75,6 +94,23 @@ def test_imports_run_the_way_design_md_says(package: str) -> None:
     modules = package_modules(REPO_ROOT / package)
     assert modules  # the package is where the rule expects it
     assert _violations(modules, RULES[package]) == {}
+
+
+@pytest.mark.parametrize("name", LOCAL_RESOURCE_MODULES)
+def test_the_local_stacks_resources_are_built_from_the_definitions_alone(name: str) -> None:
+    # Given a module of the local stack's resource emulation, When its imports are read
+    modules = package_modules(REPO_ROOT / "inbox_local")
+    # Then of shared/ it imports only the definitions package, as infra/ does
+    assert _violations({name: modules[name]}, _local_resource_rule) == {}
+
+
+def test_a_local_resource_module_importing_lambda_code_is_reported(tmp_path: Path) -> None:
+    # Given a local resource module importing the ingest's code, and one importing the definitions' S3 grants
+    path = tmp_path / "mod.py"
+    path.write_text("from shared.ingest import IngestService\nfrom shared.definitions.s3_grants import Bucket\n")
+    modules = {"inbox_local.mod": SourceModule("inbox_local.mod", path, is_package=False)}
+    # Then only the first is refused
+    assert _violations(modules, _local_resource_rule) == {"inbox_local.mod": {"shared.ingest.IngestService"}}
 
 
 @pytest.mark.parametrize(
@@ -87,6 +123,7 @@ def test_imports_run_the_way_design_md_says(package: str) -> None:
         ("shared", "def later():\n    from infra import stack\n", "infra.stack"),
         ("shared", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import functions\n", "functions"),
         ("infra", "from shared.settings import IngestSettings\n", "shared.settings.IngestSettings"),
+        ("infra", "from shared.sources import declared_sources\n", "shared.sources.declared_sources"),
         ("infra", "import shared\n", "shared"),
         ("infra", "from functions.ingest import handler\n", "functions.ingest.handler"),
     ],
@@ -102,10 +139,16 @@ def test_a_forbidden_import_is_reported(package: str, source: str, refused: str,
 
 
 @pytest.mark.parametrize(
-    "source", ["from shared.definitions import INBOX_TABLE\n", "from shared import definitions\n", "import json\n"]
+    "source",
+    [
+        "from shared.definitions import INBOX_TABLE\n",
+        "from shared import definitions\n",
+        "from shared.definitions.s3_grants import Bucket\n",
+        "import json\n",
+    ],
 )
-def test_infra_may_import_the_definitions_module(source: str, tmp_path: Path) -> None:
-    # Given an infra module importing the definitions module from shared/ (its home after the move), or stdlib
+def test_infra_may_import_the_definitions_package(source: str, tmp_path: Path) -> None:
+    # Given an infra module importing the definitions package (or one of its modules) from shared/, or stdlib
     path = tmp_path / "infra" / "mod.py"
     path.parent.mkdir()
     path.write_text(source)
@@ -195,19 +238,12 @@ def test_an_import_cycle_is_found_and_a_function_level_import_breaks_it(tmp_path
     assert broken == []
 
 
-@pytest.mark.parametrize("name", sorted(PURE_SHARED_MODULES - {DEFINITIONS_MODULE}))
-def test_the_other_pure_modules_import_only_the_standard_library_and_the_definitions(name: str) -> None:
-    # Given a pure module's imports, wherever they are
-    module = SourceModule(name, REPO_ROOT / (name.replace(".", "/") + ".py"), is_package=False)
-    imported = set(module_facts(module, runtime_only=False).imports)
-    # Then each is the standard library's or the definitions module (or one of its names)
-    ours = {n for n in imported if n.partition(".")[0] not in sys.stdlib_module_names}
-    assert {n for n in ours if n != DEFINITIONS_MODULE and not n.startswith(f"{DEFINITIONS_MODULE}.")} == set()
-
-
-def test_the_definitions_module_imports_only_the_standard_library() -> None:
-    # Given the definitions module's imports, wherever they are
-    module = SourceModule(DEFINITIONS_MODULE, REPO_ROOT / "shared" / "definitions.py", is_package=False)
-    imported = set(module_facts(module, runtime_only=False).imports)
-    # Then each is the standard library's (no boto3, no CDK, nothing else of ours)
-    assert {name for name in imported if name.partition(".")[0] not in sys.stdlib_module_names} == set()
+def test_the_definitions_package_imports_only_the_standard_library() -> None:
+    # Given the imports of every module of the definitions package, wherever they are
+    modules = package_modules(REPO_ROOT / "shared" / "definitions", DEFINITIONS_MODULE)
+    assert {"shared.definitions", "shared.definitions.catalog", "shared.definitions.sources"} <= set(modules)
+    for name, module in modules.items():
+        imported = set(module_facts(module, runtime_only=False).imports)
+        # Then each is the standard library's or the package's own (no boto3, no CDK, nothing else of ours)
+        ours = {n for n in imported if n.partition(".")[0] not in sys.stdlib_module_names}
+        assert {n for n in ours if not n.startswith(f"{DEFINITIONS_MODULE}.")} == set(), name

@@ -50,7 +50,9 @@ def test_every_refetched_provider_and_those_ordered_by_event_time_are_simulated(
 @pytest.mark.parametrize("provider", supported_providers())
 def test_every_lifecycle_of_a_refetched_provider_ends_with_its_client_reading_the_truth(provider):
     with running_simulator(seed=5) as simulator:
-        client = build_gateway_client(provider, simulator.environment())
+        client = build_gateway_client(
+            provider, simulator.environment(), api_key=lambda: simulator.api_keys[provider] or ""
+        )
         assert client is not None
         for name, steps in lifecycles_for(provider).items():
             # Given a payment walked through the lifecycle on the simulator

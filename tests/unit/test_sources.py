@@ -1,5 +1,6 @@
-"""The sources declaration (shared/definitions.py, "sources"): parsed by one set of rules for the stack, the local
-stack and the functions; every bad entry named in one clear error."""
+"""The sources declaration (shared/definitions/sources.py): parsed by one set of rules for the stack, the local
+stack and the functions; every bad entry named in one clear error. Read from sources.json by infra/sources_file.py
+(the stack, the local stack, the CLI), handed to the functions in INBOX_SOURCES."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.sources_file import load_sources
 from shared.definitions import (
     DEFAULT_REFETCH_RATE_PER_SECOND,
     ENV_SOURCES,
@@ -17,11 +19,11 @@ from shared.definitions import (
     SourceSpec,
     default_sources,
     find_source,
-    load_sources,
     mutual_tls_sources,
     parse_sources,
     source_env_suffix,
     source_name_problem,
+    sources_from_environment,
     sources_json,
 )
 
@@ -91,8 +93,24 @@ def test_a_declaration_that_is_not_a_list_of_sources_is_refused(document: object
 def test_the_declaration_round_trips_through_the_functions_variable() -> None:
     # Given the example file, When it is handed to the functions as INBOX_SOURCES, Then they read the same sources
     sources = parse_sources(json.loads((REPO_ROOT / "sources.example.json").read_text()))
-    assert load_sources({ENV_SOURCES: sources_json(sources)}) == sources
+    assert sources_from_environment({ENV_SOURCES: sources_json(sources)}) == sources
     assert find_source(sources, "stripe-br").refetch_rate == 25
+    # And the stack's reader, in a process the local stack started (INBOX_SOURCES set), reads the same
+    assert load_sources({ENV_SOURCES: sources_json(sources)}) == sources
+
+
+def test_the_functions_read_only_their_variable_never_a_file(tmp_path: Path) -> None:
+    # Given a sources file named by INBOX_SOURCES_FILE and no INBOX_SOURCES (a function's environment never has it)
+    path = tmp_path / "sources.json"
+    path.write_text(json.dumps([{"name": "stripe-br", "provider": "stripe"}]))
+    environ = {ENV_SOURCES_FILE: str(path)}
+    # When the functions' reader reads the declaration, Then it is the default one: the file is not theirs to read
+    assert sources_from_environment(environ) == default_sources()
+    # While the stack's reader reads the file
+    assert [s.name for s in load_sources(environ)] == ["stripe-br"]
+    # And a broken INBOX_SOURCES is refused by name
+    with pytest.raises(SourcesInvalid, match=f"{ENV_SOURCES}: not valid JSON"):
+        sources_from_environment({ENV_SOURCES: "[{"})
 
 
 def test_the_file_named_by_the_variable_is_read_and_must_exist(tmp_path: Path) -> None:
@@ -124,7 +142,7 @@ def test_mutual_tls_is_a_true_or_false_option_kept_through_the_functions_variabl
     # Then the first requires it, the second (the default) does not, and INBOX_SOURCES carries it
     assert [source.mutual_tls for source in sources] == [True, False]
     assert mutual_tls_sources(sources) == sources[:1]
-    assert load_sources({ENV_SOURCES: sources_json(sources)}) == sources
+    assert sources_from_environment({ENV_SOURCES: sources_json(sources)}) == sources
     # And a source without it is written as before (the option at its default is left out)
     assert sources[1].document() == {"name": "stripe", "provider": "stripe"}
 

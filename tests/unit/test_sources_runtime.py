@@ -7,11 +7,12 @@ import json
 
 import pytest
 
+from inbox_local.api_keys import api_key_variable
 from inbox_local.dev_secrets import DEV_SECRETS, local_signing_secrets, signing_secret_variable
 from inbox_local.dev_secrets import dev_signing_secret as dev_secret
 from shared.definitions import SourceSpec, parse_sources, source_of
 from shared.gateway.breaker import GuardedClient
-from shared.gateway.registry import api_key_variable, base_url_variable, build_gateway_client
+from shared.gateway.registry import ApiKeySource, base_url_variable, build_gateway_client
 from shared.inbox.model import event_key, fifo_group_id, resource_key
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
@@ -154,9 +155,8 @@ class TestVariablesAndSecretsPerSource:
         # Given two Stripe sources with their own API settings
         env = {
             "INBOX_API_BASE_STRIPE_BR": "http://br.example",
-            "INBOX_API_KEY_STRIPE_BR": "sk_br",
             "INBOX_API_BASE_STRIPE_US": "http://us.example",
-            "INBOX_API_KEY_STRIPE_US": "sk_us",
+            "INBOX_API_KEY_SECRET_PREFIX": "stack/gateway-api-key/",
             "CONTROL_TABLE": "control",
         }
         # When their clients are built
@@ -165,7 +165,9 @@ class TestVariablesAndSecretsPerSource:
         # Then each has its source's base URL, key and breaker item
         assert isinstance(br, GuardedClient) and isinstance(us, GuardedClient)
         assert (br.client._http.base_url, us.client._http.base_url) == ("http://br.example", "http://us.example")  # type: ignore[attr-defined]
-        assert (br.client._api_key(), us.client._api_key()) == ("sk_br", "sk_us")  # type: ignore[attr-defined]
+        keys = (br.client._api_key, us.client._api_key)  # type: ignore[attr-defined]
+        assert all(isinstance(key, ApiKeySource) for key in keys)
+        assert [key.source for key in keys] == ["stripe-br", "stripe-us"]  # each reads its own source's secret
         assert br.breaker is not None and us.breaker is not None
         assert (br.breaker.source, us.breaker.source) == ("stripe-br", "stripe-us")
 

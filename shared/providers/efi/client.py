@@ -9,7 +9,7 @@ As Efí's SDK does it (github.com/efipay/sdk-python-apis-efi, `efipay/constants.
   a read drops the token and asks for a new one once (Efí's SDK does the same);
 - `GET /v2/pix/:e2eId` -> `{endToEndId, txid, valor, horario, devolucoes: [{id, rtrId, valor, status, ...}]}`.
 
-The source's API-key secret (INBOX_API_KEY_<SOURCE> or its Secrets Manager secret) is a JSON object:
+The source's API-key secret (locally, INBOX_API_KEY_<SOURCE> stored as it) is a JSON object:
 `{"client_id": "Client_Id_...", "client_secret": "Client_Secret_...", "certificate": "<PEM: the certificate and
 its private key>"}` (Efí issues a .p12; `openssl pkcs12 -in cert.p12 -out cert.pem -nodes` gives the PEM, as
 Efí's conversor-p12-efi does). `certificate` is required for an `https` base URL; the gateway simulator

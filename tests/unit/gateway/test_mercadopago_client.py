@@ -208,8 +208,8 @@ def test_refetch_over_real_http(mercadopago_server):
         client.fetch_payment("404404")
 
 
-def test_the_registry_builds_the_client_from_the_environment(mercadopago_server):
-    env = {"INBOX_API_BASE_MERCADOPAGO": mercadopago_server, "INBOX_API_KEY_MERCADOPAGO": TOKEN}
+def test_the_registry_builds_the_client_from_the_environment(mercadopago_server, api_key_secrets):
+    env = {"INBOX_API_BASE_MERCADOPAGO": mercadopago_server, **api_key_secrets({"mercadopago": TOKEN})}
     client = registry.build_gateway_client("mercadopago", env)
     assert isinstance(client, GuardedClient) and isinstance(client.client, MercadoPagoClient)
     assert client.fetch_payment("1320000").status is S.DISPUTED
@@ -223,7 +223,7 @@ def test_the_default_base_url_is_mercado_pagos_api():
 
 
 def test_without_a_key_nothing_is_sent():
-    # Given no INBOX_API_KEY_MERCADOPAGO and no secret prefix, Then the call is rejected before any request
+    # Given no API-key secret named to the client, Then the call is rejected before any request
     client = registry.build_gateway_client("mercadopago", {"INBOX_API_BASE_MERCADOPAGO": "http://127.0.0.1:9"})
     assert client is not None
     with pytest.raises(GatewayRejected, match="no API key for mercadopago"):

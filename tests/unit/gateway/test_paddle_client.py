@@ -224,11 +224,11 @@ def test_refetch_over_real_http(paddle_server):
         client.fetch_payment("txn_missing")
 
 
-def test_the_registry_builds_the_client_from_the_environment(paddle_server):
-    # Given INBOX_API_BASE_PADDLE / INBOX_API_KEY_PADDLE pointing at a stand-in server
-    env = {"INBOX_API_BASE_PADDLE": paddle_server, "INBOX_API_KEY_PADDLE": KEY}
+def test_the_registry_builds_the_client_from_the_environment(paddle_server, api_key_secrets):
+    # Given INBOX_API_BASE_PADDLE pointing at a stand-in server, and the source's key in Secrets Manager
+    env = {"INBOX_API_BASE_PADDLE": paddle_server, **api_key_secrets({"paddle": KEY})}
     client = registry.build_gateway_client("paddle", env)
-    # Then the guarded Paddle client reads from it, with the key from the environment
+    # Then the guarded Paddle client reads from it, with the key from its secret
     assert isinstance(client, GuardedClient) and isinstance(client.client, PaddleClient)
     assert client.fetch_payment(TXN).status is S.REFUNDED
     assert "paddle" in registry.supported_providers()

@@ -105,18 +105,26 @@ def test_clients_are_built_once_per_process(monkeypatch):
     assert base_url(rebuilt) == "http://second.test"
 
 
-def test_the_key_comes_from_the_environment_first():
-    assert ApiKeySource("stripe", {"INBOX_API_KEY_STRIPE": " sk_test_1 ", "INBOX_API_KEY_SECRET_PREFIX": "x/"})() == (
-        "sk_test_1"
-    )
+def test_a_key_in_the_environment_is_never_read():
+    # Given a plaintext key in INBOX_API_KEY_STRIPE (the local stack stores such a key in its Secrets Manager)
+    environ = {"INBOX_API_KEY_STRIPE": "sk_test_plaintext", "INBOX_API_KEY_SECRET_PREFIX": "stack/gateway-api/"}
+    with mock_aws():
+        boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+            Name="stack/gateway-api/stripe", SecretString="sk_test_from_secrets_manager"
+        )
+        # Then the key is the secret's, as in AWS
+        assert ApiKeySource("stripe", environ)() == "sk_test_from_secrets_manager"
+    # And with the variable alone, there is no key: the function never takes one from its environment
+    with pytest.raises(GatewayRejected, match="no API key for stripe"):
+        ApiKeySource("stripe", {"INBOX_API_KEY_STRIPE": "sk_test_plaintext"})()
 
 
-def test_with_no_key_and_no_secret_prefix_an_operator_must_act():
-    with pytest.raises(GatewayRejected, match="INBOX_API_KEY_STRIPE"):
+def test_with_no_secret_map_and_no_secret_prefix_an_operator_must_act():
+    with pytest.raises(GatewayRejected, match="INBOX_API_KEY_SECRETS or INBOX_API_KEY_SECRET_PREFIX"):
         ApiKeySource("stripe", {})()
 
 
-def test_the_key_comes_from_secrets_manager_when_the_environment_has_none():
+def test_the_key_comes_from_secrets_manager():
     with mock_aws():
         secrets = boto3.client("secretsmanager", region_name="us-east-1")
         secrets.create_secret(Name="stack/gateway-api/asaas", SecretString="$aact_from_secrets_manager\n")

@@ -176,8 +176,12 @@ def test_the_real_clients_read_back_the_truth_at_every_step(sim, provider, path)
         ), f"after {status}: {fetched}"
 
 
-def test_through_the_registry_with_the_environment_overrides(sim, monkeypatch):
+def test_through_the_registry_with_the_environment_overrides(sim, monkeypatch, api_key_secrets):
     for name, value in sim.environment().items():
+        monkeypatch.setenv(name, value)
+    # the accounts' keys where the local stack puts them: its Secrets Manager
+    keys = {provider: sim.api_keys[provider] or "" for provider in ("stripe", "asaas")}
+    for name, value in api_key_secrets(keys).items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("CONTROL_TABLE", raising=False)
     registry.reset_gateway_clients()
@@ -556,7 +560,8 @@ def test_two_accounts_of_one_provider_each_see_only_their_own_payments():
         keys = sim.api_keys
         assert len({keys["stripe"], keys["stripe-br"], keys["stripe-us"]}) == 3
         env = sim.environment()
-        assert env["INBOX_API_KEY_STRIPE_BR"] == keys["stripe-br"] and env["INBOX_API_BASE_STRIPE_US"] == sim.url
+        assert env["INBOX_API_BASE_STRIPE_BR"] == env["INBOX_API_BASE_STRIPE_US"] == sim.url
+        assert not [name for name in env if name.startswith("INBOX_API_KEY")]  # keys are secrets, not variables
 
         def fetch(key: str) -> tuple[int, Any]:
             status, _, document = sim.handle_api(

@@ -342,6 +342,7 @@ def _allowed(module: str) -> bool:
         or module in ALLOWED_FIRST_PARTY
         # the drivers' package, not the gateway clients beside them in the provider folders (the processor's)
         or (module.startswith("shared.providers.") and not module.endswith(".client"))
+        or module.startswith("shared.definitions.")  # the package's modules, pure
     )
 
 

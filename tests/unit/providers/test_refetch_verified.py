@@ -102,7 +102,7 @@ def test_the_catalog_declares_cielo_and_zoop_refetch_verified():
 def test_a_refetch_verified_provider_without_an_api_is_refused_when_the_catalog_loads(changes, problem):
     # Given a catalog whose refetch-verified entry cannot refetch (no API, a route that believes the body)
     catalog = (*definitions.PROVIDER_CATALOG, _entry(**changes))
-    # When the catalog is checked (as shared/definitions.py does on import), Then it is refused, saying why
+    # When the catalog is checked (as shared/definitions/catalog.py does on import), Then it is refused, saying why
     assert any(problem in found for found in catalog_problems(catalog))
     with pytest.raises(CatalogInvalid, match="unsigned"):
         check_catalog(catalog)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from shared.definitions import ARCHIVE_KEY_PREFIX
+from shared.definitions.resources import ARCHIVE_KEY_PREFIX
 
 
 class Bucket(StrEnum):
