@@ -96,7 +96,7 @@ class ProviderEntry(NamedTuple):
     # The URL id (/webhooks/{id}) of its default source, the env var suffix (INBOX_API_KEY_{ID}), the driver's `name`.
     id: str
     driver: str  # "module:attribute" of the driver instance (shared/providers/<id>/driver.py)
-    refetch_client: str | None  # "module:Class" of the gateway API client (shared/providers/<id>/client.py); None: no API
+    refetch_client: str | None  # "module:Class" of the API client (shared/providers/<id>/client.py); None: no API
     routes: tuple[Route, ...]  # what the processor applies; event types not routed are stored and end ignored
     facts: ProviderFacts
     # Refetch requests per second one source of this provider may send to the gateway's API, shared by every
