@@ -827,6 +827,13 @@ METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # One count per ignored event of a counted reason (COUNTED_IGNORED_REASONS), by `source` and `reason`.
 METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+# Confirmation from the signed payload (shared/process/confirm.py), service-wide (the source is in the log line),
+# sent only when one happens: a
+# verification that found the gateway's API disagreeing with the payload-applied status and applied the API's
+# (a transition published like any other), and one whose API status the state machine refuses (the payment is
+# flagged `verification_refused` and keeps its status). Each has one stack-level alarm (infra/constructs/monitoring.py).
+METRIC_PAYMENTS_CORRECTED: Final = "PaymentsCorrected"
+METRIC_VERIFICATIONS_REFUSED: Final = "VerificationsRefused"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 # Archiver (shared/retention.py): items archived incomplete: without their body (gone from the body bucket, or
@@ -1032,6 +1039,18 @@ class ProviderEntry(NamedTuple):
     # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
     # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
     legacy_signature: str | None = None
+    # "module:attribute" of the driver's function that reads the canonical status a stored event of this provider
+    # states in its signed body ((event_type, provider_status) -> status value, or None when that event states
+    # none a payment can be confirmed with). Set only for a provider whose scheme binds the whole body and whose
+    # body carries the object's state and a signed event time: its sources may confirm a payment from the payload
+    # and verify it from the API later (`confirm_from_payload` in sources.json; docs/providers.md, "Confirming
+    # from the payload"). None: not eligible, every event waits for the refetch.
+    payload_status_from: str | None = None
+
+    @property
+    def confirms_from_payload(self) -> bool:
+        """Whether its sources may confirm a payment from a signed payload before the refetch verifies it."""
+        return self.payload_status_from is not None
 
     @property
     def binds_body(self) -> bool:
@@ -1069,6 +1088,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         # 25 requests/s: Stripe's default per-endpoint limit (live mode allows 100 operations/s in all, sandboxes
         # 25): docs/providers.md, "Refetch rate limits".
         refetch_rate_per_second=25.0,
+        # Snapshot events sign the whole body (`{t}.{body}`), carry the PaymentIntent as it was and a signed
+        # `created`: a payment_intent.* event may confirm a payment before the refetch (thin events state nothing).
+        payload_status_from="shared.providers.stripe:payload_status",
     ),
     ProviderEntry(
         id="standard",
@@ -1374,6 +1396,14 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
             problems.append(f"{entry.id}: trust {entry.trust!r} is not one of {', '.join(TRUST_CLASSES)}")
         if (entry.trust == TRUST_SIGNED_FIELDS) != bool(entry.signed_fields):
             problems.append(f"{entry.id}: signed_fields are named by, and only by, a signed_fields trust class")
+        if entry.confirms_from_payload and not (
+            entry.binds_body and entry.refetch_client is not None and entry.ordering == HANDLER_REFETCH
+        ):
+            problems.append(
+                f"{entry.id}: only a provider whose scheme binds the whole body "
+                f"({', '.join(sorted(BODY_BINDING_TRUST))}) and whose routes refetch from an API may confirm from "
+                "the payload"
+            )
         if entry.trust != TRUST_NONE:
             continue
         if entry.refetch_client is None:
@@ -1439,6 +1469,19 @@ SOURCE_NAME_RULE: Final = "lower-case letters, digits and '-', starting with a l
 DEFAULT_REFETCH_RATE_PER_SECOND: Final = 5.0
 MAX_REFETCH_RATE_PER_SECOND: Final = 10_000.0
 MAX_SOURCE_IP_RANGES: Final = 64
+# Confirming a payment from its signed payload before the refetch verifies it (docs/sources.md): `never`, `when_behind`
+# (when the source's refetches are behind by `confirm_behind_seconds`: the default for an eligible provider) or
+# `always`. Only a provider whose catalog entry `confirms_from_payload` may have a value other than `never`.
+CONFIRM_NEVER: Final = "never"
+CONFIRM_WHEN_BEHIND: Final = "when_behind"
+CONFIRM_ALWAYS: Final = "always"
+CONFIRM_MODES: Final[tuple[str, ...]] = (CONFIRM_NEVER, CONFIRM_WHEN_BEHIND, CONFIRM_ALWAYS)
+DEFAULT_CONFIRM_BEHIND_SECONDS: Final = 30
+MAX_CONFIRM_BEHIND_SECONDS: Final = 3600
+# The event type of the inbox's own verification items (`{source}#verify:{resource_id}:{transitions}`): written in
+# the transaction that confirms a payment from a payload, dispatched in the payment's FIFO group, processed by
+# refetching the payment (shared/process/service.py). No provider sends it: the ingest never stores one.
+VERIFY_EVENT_TYPE: Final = "webhook-inbox.verify"
 
 
 class SourcesInvalid(ValueError):
@@ -1459,6 +1502,21 @@ class SourceSpec(NamedTuple):
     mutual_tls: bool = False
     # True: the provider's deprecated scheme (its catalog entry's `legacy_signature`) is accepted too. None: not.
     legacy_signature: bool | None = None
+    # CONFIRM_MODES; None: `when_behind` for a provider that confirms from the payload, else `never`.
+    confirm_from_payload: str | None = None
+    confirm_behind_seconds: int | None = None  # None: DEFAULT_CONFIRM_BEHIND_SECONDS
+
+    @property
+    def confirm_mode(self) -> str:
+        """When this source confirms a payment from its signed payload (CONFIRM_MODES)."""
+        if self.confirm_from_payload is not None:
+            return self.confirm_from_payload
+        return CONFIRM_WHEN_BEHIND if provider_entry(self.provider).confirms_from_payload else CONFIRM_NEVER
+
+    @property
+    def behind_seconds(self) -> int:
+        """How far behind its refetches may be before a payment is confirmed from its payload (`when_behind`)."""
+        return self.confirm_behind_seconds or DEFAULT_CONFIRM_BEHIND_SECONDS
 
     @property
     def env_suffix(self) -> str:
@@ -1493,6 +1551,8 @@ _SOURCE_OPTIONS: Final = (
     "redact_fields",
     "mutual_tls",
     "legacy_signature",
+    "confirm_from_payload",
+    "confirm_behind_seconds",
 )
 
 
@@ -1563,6 +1623,8 @@ def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[Sou
                 redact_fields=tuple(entry.get("redact_fields", ())),
                 mutual_tls=entry.get("mutual_tls", False),
                 legacy_signature=True if entry.get("legacy_signature") is True else None,
+                confirm_from_payload=entry.get("confirm_from_payload"),
+                confirm_behind_seconds=entry.get("confirm_behind_seconds"),
             )
         )
     if problems:
@@ -1609,6 +1671,32 @@ def _entry_problems(entry: Mapping[str, Any]) -> list[str]:
     if not isinstance(entry.get("mutual_tls", False), bool):
         problems.append("'mutual_tls' must be true or false")
     problems.extend(_legacy_signature_problems(entry))
+    problems.extend(_confirm_problems(entry))
+    return problems
+
+
+def _confirm_problems(entry: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    mode = entry.get("confirm_from_payload")
+    if mode is not None and mode not in CONFIRM_MODES:
+        problems.append(f"'confirm_from_payload' must be one of {', '.join(CONFIRM_MODES)} (got {mode!r})")
+    elif mode not in (None, CONFIRM_NEVER):
+        provider = entry.get("provider")
+        eligible = next((e for e in PROVIDER_CATALOG if e.id == provider and e.confirms_from_payload), None)
+        if eligible is None and provider in PROVIDERS:
+            with_one = ", ".join(e.id for e in PROVIDER_CATALOG if e.confirms_from_payload)
+            problems.append(
+                f"'confirm_from_payload': {mode!r} needs a provider whose signature binds the whole body and whose "
+                f"body states the payment's status and a signed time; {provider!r} does not (providers that do: "
+                f"{with_one}), so its events always wait for the refetch: use 'never' or leave it out"
+            )
+    seconds = entry.get("confirm_behind_seconds")
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_CONFIRM_BEHIND_SECONDS
+    ):
+        problems.append(
+            f"'confirm_behind_seconds' must be a whole number of seconds from 1 to {MAX_CONFIRM_BEHIND_SECONDS}"
+        )
     return problems
 
 

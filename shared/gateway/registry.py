@@ -197,7 +197,7 @@ def build_gateway_client(
     cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
     # One breaker per source: the control item is "breaker#{source}".
     breaker = CircuitBreaker(table, source, cooldown_seconds=cooldown) if table else None
-    return GuardedClient(client, breaker)
+    return GuardedClient(client, breaker, limiter)
 
 
 def gateway_client(source: str) -> GatewayClient | None:

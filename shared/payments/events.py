@@ -47,6 +47,8 @@ class PaymentStatusChanged(_Event):
     amount_refunded: int = Field(ge=0)
     occurred_at: Timestamp
     source_event_id: str | None
+    # Optional within schema_version 1: records written before payloads could confirm a payment have none (true).
+    verified: bool = True
 
 
 class WebhookFailed(_Event):

@@ -74,6 +74,8 @@ def status_changed(
         "amount_refunded": payment.amount_refunded,
         "occurred_at": occurred_at,
         "source_event_id": source_event_id,
+        # False: applied from a signed payload, not yet confirmed by the gateway's API (docs/events.md).
+        "verified": payment.verified,
         "created_at": created_at,
         "expires_at": _expires_at(now_epoch),
     }
@@ -116,6 +118,7 @@ def published_event(item: dict[str, Any]) -> dict[str, Any]:
     if event.get("type") == STATUS_CHANGED:
         for name in ("previous_status", "amount", "currency", "source_event_id"):
             event.setdefault(name, None)
+        event.setdefault("verified", True)  # records written before payloads could confirm: all from the API
     elif event.get("type") == WEBHOOK_FAILED:
         for name in ("provider", "event_id", "event_type", "resource_id"):
             event.setdefault(name, None)
