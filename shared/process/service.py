@@ -339,6 +339,7 @@ class EventProcessor:
                         payment=decision.payment,
                         expected_version=decision.previous.version,
                         ignored_reason=decision.code,
+                        confirms=decision.verification is Verification.CONFIRMED,
                     )
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
                     self._count_verification(decision, event.provider)
@@ -502,7 +503,10 @@ class EventProcessor:
                     return Outcome.IGNORED
                 try:
                     self.store.put_payment(
-                        decision.payment, expected_version=current.version, transition=isinstance(decision, Apply)
+                        decision.payment,
+                        expected_version=current.version,
+                        transition=isinstance(decision, Apply),
+                        confirms=decision.verification is Verification.CONFIRMED,
                     )
                 except VersionConflict:
                     continue

@@ -13,6 +13,8 @@ import pytest
 from shared.definitions import CONFIRM_ALWAYS, CONFIRM_WHEN_BEHIND, VERIFY_EVENT_TYPE
 from shared.inbox.model import StoredBody, build_item, event_key
 from shared.inbox.store import InboxStore, from_attributes
+from shared.payments.events import check_published
+from shared.payments.outbox import published_event, transition_id
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process import service
@@ -101,10 +103,16 @@ def payment_of(world):
     return ProcessingStore(world.names.inbox_table, world.names.payments_table).load_payment("stripe#pi_1")
 
 
-def outbox_records(world) -> list[dict[str, Any]]:
+def outbox_records(world, partition: str = "stripe#pi_1") -> list[dict[str, Any]]:
+    """The published records of the payment's partition (its status changes), or another partition's."""
     items = world.session.client("dynamodb").scan(TableName=world.names.outbox_table)["Items"]
-    records = [from_attributes(item) for item in items]
-    return sorted((r for r in records if r["pk"] == "stripe#pi_1"), key=lambda record: record["sequence"])
+    stored = [from_attributes(item) for item in items]
+    records = [published_event(record) for record in stored if record["pk"] == partition]
+    return sorted(records, key=lambda record: record["sequence"])
+
+
+def verified_records(world) -> list[dict[str, Any]]:
+    return outbox_records(world, "verified#stripe#pi_1")
 
 
 def test_a_behind_event_is_confirmed_from_its_payload_with_its_verification_item_in_one_transaction(aws_world, gateway):
@@ -134,10 +142,20 @@ def test_a_verification_that_agrees_marks_the_payment_verified_with_one_refetch(
     gateway.set("pi_1", S.PAID)
     # When the verification item is processed
     assert run(processor, VERIFY_PK) is Outcome.IGNORED
-    # Then one refetch confirmed it: verified, no transition, nothing more published, nothing counted
+    # Then one refetch confirmed it: verified, no transition, nothing counted
     payment = payment_of(aws_world)
     assert (payment.status, payment.verified, payment.transitions, gateway.fetches) == (S.PAID, True, 1, 1)
     assert len(outbox_records(aws_world)) == 1
+    # ... and a payment.verified event says so, naming the transition it confirms, within the contract
+    [confirmed] = verified_records(aws_world)
+    assert (confirmed["type"], confirmed["status"], confirmed["verified"], confirmed["sequence"]) == (
+        "payment.verified",
+        "paid",
+        True,
+        1,
+    )
+    assert confirmed["transition_id"] == transition_id("stripe#pi_1", 1)
+    check_published(confirmed)
     assert inbox_item(aws_world, VERIFY_PK)["status"] == "ignored"
     assert metrics == []
     # ... and a redelivery of either message applies nothing twice
@@ -160,6 +178,7 @@ def test_a_verification_that_disagrees_applies_the_gateways_status_as_a_publishe
         ("paid", "refunded", True),
     ]
     assert metrics.count("PaymentsCorrected") == 1
+    assert verified_records(aws_world) == []  # the correction itself is the verified event
 
 
 def test_a_verification_the_state_machine_refuses_flags_the_payment_and_publishes_nothing(aws_world, gateway, metrics):
@@ -170,6 +189,7 @@ def test_a_verification_the_state_machine_refuses_flags_the_payment_and_publishe
     payment = payment_of(aws_world)
     assert (payment.status, payment.verified, payment.verification_refused) == (S.PAID, False, S.PENDING)
     assert len(outbox_records(aws_world)) == 1
+    assert verified_records(aws_world) == []
     assert metrics.count("VerificationsRefused") == 1
 
 
@@ -253,5 +273,6 @@ def test_the_sweeper_verifies_a_payment_that_stays_unverified(aws_world, gateway
     processor = processor_for(aws_world, gateway)
     assert handle_message(aws_world, message, processor) == Outcome.IGNORED.value
     assert payment_of(aws_world).verified is True
+    assert [record["status"] for record in verified_records(aws_world)] == ["paid"]
     # ... and out of the unverified partition, it is not asked again
     assert sweeper_for(aws_world, clock=later(3 * 3601)).run().reconciled == 0
