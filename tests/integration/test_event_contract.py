@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 
 from shared.payments import outbox
-from shared.payments.model import Payment
-from shared.payments.status import PaymentStatus
 from shared.payments.events import ContractViolation, check_published
+from shared.payments.model import Payment
 from shared.payments.outbox import published_event
 from shared.payments.publishing import BusPublisher
+from shared.payments.status import PaymentStatus
 from tests.integration.test_downstream_functions import FlakyEvents, stream_records
 from tests.integration.test_outbox import SCHEMA, outbox_items, three_payments
 
