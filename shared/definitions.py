@@ -1039,8 +1039,9 @@ class ProviderEntry(NamedTuple):
     # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
     # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
     legacy_signature: str | None = None
-    # "module:attribute" of the driver's function that reads the canonical status a stored event of this provider
-    # states in its signed body ((event_type, provider_status) -> status value, or None when that event states
+    # "module:attribute" of the function of its gateway client's module (beside the refetch's status table) that reads
+    # the canonical status a stored event of this provider states in its signed body (the driver keeps the object's
+    # status as `provider_status`): (event_type, provider_status) -> status value, or None when that event states
     # none a payment can be confirmed with). Set only for a provider whose scheme binds the whole body and whose
     # body carries the object's state and a signed event time: its sources may confirm a payment from the payload
     # and verify it from the API later (`confirm_from_payload` in sources.json; docs/providers.md, "Confirming
@@ -1090,7 +1091,7 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         refetch_rate_per_second=25.0,
         # Snapshot events sign the whole body (`{t}.{body}`), carry the PaymentIntent as it was and a signed
         # `created`: a payment_intent.* event may confirm a payment before the refetch (thin events state nothing).
-        payload_status_from="shared.providers.stripe:payload_status",
+        payload_status_from="shared.gateway.stripe:payload_status",
     ),
     ProviderEntry(
         id="standard",
@@ -1292,6 +1293,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
         # 240 requests a minute per IP address for most operations: docs/providers.md.
         refetch_rate_per_second=4.0,
+        # Paddle-Signature binds `{ts}:{body}`, and an event's `data` is the entity's snapshot at its `occurred_at`.
+        payload_status_from="shared.gateway.paddle:payload_status",
     ),
     ProviderEntry(
         id="mercadopago",

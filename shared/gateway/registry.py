@@ -83,6 +83,16 @@ def client_class(provider: str) -> tuple[_ClientFactory, str]:
     return factory, module.DEFAULT_BASE_URL
 
 
+def payload_reader(reference: str) -> Callable[[str, str | None], str | None]:
+    """The payload-status reading a catalog entry names (`payload_status_from`, "shared.gateway.<module>:function"):
+    a function of the provider's gateway module, beside the refetch's status table (shared/process/confirm.py)."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name.startswith(f"{__package__}.") or not attribute:
+        raise ValueError(f"not a gateway module reference: {reference!r}")
+    reader: Callable[[str, str | None], str | None] = getattr(importlib.import_module(module_name), attribute)
+    return reader
+
+
 def base_url_variable(source: str) -> str:
     return f"INBOX_API_BASE_{source_env_suffix(source)}"
 

@@ -30,7 +30,7 @@ from shared.payments.status import PaymentStatus
 from shared.process.decide import Observation
 from shared.process.router import InboxEvent
 
-# (event type, the status the stored event states) -> the canonical status value it states, or None.
+# (event type, the status the stored event keeps) -> the canonical status value it states, or None.
 PayloadStatus = Callable[[str, str | None], str | None]
 
 
@@ -149,9 +149,9 @@ class PayloadConfirmation:
 
 def declared_confirmation() -> PayloadConfirmation:
     """The deployment's: each declared source's setting (sources.json), its provider's payload reading (the catalog's
-    `payload_status_from`, imported with the first event of an eligible source) and its refetch rate limiter."""
-    from shared.gateway.registry import gateway_client  # noqa: PLC0415 - the processor's clients, already built
-    from shared.providers.registry import load_reference  # noqa: PLC0415
+    `payload_status_from`: a function of its gateway module, imported with the first event of an eligible source)
+    and its refetch rate limiter."""
+    from shared.gateway.registry import gateway_client, payload_reader  # noqa: PLC0415 - the processor's, built
     from shared.sources import declared_sources  # noqa: PLC0415
 
     settings: dict[str, SourceConfirmation | None] = {}
@@ -163,7 +163,7 @@ def declared_confirmation() -> PayloadConfirmation:
             if spec is None or entry is None or entry.payload_status_from is None:
                 settings[source] = None
             else:
-                reader: PayloadStatus = load_reference(entry.payload_status_from)
+                reader = payload_reader(entry.payload_status_from)
                 settings[source] = SourceConfirmation(spec.confirm_mode, float(spec.behind_seconds), reader)
         return settings[source]
 

@@ -159,37 +159,6 @@ def _parse_thin(event: JsonObject) -> NormalizedEvent:
     )
 
 
-# The canonical status a snapshot payment_intent.* event's PaymentIntent states (the first rows of the refetch's
-# table, shared/gateway/stripe.py: without its charge, a succeeded intent is `paid`; refunds and disputes arrive as
-# charge.* events, which state no payment status here and wait for the refetch). `requires_payment_method` is
-# `failed` only in payment_intent.payment_failed (the stored event keeps the status, not `last_payment_error`) and
-# `pending` only in payment_intent.created; in any other event it states nothing.
-_PAYLOAD_INTENT_STATUSES: dict[str, str] = {
-    "requires_confirmation": "pending",
-    "requires_action": "pending",
-    "processing": "pending",
-    "requires_capture": "authorized",
-    "canceled": "canceled",
-    "succeeded": "paid",
-}
-_PAYLOAD_UNPAID_INTENT: dict[str, str] = {
-    "payment_intent.payment_failed": "failed",
-    "payment_intent.created": "pending",
-}
-
-
-def payload_status(event_type: str, provider_status: str | None) -> str | None:
-    """The canonical payment status a stored Stripe event states in its signed body, or None when it states none a
-    payment may be confirmed with: thin events (no state), charge, refund and dispute events (their object is not
-    the payment: a charge's refund amount or a dispute's outcome is for the refetch to read). The provider catalog
-    names this function (`payload_status_from`): Stripe's snapshot events may confirm a payment from the payload."""
-    if not event_type.startswith("payment_intent.") or provider_status is None:
-        return None
-    if provider_status == "requires_payment_method":
-        return _PAYLOAD_UNPAID_INTENT.get(event_type)
-    return _PAYLOAD_INTENT_STATUSES.get(provider_status)
-
-
 class StripeDriver(SchemeVerified):
     name: str = "stripe"
     authentication = AUTHENTICATION

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shared.definitions import CONFIRM_ALWAYS, CONFIRM_WHEN_BEHIND, VERIFY_EVENT_TYPE
+from shared.gateway.stripe import payload_status
 from shared.inbox.model import StoredBody, build_item, event_key
 from shared.inbox.store import InboxStore, from_attributes
 from shared.payments.events import check_published
@@ -22,7 +23,6 @@ from shared.process.confirm import PayloadConfirmation, SourceConfirmation
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor, Outcome
 from shared.providers import NormalizedEvent, WebhookRequest
-from shared.providers.stripe import payload_status
 from tests.integration.operations_support import (
     a_payment,
     drain,

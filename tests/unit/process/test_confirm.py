@@ -19,13 +19,14 @@ from shared.definitions import (
     provider_entry,
 )
 from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
+from shared.gateway.paddle import payload_status as paddle_payload_status
 from shared.gateway.ratelimit import RateLimiter
+from shared.gateway.stripe import payload_status
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.process.confirm import PayloadConfirmation, SourceConfirmation, is_behind, payload_observation
 from shared.process.decide import Apply, Ignore, NeedsRefetch, Observation, Touch, Verification, decide
 from shared.process.router import InboxEvent
-from shared.providers.stripe import payload_status
 
 S = PaymentStatus
 NOW = "2026-11-29T12:00:00.000000Z"
@@ -66,9 +67,9 @@ def event(event_type: str = "payment_intent.succeeded", status: str | None = "su
 # ------------------------------------------------------------------------------------------------- eligibility
 
 
-def test_stripe_is_eligible_and_every_provider_that_is_binds_the_body_and_refetches():
+def test_stripe_and_paddle_are_eligible_and_every_provider_that_is_binds_the_body_and_refetches():
     eligible = {entry.id for entry in PROVIDER_CATALOG if entry.confirms_from_payload}
-    assert "stripe" in eligible
+    assert eligible == {"stripe", "paddle"}
     for entry in PROVIDER_CATALOG:
         if entry.confirms_from_payload:
             assert entry.trust in BODY_BINDING_TRUST
@@ -80,7 +81,7 @@ def test_the_catalog_check_refuses_eligibility_where_the_trust_class_does_not_bi
     provider,
 ):
     # Given a token-authenticated, a signed-fields, a refetch-verified, an event-time and a token provider
-    entry = provider_entry(provider)._replace(payload_status_from="shared.providers.stripe:payload_status")
+    entry = provider_entry(provider)._replace(payload_status_from="shared.gateway.stripe:payload_status")
     # Then declaring it eligible is a catalog problem that names it
     problems = catalog_problems((entry,))
     assert any(
@@ -109,6 +110,22 @@ def test_stripe_states_a_payment_status_only_in_its_snapshot_payment_intent_even
     assert payload_status(event_type, status) == stated
 
 
+@pytest.mark.parametrize(
+    ("event_type", "status", "stated"),
+    [
+        ("transaction.completed", "completed", "paid"),
+        ("transaction.paid", "paid", "paid"),
+        ("transaction.billed", "billed", "pending"),
+        ("transaction.past_due", "past_due", "failed"),
+        ("transaction.canceled", "canceled", "canceled"),
+        ("transaction.updated", "something_new", None),
+        ("adjustment.created", None, None),  # a refund or chargeback: the refetch reads what it did
+    ],
+)
+def test_paddle_states_a_payment_status_in_its_transaction_events(event_type, status, stated):
+    assert paddle_payload_status(event_type, status) == stated
+
+
 # --------------------------------------------------------------------------------------------------- sources
 
 
@@ -131,7 +148,7 @@ def test_confirming_from_the_payload_of_an_ineligible_provider_is_refused_naming
         parse_sources([{"name": "asaas-br", "provider": "asaas", "confirm_from_payload": "when_behind"}])
     message = str(refused.value)
     assert "'asaas-br'" in message and "'confirm_from_payload'" in message
-    assert "binds the whole body" in message and "providers that do: stripe" in message
+    assert "binds the whole body" in message and "providers that do: stripe, paddle" in message
     # ... while `never` is accepted for any provider
     assert (
         parse_sources([{"name": "a", "provider": "asaas", "confirm_from_payload": "never"}])[0].confirm_mode == "never"
