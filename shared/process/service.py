@@ -8,6 +8,7 @@ item pending and the message comes back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -352,16 +353,20 @@ class EventProcessor:
     def _apply_payload(self, event: InboxEvent, payload: Observation, expires_at: object) -> Outcome | None:
         """Confirm the payment from the event's signed payload (event-time order, the state machine), unverified.
         None when the payload cannot be ordered against the payment's last event (the same second of event time
-        and statuses that do not tell which came last): the event then waits for its refetch like any other."""
+        and statuses that do not tell which came last): the event then waits for its refetch like any other. The
+        event's note (and its one log line) says the payload decided."""
+
+        def from_payload(current: Payment | None, seen: Observation, *, now: str) -> Decision:
+            decision = decide(current, seen, now=now)
+            return dataclasses.replace(decision, reason=f"from the signed payload: {decision.reason}")
+
         try:
-            outcome = self._decide_and_settle(
-                event, payload, decide, verify_expires_at=expires_at if isinstance(expires_at, int) else 0
+            return self._decide_and_settle(
+                event, payload, from_payload, verify_expires_at=expires_at if isinstance(expires_at, int) else 0
             )
         except NeedsRefetch as ambiguous:
             logger.info("payload not confirmed: refetch", extra={"pk": event.pk, "reason": str(ambiguous)})
             return None
-        logger.info("confirmed from payload", extra={"pk": event.pk, "source": event.source})
-        return outcome
 
     def _verify_item(
         self, current: Payment | None, payment: Payment, now: str, expires_at: object

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shared.definitions import CONFIRM_ALWAYS, CONFIRM_WHEN_BEHIND, VERIFY_EVENT_TYPE
+from shared.gateway.ratelimit import RateLimited
 from shared.gateway.stripe import payload_status
 from shared.inbox.model import StoredBody, build_item, event_key
 from shared.inbox.store import InboxStore, from_attributes
@@ -123,6 +124,7 @@ def test_a_behind_event_is_confirmed_from_its_payload_with_its_verification_item
     # Then it is paid at once, from the signed payload, without asking the gateway, and unverified
     payment = payment_of(aws_world)
     assert (payment.status, payment.verified, gateway.fetches) == (S.PAID, False, 0)
+    assert inbox_item(aws_world, pk)["note"] == "from the signed payload: first seen"
     # ... the status change is published saying so
     [record] = outbox_records(aws_world)
     assert (record["new_status"], record["verified"]) == ("paid", False)
@@ -276,3 +278,26 @@ def test_the_sweeper_verifies_a_payment_that_stays_unverified(aws_world, gateway
     assert [record["status"] for record in verified_records(aws_world)] == ["paid"]
     # ... and out of the unverified partition, it is not asked again
     assert sweeper_for(aws_world, clock=later(3 * 3601)).run().reconciled == 0
+
+
+def test_a_rate_limit_that_books_the_source_further_than_its_threshold_confirms_instead_of_waiting(aws_world, gateway):
+    # Given a fresh event, and the source's rate limit (a gateway 429's Retry-After) saying its next slot is 120 s away
+    gateway.failure = RateLimited("stripe is blocked by the gateway for another 120 s", retry_after=120.0)
+    pk = stripe_event(aws_world, event_id="evt_paid")
+    # When it is processed
+    assert run(processor_for(aws_world, gateway, clock=later(3)), pk) is Outcome.PROCESSED
+    # Then it was confirmed from its payload rather than sent back to the queue for two minutes
+    assert (payment_of(aws_world).status, payment_of(aws_world).verified) == (S.PAID, False)
+    assert inbox_item(aws_world, VERIFY_PK)["status"] == "pending"
+
+
+def test_a_rate_limit_with_a_slot_near_makes_the_event_wait_as_before(aws_world, gateway):
+    gateway.failure = RateLimited("refetch rate of stripe (25/s) is booked for 1.2 s", retry_after=1.2)
+    pk = stripe_event(aws_world, event_id="evt_paid")
+    processor = processor_for(aws_world, gateway, clock=later(3))
+    with pytest.raises(service.RetryLater):
+        run(processor, pk)
+    assert payment_of(aws_world) is None
+    assert inbox_item(aws_world, pk)["status"] == "pending"
+    assert processor.queue.delays  # its message hidden for the wait, no attempt counted
+    assert int(inbox_item(aws_world, pk)["attempts"]) == 0
