@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from shared import definitions
 from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
-from shared.definitions import METRIC_PAYMENTS_CORRECTED, METRIC_VERIFICATIONS_REFUSED, VERIFY_EVENT_TYPE
+from shared.definitions import VERIFY_EVENT_TYPE
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
 from shared.inbox.model import build_verify_item, iso_utc, resource_key
@@ -422,9 +423,9 @@ class EventProcessor:
         """A verification that corrected a payment, or whose truth the state machine refused: counted (service-wide:
         each has a stack-level alarm) and logged with the payment's source."""
         if decision.verification is Verification.CORRECTED:
-            count_for_provider(METRIC_PAYMENTS_CORRECTED, provider)
+            count_for_provider(definitions.METRIC_PAYMENTS_CORRECTED, provider)
         elif decision.verification is Verification.REFUSED:
-            count_for_provider(METRIC_VERIFICATIONS_REFUSED, provider)
+            count_for_provider(definitions.METRIC_VERIFICATIONS_REFUSED, provider)
         else:
             return
         logger.warning(
