@@ -3,6 +3,8 @@ what a verification from the API does (pure: no I/O)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shared.definitions import (
@@ -344,3 +346,39 @@ def test_payments_written_before_verification_existed_read_as_verified():
 def test_a_sources_spec_without_options_is_what_default_sources_declare():
     assert SourceSpec("stripe", "stripe").confirm_mode == CONFIRM_WHEN_BEHIND
     assert SourceSpec("cielo", "cielo").confirm_mode == CONFIRM_NEVER
+
+
+def test_every_eligible_providers_payload_reading_loads_from_its_gateway_module():
+    from shared.gateway.registry import payload_reader
+
+    for entry in PROVIDER_CATALOG:
+        if entry.payload_status_from is not None:
+            assert entry.payload_status_from.startswith(f"shared.gateway.{entry.id}:")
+            assert callable(payload_reader(entry.payload_status_from))
+    with pytest.raises(ValueError, match="not a gateway module reference"):
+        payload_reader("os.path:join")
+
+
+def test_the_deployments_confirmation_follows_each_declared_sources_setting(monkeypatch):
+    from shared.process.confirm import declared_confirmation
+    from shared.sources import reset_declared_sources
+
+    # Given a Stripe source that always confirms, one that never does, and an Asaas one (not eligible)
+    declaration = [
+        {"name": "stripe-fast", "provider": "stripe", "confirm_from_payload": "always"},
+        {"name": "stripe-safe", "provider": "stripe", "confirm_from_payload": "never"},
+        {"name": "asaas", "provider": "asaas"},
+    ]
+    monkeypatch.setenv("INBOX_SOURCES", json.dumps(declaration))
+    reset_declared_sources()
+    try:
+        confirmation = declared_confirmation()
+        # Then only the first source's event is confirmed from its payload
+        seen = confirmation.now(event(source="stripe-fast"), now=T0)
+        assert seen is not None and (seen.source, seen.status, seen.verified) == ("stripe-fast", S.PAID, False)
+        assert confirmation.now(event(source="stripe-safe"), now=T0) is None
+        assert confirmation.now(event(source="asaas", provider="asaas"), now=T0) is None
+        assert confirmation.now(event(source="undeclared"), now=T0) is None
+    finally:
+        monkeypatch.delenv("INBOX_SOURCES")
+        reset_declared_sources()
