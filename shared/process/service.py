@@ -24,7 +24,7 @@ from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
 from shared.definitions import VERIFY_EVENT_TYPE
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
-from shared.inbox.model import build_verify_item, iso_utc, resource_key
+from shared.inbox.model import VERIFY_ID_PREFIX, build_verify_item, iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, count_ignored, count_outcome, logger
 from shared.payments.model import Payment
@@ -164,6 +164,18 @@ def wait_seconds(retry_after: float | None, default: float, *, rng: random.Rando
     return int(max(1, min(MAX_BACKOFF_SECONDS, math.ceil(base * rng.uniform(1.0, 1.5)))))
 
 
+def is_verification(event: InboxEvent) -> bool:
+    """Whether the item is the inbox's own verification of a payment (shared/inbox/model.py `build_verify_item`): its
+    type, and a provider that may confirm from the payload (the only ones that get one). A sender's event that names
+    itself so (a configured generic sender can name any type) is an ordinary event of an unrouted type."""
+    if event.event_type != VERIFY_EVENT_TYPE or not event.event_id.startswith(VERIFY_ID_PREFIX):
+        return False
+    try:
+        return definitions.provider_entry(event.provider).confirms_from_payload
+    except KeyError:
+        return False
+
+
 class EventProcessor:
     def __init__(
         self,
@@ -228,7 +240,7 @@ class EventProcessor:
             return Outcome.SKIPPED
         event = InboxEvent.from_item(item)
         try:
-            if event.event_type == VERIFY_EVENT_TYPE:
+            if is_verification(event):
                 return self._verify(event, delivery, refetches)
             handler = self.router.resolve(event.provider, event.event_type)
             if handler is None:

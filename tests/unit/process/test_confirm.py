@@ -382,3 +382,13 @@ def test_the_deployments_confirmation_follows_each_declared_sources_setting(monk
     finally:
         monkeypatch.delenv("INBOX_SOURCES")
         reset_declared_sources()
+
+
+def test_only_the_inboxs_own_verification_items_are_processed_as_verifications():
+    from shared.process.service import is_verification
+
+    own = event(event_type="webhook-inbox.verify", event_id="verify:pi_1:1", pk="stripe#verify:pi_1:1")
+    assert is_verification(own)
+    # A sender naming its event so (a generic sender chooses its types) is an ordinary event, ignored as unrouted
+    assert not is_verification(event(event_type="webhook-inbox.verify", event_id="verify:x:1", provider="generic"))
+    assert not is_verification(event(event_type="webhook-inbox.verify", event_id="evt_1"))
