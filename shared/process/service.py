@@ -320,11 +320,14 @@ class EventProcessor:
         apply: Callable[..., Decision],
         *,
         verify_expires_at: object = None,
+        verifying: bool = False,
     ) -> Outcome:
         """Decide on the stored payment and commit the decision with the event's settlement (one transaction),
         deciding again when another event of the payment committed first. With `verify_expires_at`, `seen` is a
         payload observation: a decision that leaves the payment newly unverified also puts its verification item.
-        NeedsRefetch (a payload that cannot be ordered) propagates."""
+        `verifying`: the event is a verification item, whose corrections are counted (a webhook's refetch that finds
+        a new status announces a change, not a correction). NeedsRefetch (a payload that cannot be ordered)
+        propagates."""
         for _ in range(MAX_DECISION_ROUNDS):
             current = self.store.load_payment(resource_key(seen.source, seen.resource_id))
             now = self._now()
@@ -342,7 +345,7 @@ class EventProcessor:
                         verify_item=verify,
                     )
                     self._count(event, Outcome.PROCESSED, decision.reason)
-                    self._count_verification(decision, event.provider)
+                    self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.PROCESSED
                 if isinstance(decision, Touch):
                     self.store.settle(
@@ -356,7 +359,7 @@ class EventProcessor:
                         confirms=decision.verification is Verification.CONFIRMED,
                     )
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
-                    self._count_verification(decision, event.provider)
+                    self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.IGNORED
                 return self._ignore(event, decision.reason, decision.code)
             except VersionConflict:
@@ -429,12 +432,13 @@ class EventProcessor:
         seen = self._observe(event, delivery, observe, payload_instead=False)
         if isinstance(seen, Outcome):
             return seen
-        return self._decide_and_settle(event, seen, reconciler.apply)
+        return self._decide_and_settle(event, seen, reconciler.apply, verifying=True)
 
-    def _count_verification(self, decision: Apply | Touch, provider: str) -> None:
-        """A verification that corrected a payment, or whose truth the state machine refused: counted (service-wide:
+    def _count_verification(self, decision: Apply | Touch, provider: str, *, corrections: bool = True) -> None:
+        """A verification that corrected a payment (`corrections`: a verification proper, not a webhook's refetch,
+        whose new status its webhook announces), or whose truth the state machine refused: counted (service-wide:
         each has a stack-level alarm) and logged with the payment's source."""
-        if decision.verification is Verification.CORRECTED:
+        if decision.verification is Verification.CORRECTED and corrections:
             count_for_provider(definitions.METRIC_PAYMENTS_CORRECTED, provider)
         elif decision.verification is Verification.REFUSED:
             count_for_provider(definitions.METRIC_VERIFICATIONS_REFUSED, provider)

@@ -301,3 +301,22 @@ def test_a_rate_limit_with_a_slot_near_makes_the_event_wait_as_before(aws_world,
     assert inbox_item(aws_world, pk)["status"] == "pending"
     assert processor.queue.delays  # its message hidden for the wait, no attempt counted
     assert int(inbox_item(aws_world, pk)["attempts"]) == 0
+
+
+def test_a_webhook_whose_refetch_finds_a_newer_status_verifies_without_counting_a_correction(
+    aws_world, gateway, metrics
+):
+    # Given a payment paid from its payload, then refunded: the refund's webhook (a charge event, always refetched)
+    processor = processor_for(aws_world, gateway)
+    run(processor, stripe_event(aws_world, event_id="evt_paid"))
+    gateway.set("pi_1", S.REFUNDED)
+    refund = stripe_event(aws_world, event_id="evt_refund", event_type="charge.refunded", status="refunded")
+    # When the refund's webhook is processed before the verification
+    assert run(processor, refund) is Outcome.PROCESSED
+    # Then the refetch applied the refund and verified the payment: a change its webhook announced, not a correction
+    payment = payment_of(aws_world)
+    assert (payment.status, payment.verified, gateway.fetches) == (S.REFUNDED, True, 1)
+    assert metrics == []
+    # ... and the verification then has nothing to do, and asks the gateway nothing
+    assert run(processor, VERIFY_PK) is Outcome.IGNORED
+    assert gateway.fetches == 1
