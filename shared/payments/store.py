@@ -108,8 +108,8 @@ class ProcessingStore:
         `verify_item`: the inbox item that will verify a payment just confirmed from a payload
         (shared/inbox/model.py `build_verify_item`), put in the same transaction (conditioned on not existing): the
         payment is never left unverified without something on its way to verify it, whatever crashes after.
-        `confirms`: the write marks an unverified payment verified (the API agreed): its `payment.verified` outbox
-        record goes in the same transaction."""
+        `confirms`: the write marks an unverified payment verified (the API agreed; the event is `processed`, but no
+        transition): its `payment.verified` outbox record goes in the same transaction instead."""
         if payment is None:
             self.inbox.settle(event_pk, outcome, note=note, now=now, ignored_reason=ignored_reason)
             return
@@ -123,7 +123,7 @@ class ProcessingStore:
         if expected_version is not None:
             put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
         items.append({"Put": put})
-        if outcome is EventStatus.PROCESSED and self.outbox_table:
+        if outcome is EventStatus.PROCESSED and self.outbox_table and not confirms:  # a confirmation is no transition
             record = outbox.status_changed(
                 payment,
                 occurred_at=payment.last_event_at or now,

@@ -347,6 +347,20 @@ class EventProcessor:
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.PROCESSED
+                if isinstance(decision, Touch) and decision.verification is Verification.CONFIRMED:
+                    # The API confirmed what a payload applied: the event did its work (processed, not ignored: it
+                    # is no stale or repeated delivery), and payment.verified is published.
+                    self.store.settle(
+                        event.pk,
+                        EventStatus.PROCESSED,
+                        now=now,
+                        note=decision.reason,
+                        payment=decision.payment,
+                        expected_version=decision.previous.version,
+                        confirms=True,
+                    )
+                    self._count(event, Outcome.PROCESSED, decision.reason)
+                    return Outcome.PROCESSED
                 if isinstance(decision, Touch):
                     self.store.settle(
                         event.pk,
@@ -356,7 +370,6 @@ class EventProcessor:
                         payment=decision.payment,
                         expected_version=decision.previous.version,
                         ignored_reason=decision.code,
-                        confirms=decision.verification is Verification.CONFIRMED,
                     )
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
                     self._count_verification(decision, event.provider, corrections=verifying)
@@ -535,7 +548,8 @@ class EventProcessor:
                 self._count_verification(decision, provider)
                 if isinstance(decision, Touch):  # an unverified payment confirmed (or flagged): no transition
                     logger.info("payment verified", extra={"payment": message.key, "change": decision.reason})
-                    return Outcome.IGNORED
+                    confirmed = decision.verification is Verification.CONFIRMED
+                    return Outcome.PROCESSED if confirmed else Outcome.IGNORED
                 count_for_provider("PaymentsReconciled", provider)
                 logger.info("payment reconciled", extra={"payment": message.key, "change": decision.reason})
                 return Outcome.PROCESSED

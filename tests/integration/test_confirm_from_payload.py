@@ -143,7 +143,7 @@ def test_a_verification_that_agrees_marks_the_payment_verified_with_one_refetch(
     run(processor, stripe_event(aws_world, event_id="evt_paid"))
     gateway.set("pi_1", S.PAID)
     # When the verification item is processed
-    assert run(processor, VERIFY_PK) is Outcome.IGNORED
+    assert run(processor, VERIFY_PK) is Outcome.PROCESSED
     # Then one refetch confirmed it: verified, no transition, nothing counted
     payment = payment_of(aws_world)
     assert (payment.status, payment.verified, payment.transitions, gateway.fetches) == (S.PAID, True, 1, 1)
@@ -158,7 +158,7 @@ def test_a_verification_that_agrees_marks_the_payment_verified_with_one_refetch(
     )
     assert confirmed["transition_id"] == transition_id("stripe#pi_1", 1)
     check_published(confirmed)
-    assert inbox_item(aws_world, VERIFY_PK)["status"] == "ignored"
+    assert inbox_item(aws_world, VERIFY_PK)["status"] == "processed"
     assert metrics == []
     # ... and a redelivery of either message applies nothing twice
     assert run(processor, VERIFY_PK) is Outcome.SKIPPED
@@ -273,7 +273,7 @@ def test_the_sweeper_verifies_a_payment_that_stays_unverified(aws_world, gateway
     assert json.loads(message["Body"])["resource_id"] == "pi_1"
     assert message["Attributes"]["MessageGroupId"] == "stripe#pi_1"
     processor = processor_for(aws_world, gateway)
-    assert handle_message(aws_world, message, processor) == Outcome.IGNORED.value
+    assert handle_message(aws_world, message, processor) == Outcome.PROCESSED.value
     assert payment_of(aws_world).verified is True
     assert [record["status"] for record in verified_records(aws_world)] == ["paid"]
     # ... and out of the unverified partition, it is not asked again
