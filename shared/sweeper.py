@@ -42,7 +42,6 @@ from botocore.exceptions import ClientError
 from shared import aws
 from shared.backoff import MAX_BACKOFF_SECONDS
 from shared.definitions import (
-    CONFIRM_NEVER,
     DEFAULT_RECONCILE_AFTER_SECONDS,
     DEFAULT_STALE_AFTER_SECONDS,
     ENV_INBOX_TABLE,
@@ -56,6 +55,7 @@ from shared.definitions import (
     RECONCILE_INDEX,
     WAIT_UNTIL,
     SourceSpec,
+    provider_entry,
     source_key,
 )
 from shared.definitions import DEFAULT_SWEEP_MAX_ITEMS as DEFAULT_MAX_ITEMS
@@ -436,7 +436,7 @@ class Sweeper:
         """(source, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""
         for source in self.reconcile_sources:
             partitions = [status.value for status in sorted(INTERMEDIATE_STATUSES)]
-            if source.confirm_mode != CONFIRM_NEVER:  # only its payments can be unverified
+            if provider_entry(source.provider).confirms_from_payload:  # (even set to `never` since: its old ones)
                 partitions.append(UNVERIFIED_PARTITION)
             for partition in partitions:
                 reconcile_key = source_key(source.name, partition)
