@@ -95,6 +95,8 @@ class LatencyStore:
         payment: Any = None,
         expected_version: int | None = None,
         ignored_reason: Any = None,
+        verify_item: Any = None,  # a payload confirmation's (this bench's processor confirms none)
+        confirms: bool = False,
     ) -> None:
         from shared.inbox.store import EventAlreadySettled  # noqa: PLC0415
         from shared.payments.store import VersionConflict  # noqa: PLC0415

@@ -185,8 +185,13 @@ def alarm_metrics(
         "signature-rejections",
         "api-5xx",
     )
+    from shared.definitions import provider_entry  # noqa: PLC0415
+
+    # Confirming from the payload (a declared provider that may): corrections and refused verifications, stack-wide.
+    confirming = any(provider_entry(provider).confirms_from_payload for provider in providers)
     return {
         **dict.fromkeys(single, 1),
+        **dict.fromkeys(("payments-corrected", "verifications-refused") if confirming else (), 1),
         **{f"ignored-ratio-{provider}": IGNORED_RATIO_ALARM_METRICS for provider in providers},
         **{f"ignored-no-payment-{source}": 1 for source in sources or providers},  # EventsIgnored, one reason
         # Errors and Throttles, less what another alarm pages on (monitoring.ALARMED_THROUGH: the ingest's, the

@@ -55,11 +55,11 @@ from inbox_local.stream_reader import LATEST, StreamReader
 from shared import definitions
 from shared.backoff import Backoff
 from shared.forwarding import Forwarder
-from shared.payments.outbox import STATUS_CHANGED, WEBHOOK_FAILED
+from shared.payments.outbox import PAYMENT_VERIFIED, STATUS_CHANGED, WEBHOOK_FAILED
 from shared.payments.publishing import outbox_events
 from shared.providers.standard.driver import SECRET_PREFIX, decode_secret
 
-LISTENED_TYPES: tuple[str, ...] = (STATUS_CHANGED, WEBHOOK_FAILED)
+LISTENED_TYPES: tuple[str, ...] = (STATUS_CHANGED, PAYMENT_VERIFIED, WEBHOOK_FAILED)
 RESOURCE_PREFIX = "inbox-listen-"
 TARGET_ID = "inbox-listen"  # the rule's one target
 TAG_MARKER = "webhook-inbox:listen-session"
@@ -184,6 +184,9 @@ def event_line(event: Mapping[str, Any], status: int, *, at: float, retry_in: fl
     """One line per POST: time, type, payment, what happened, the local endpoint's answer."""
     if event.get("type") == STATUS_CHANGED:
         what = f"{event.get('previous_status') or '-'} -> {event.get('new_status')}"
+        what += "" if event.get("verified", True) else " (unverified)"
+    elif event.get("type") == PAYMENT_VERIFIED:
+        what = f"verified: {event.get('status')}"
     else:
         what = f"{event.get('event_type') or '-'}: {str(event.get('last_error') or '')[:60]}"
     answer = str(status) if status else "no answer"

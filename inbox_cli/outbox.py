@@ -19,7 +19,7 @@ from shared.forwarding_log import ForwardLog, reached_endpoint
 from shared.inbox.model import resource_key
 from shared.inbox.store import from_attributes
 from shared.payments.events import check_published
-from shared.payments.outbox import published_event
+from shared.payments.outbox import PAYMENT_VERIFIED, VERIFIED_PREFIX, published_event
 
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -64,11 +64,14 @@ def outbox_records(
     dynamodb = aws.dynamodb()
     items: list[dict[str, Any]] = []
     if resource_id and payment_sources is not None:
-        for payment_source in payment_sources:
+        partitions = [resource_key(payment_source, resource_id) for payment_source in payment_sources]
+        # ... and its `payment.verified` records (the API confirmed a status a payload applied)
+        partitions += [VERIFIED_PREFIX + partition for partition in partitions]
+        for partition in partitions:
             kwargs: dict[str, Any] = {
                 "TableName": table,
                 "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": resource_key(payment_source, resource_id)}},
+                "ExpressionAttributeValues": {":pk": {"S": partition}},
             }
             while True:
                 page = dynamodb.query(**kwargs)
@@ -104,15 +107,21 @@ def record_source(record: dict[str, Any]) -> str:
     return str(record.get("source") or record.get("provider") or "")
 
 
+def change_of(record: dict[str, Any]) -> str:
+    """What a published event says, in a few words (the `change` column)."""
+    if record.get("type") == "payment.status_changed":
+        unverified = "" if record.get("verified", True) else " (unverified)"
+        return f"{record.get('previous_status') or '-'} -> {record.get('new_status')}{unverified}"
+    if record.get("type") == PAYMENT_VERIFIED:
+        return f"verified: {record.get('status')}"
+    return str(record.get("last_error", ""))[:60]
+
+
 def show(records: list[dict[str, Any]], table: Any) -> None:
     rows = [
         {
             **record,
-            "change": (
-                f"{record.get('previous_status') or '-'} -> {record.get('new_status')}"
-                if record.get("type") == "payment.status_changed"
-                else record.get("last_error", "")[:60]
-            ),
+            "change": change_of(record),
         }
         for record in records
     ]

@@ -438,6 +438,8 @@ class _CrashingProcessingStore(ProcessingStore):
         payment: Payment | None = None,
         expected_version: int | None = None,
         ignored_reason: IgnoredReason | None = None,
+        verify_item: dict[str, Any] | None = None,
+        confirms: bool = False,
     ) -> None:
         if self._injector.should_inject(FaultKind.CRASH_BEFORE_COMMIT, event_pk):
             raise InjectedCrash(f"before the transaction of {event_pk}")
@@ -449,6 +451,8 @@ class _CrashingProcessingStore(ProcessingStore):
             payment=payment,
             expected_version=expected_version,
             ignored_reason=ignored_reason,
+            verify_item=verify_item,
+            confirms=confirms,
         )
         if self._injector.should_inject(FaultKind.CRASH_AFTER_COMMIT, event_pk):
             raise InjectedCrash(f"after the transaction of {event_pk}, before the acknowledgement")

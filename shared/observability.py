@@ -118,6 +118,11 @@ METRICS: Final[dict[str, MetricDeclaration]] = {
         MetricDeclaration("PaymentsReconciled", (), Emitted.ON_TROUBLE, "dashboard: webhooks that never came"),
         MetricDeclaration("ReconciliationsDeferred", (), Emitted.ON_TROUBLE, "dashboard: the rate limit said later"),
         MetricDeclaration("ReconciliationsFailed", (), Emitted.ON_TROUBLE, "dashboard"),
+        # A payment confirmed from its payload that the gateway's API then contradicted (shared/process/confirm.py).
+        MetricDeclaration(definitions.METRIC_PAYMENTS_CORRECTED, (), Emitted.ON_TROUBLE, "alarm payments-corrected"),
+        MetricDeclaration(
+            definitions.METRIC_VERIFICATIONS_REFUSED, (), Emitted.ON_TROUBLE, "alarm verifications-refused"
+        ),
         # Sweeper (shared/sweeper.py): the age is sent every sweep (its absence alarms); the counts when not zero.
         MetricDeclaration(
             definitions.METRIC_OLDEST_PENDING_AGE, (), Emitted.STEADY, "alarm oldest-pending (missing = breaching)"

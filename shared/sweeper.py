@@ -17,7 +17,9 @@ Each run, bounded in items and time, and safe to run twice at once (every write 
    too, so an event that starts waiting between the read and the write is not re-dispatched either.
 2. Measure: StuckPendingEvents (stale pending events seen, not those waiting for their source),
    OldestPendingAgeSeconds, FailedEvents.
-3. Reconcile payments stuck in an intermediate status (pending, authorized) for `reconcile_after_seconds`: they
+3. Reconcile payments stuck in an intermediate status (pending, authorized), or still unverified (confirmed from a
+   signed payload and never read back from the gateway: their verification item failed or expired), for
+   `reconcile_after_seconds`: they
    are claimed (a conditional write of `checked_at`, so one sweeper claims each) and a `reconcile` message is sent
    to the FIFO queue in the payment's own group. The processor refetches the payment from the gateway and applies
    what changed through the same state machine and version check as a webhook.
@@ -53,6 +55,7 @@ from shared.definitions import (
     RECONCILE_INDEX,
     WAIT_UNTIL,
     SourceSpec,
+    provider_entry,
     source_key,
 )
 from shared.definitions import DEFAULT_SWEEP_MAX_ITEMS as DEFAULT_MAX_ITEMS
@@ -62,6 +65,7 @@ from shared.inbox.lifecycle import EventStatus
 from shared.inbox.model import fifo_group_id, iso_utc
 from shared.inbox.store import InboxStore, from_attributes
 from shared.observability import logger, put_gauge
+from shared.payments.model import UNVERIFIED_PARTITION
 from shared.payments.status import INTERMEDIATE_STATUSES
 from shared.process.service import ReconcileMessage
 from shared.settings import EnvironmentSettings, text, whole
@@ -431,8 +435,11 @@ class Sweeper:
     def _due_payments(self, cutoff: str) -> Iterator[tuple[SourceSpec, str, str, str]]:
         """(source, reconcile key, payment pk, checked_at) of every payment due, one partition after another."""
         for source in self.reconcile_sources:
-            for status in sorted(INTERMEDIATE_STATUSES):
-                reconcile_key = source_key(source.name, status.value)
+            partitions = [status.value for status in sorted(INTERMEDIATE_STATUSES)]
+            if provider_entry(source.provider).confirms_from_payload:  # (even set to `never` since: its old ones)
+                partitions.append(UNVERIFIED_PARTITION)
+            for partition in partitions:
+                reconcile_key = source_key(source.name, partition)
                 for pk, checked_at in self.store.due_for_reconcile(reconcile_key, cutoff):
                     yield source, reconcile_key, pk, checked_at
 

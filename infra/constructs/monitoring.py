@@ -21,6 +21,12 @@ Alarms (each notifies the topic when it fires and when it recovers):
 - ``signature-rejections``: more than ``SIGNATURE_REJECTIONS_THRESHOLD`` rejected signatures in five minutes
   (SignaturesRejected, service-wide: a rotated secret not yet stored, or someone probing the endpoint; the rejected
   log, `inbox rejected list`, names the source).
+- ``payments-corrected``: at least ``PAYMENTS_CORRECTED_THRESHOLD`` payments in ``PAYMENTS_CORRECTED_PERIOD`` whose
+  status was confirmed from a signed payload and then corrected by the gateway's API (PaymentsCorrected,
+  service-wide): a few are a refund or a cancellation right after the payment; a rate of them is a payload reading
+  that disagrees with the API. ``verifications-refused``: any verification whose API status the state machine
+  refused (VerificationsRefused): the payment keeps its status, flagged `verification_refused`, for an operator.
+  Both exist only when a declared provider may confirm from the payload (the catalog's `payload_status_from`).
 - ``ignored-ratio-<provider>``: the share of ignored among the settled events of a provider jumps above
   ``IGNORED_RATIO_THRESHOLD`` over ``IGNORED_RATIO_PERIOD`` (with at least ``IGNORED_RATIO_MIN_EVENTS`` settled
   events, so that two events do not make a ratio): a provider that suddenly sends stale or repeated events, or a
@@ -81,6 +87,8 @@ IGNORED_RATIO_THRESHOLD = 0.5
 IGNORED_RATIO_MIN_EVENTS = 20
 IGNORED_RATIO_PERIOD = Duration.minutes(15)
 IGNORED_REASON_THRESHOLD = 10
+PAYMENTS_CORRECTED_THRESHOLD = 10
+PAYMENTS_CORRECTED_PERIOD = Duration.minutes(15)
 IGNORED_REASON_PERIOD = Duration.minutes(15)
 PIPES_NAMESPACE = "AWS/EventBridge/Pipes"
 # The failure metrics of a Pipe (EventBridge user guide, "Logging and monitoring Amazon EventBridge Pipes":
@@ -380,6 +388,32 @@ class Monitoring(Construct):
                 "rotated signing secret not stored yet, a clock far off, or someone probing the endpoint."
             ),
         )
+        if any(definitions.provider_entry(provider).confirms_from_payload for provider in providers):
+            alarm(
+                "payments-corrected",
+                service_metric(
+                    definitions.METRIC_PAYMENTS_CORRECTED, statistic="Sum", period=PAYMENTS_CORRECTED_PERIOD
+                ),
+                threshold=PAYMENTS_CORRECTED_THRESHOLD,
+                description=(
+                    f"At least {PAYMENTS_CORRECTED_THRESHOLD} payments confirmed from a signed webhook were corrected "
+                    "by the gateway's API in 15 minutes (PaymentsCorrected): the corrections are published as "
+                    "ordinary status changes, but a rate of them means the payload reading disagrees with the API. "
+                    "The processor's log ('payment verification disagreed') names each payment and source; set the "
+                    "source's confirm_from_payload to never until the cause is found."
+                ),
+            )
+            alarm(
+                "verifications-refused",
+                service_metric(definitions.METRIC_VERIFICATIONS_REFUSED, statistic="Sum"),
+                threshold=1,
+                description=(
+                    "The gateway's API reported a status the state machine refuses for a payment confirmed from a "
+                    "signed webhook (VerificationsRefused): nothing was applied, the payment keeps its status and is "
+                    "flagged verification_refused. `inbox payments show` the payment (the log names it), compare "
+                    "with the gateway's dashboard, and decide."
+                ),
+            )
         for provider in providers:
             alarm(
                 f"ignored-ratio-{provider}",

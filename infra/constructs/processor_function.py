@@ -2,7 +2,8 @@
 
 What the code calls (shared/payments/store.py, shared/gateway/breaker.py, shared/process/app.py):
 - inbox table: GetItem (load the event), UpdateItem (count an attempt, mark failed, and the inbox half of the
-  settling transaction);
+  settling transaction), PutItem (a payment confirmed from its signed payload: its verification item, conditioned
+  on not existing, inside the applying transaction; shared/inbox/model.py `build_verify_item`);
 - payments table: GetItem (load the payment), PutItem (the payment half of the transaction). TransactWriteItems
   is not an IAM action: DynamoDB authorizes each item of a transaction with its own action (Put -> PutItem,
   Update -> UpdateItem, ConditionCheck -> ConditionCheckItem, unused here);
@@ -79,7 +80,7 @@ class ProcessorFunction(FunctionConstruct):
         )
 
         # Item actions on the table ARNs alone, never their indexes.
-        grant_on(self.function, inbox.table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        grant_on(self.function, inbox.table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem")
         grant_on(self.function, payments.payments_table.table_arn, "dynamodb:GetItem", "dynamodb:PutItem")
         grant_on(self.function, payments.control_table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem")
         grant_on(self.function, outbox.table.table_arn, "dynamodb:PutItem")

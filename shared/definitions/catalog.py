@@ -113,6 +113,19 @@ class ProviderEntry(NamedTuple):
     # A deprecated scheme the driver also verifies, only for a source that declares `legacy_signature: true` in
     # sources.json (its driver then provides `with_legacy_signature()`); None: the provider has none to enable.
     legacy_signature: str | None = None
+    # "module:attribute" of the function of its gateway client's module (beside the refetch's status table) that reads
+    # the canonical status a stored event of this provider states in its signed body (the driver keeps the object's
+    # status as `provider_status`): (event_type, provider_status) -> status value, or None when that event states
+    # none a payment can be confirmed with). Set only for a provider whose scheme binds the whole body and whose
+    # body carries the object's state and a signed event time: its sources may confirm a payment from the payload
+    # and verify it from the API later (`confirm_from_payload` in sources.json; docs/providers.md, "Confirming
+    # from the payload"). None: not eligible, every event waits for the refetch.
+    payload_status_from: str | None = None
+
+    @property
+    def confirms_from_payload(self) -> bool:
+        """Whether its sources may confirm a payment from a signed payload before the refetch verifies it."""
+        return self.payload_status_from is not None
 
     @property
     def binds_body(self) -> bool:
@@ -150,6 +163,9 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         # 25 requests/s: Stripe's default per-endpoint limit (live mode allows 100 operations/s in all, sandboxes
         # 25): docs/providers.md, "Refetch rate limits".
         refetch_rate_per_second=25.0,
+        # Snapshot events sign the whole body (`{t}.{body}`), carry the PaymentIntent as it was and a signed
+        # `created`: a payment_intent.* event may confirm a payment before the refetch (thin events state nothing).
+        payload_status_from="shared.providers.stripe.client:payload_status",
     ),
     ProviderEntry(
         id="standard",
@@ -351,6 +367,8 @@ PROVIDER_CATALOG: Final[tuple[ProviderEntry, ...]] = (
         ),
         # 240 requests a minute per IP address for most operations: docs/providers.md.
         refetch_rate_per_second=4.0,
+        # Paddle-Signature binds `{ts}:{body}`, and an event's `data` is the entity's snapshot at its `occurred_at`.
+        payload_status_from="shared.providers.paddle.client:payload_status",
     ),
     ProviderEntry(
         id="mercadopago",
@@ -455,6 +473,14 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
             problems.append(f"{entry.id}: trust {entry.trust!r} is not one of {', '.join(TRUST_CLASSES)}")
         if (entry.trust == TRUST_SIGNED_FIELDS) != bool(entry.signed_fields):
             problems.append(f"{entry.id}: signed_fields are named by, and only by, a signed_fields trust class")
+        if entry.confirms_from_payload and not (
+            entry.binds_body and entry.refetch_client is not None and entry.ordering == HANDLER_REFETCH
+        ):
+            problems.append(
+                f"{entry.id}: only a provider whose scheme binds the whole body "
+                f"({', '.join(sorted(BODY_BINDING_TRUST))}) and whose routes refetch from an API may confirm from "
+                "the payload"
+            )
         if entry.trust != TRUST_NONE:
             continue
         if entry.refetch_client is None:

@@ -376,6 +376,13 @@ METRIC_EVENTS_SETTLED: Final = "EventsSettled"
 METRIC_EVENTS_FAILED: Final = "EventsFailed"
 # One count per ignored event of a counted reason (COUNTED_IGNORED_REASONS), by `source` and `reason`.
 METRIC_EVENTS_IGNORED: Final = "EventsIgnored"
+# Confirmation from the signed payload (shared/process/confirm.py), service-wide (the source is in the log line),
+# sent only when one happens: a
+# verification that found the gateway's API disagreeing with the payload-applied status and applied the API's
+# (a transition published like any other), and one whose API status the state machine refuses (the payment is
+# flagged `verification_refused` and keeps its status). Each has one stack-level alarm (infra/constructs/monitoring.py).
+METRIC_PAYMENTS_CORRECTED: Final = "PaymentsCorrected"
+METRIC_VERIFICATIONS_REFUSED: Final = "VerificationsRefused"
 # Sweeper (service dimension only):
 METRIC_OLDEST_PENDING_AGE: Final = "OldestPendingAgeSeconds"
 # Archiver (shared/retention.py): items archived incomplete: without their body (gone from the body bucket, or

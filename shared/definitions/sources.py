@@ -32,6 +32,19 @@ SOURCE_NAME_RULE: Final = "lower-case letters, digits and '-', starting with a l
 DEFAULT_REFETCH_RATE_PER_SECOND: Final = 5.0
 MAX_REFETCH_RATE_PER_SECOND: Final = 10_000.0
 MAX_SOURCE_IP_RANGES: Final = 64
+# Confirming a payment from its signed payload before the refetch verifies it (docs/sources.md): `never`, `when_behind`
+# (when the source's refetches are behind by `confirm_behind_seconds`: the default for an eligible provider) or
+# `always`. Only a provider whose catalog entry `confirms_from_payload` may have a value other than `never`.
+CONFIRM_NEVER: Final = "never"
+CONFIRM_WHEN_BEHIND: Final = "when_behind"
+CONFIRM_ALWAYS: Final = "always"
+CONFIRM_MODES: Final[tuple[str, ...]] = (CONFIRM_NEVER, CONFIRM_WHEN_BEHIND, CONFIRM_ALWAYS)
+DEFAULT_CONFIRM_BEHIND_SECONDS: Final = 30
+MAX_CONFIRM_BEHIND_SECONDS: Final = 3600
+# The event type of the inbox's own verification items (`{source}#verify:{resource_id}:{transitions}`): written in
+# the transaction that confirms a payment from a payload, dispatched in the payment's FIFO group, processed by
+# refetching the payment (shared/process/service.py). No provider sends it: the ingest never stores one.
+VERIFY_EVENT_TYPE: Final = "webhook-inbox.verify"
 
 
 class SourcesInvalid(ValueError):
@@ -52,6 +65,21 @@ class SourceSpec(NamedTuple):
     mutual_tls: bool = False
     # True: the provider's deprecated scheme (its catalog entry's `legacy_signature`) is accepted too. None: not.
     legacy_signature: bool | None = None
+    # CONFIRM_MODES; None: `when_behind` for a provider that confirms from the payload, else `never`.
+    confirm_from_payload: str | None = None
+    confirm_behind_seconds: int | None = None  # None: DEFAULT_CONFIRM_BEHIND_SECONDS
+
+    @property
+    def confirm_mode(self) -> str:
+        """When this source confirms a payment from its signed payload (CONFIRM_MODES)."""
+        if self.confirm_from_payload is not None:
+            return self.confirm_from_payload
+        return CONFIRM_WHEN_BEHIND if provider_entry(self.provider).confirms_from_payload else CONFIRM_NEVER
+
+    @property
+    def behind_seconds(self) -> int:
+        """How far behind its refetches may be before a payment is confirmed from its payload (`when_behind`)."""
+        return self.confirm_behind_seconds or DEFAULT_CONFIRM_BEHIND_SECONDS
 
     @property
     def env_suffix(self) -> str:
@@ -86,6 +114,8 @@ _SOURCE_OPTIONS: Final = (
     "redact_fields",
     "mutual_tls",
     "legacy_signature",
+    "confirm_from_payload",
+    "confirm_behind_seconds",
 )
 
 
@@ -156,6 +186,8 @@ def parse_sources(document: Any, *, where: str = SOURCES_FILE_NAME) -> tuple[Sou
                 redact_fields=tuple(entry.get("redact_fields", ())),
                 mutual_tls=entry.get("mutual_tls", False),
                 legacy_signature=True if entry.get("legacy_signature") is True else None,
+                confirm_from_payload=entry.get("confirm_from_payload"),
+                confirm_behind_seconds=entry.get("confirm_behind_seconds"),
             )
         )
     if problems:
@@ -202,6 +234,32 @@ def _entry_problems(entry: Mapping[str, Any]) -> list[str]:
     if not isinstance(entry.get("mutual_tls", False), bool):
         problems.append("'mutual_tls' must be true or false")
     problems.extend(_legacy_signature_problems(entry))
+    problems.extend(_confirm_problems(entry))
+    return problems
+
+
+def _confirm_problems(entry: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    mode = entry.get("confirm_from_payload")
+    if mode is not None and mode not in CONFIRM_MODES:
+        problems.append(f"'confirm_from_payload' must be one of {', '.join(CONFIRM_MODES)} (got {mode!r})")
+    elif mode not in (None, CONFIRM_NEVER):
+        provider = entry.get("provider")
+        eligible = next((e for e in PROVIDER_CATALOG if e.id == provider and e.confirms_from_payload), None)
+        if eligible is None and provider in PROVIDERS:
+            with_one = ", ".join(e.id for e in PROVIDER_CATALOG if e.confirms_from_payload)
+            problems.append(
+                f"'confirm_from_payload': {mode!r} needs a provider whose signature binds the whole body and whose "
+                f"body states the payment's status and a signed time; {provider!r} does not (providers that do: "
+                f"{with_one}), so its events always wait for the refetch: use 'never' or leave it out"
+            )
+    seconds = entry.get("confirm_behind_seconds")
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_CONFIRM_BEHIND_SECONDS
+    ):
+        problems.append(
+            f"'confirm_behind_seconds' must be a whole number of seconds from 1 to {MAX_CONFIRM_BEHIND_SECONDS}"
+        )
     return problems
 
 

@@ -261,10 +261,13 @@ def guarded_call(breaker: CircuitBreaker | None, fn: Callable[[], T]) -> T:
 class GuardedClient:
     """A GatewayClient whose calls go through a circuit breaker."""
 
-    def __init__(self, client: GatewayClient, breaker: CircuitBreaker | None) -> None:
+    def __init__(self, client: GatewayClient, breaker: CircuitBreaker | None, rate_limiter: Any = None) -> None:
         self.provider = client.provider
         self.client = client
         self.breaker = breaker
+        # The source's refetch rate limiter (shared/gateway/ratelimit.py), when it has one: its calls take their
+        # slots through the HTTP client; the processor reads its schedule (shared/process/confirm.py).
+        self.rate_limiter = rate_limiter
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         return guarded_call(self.breaker, lambda: self.client.fetch_payment(resource_id, account=account))

@@ -202,6 +202,7 @@ class RateLimiter:
         self._key: dict[str, Any] = {"pk": {"S": f"{KEY_PREFIX}{source}"}}
         self._lock = threading.Lock()
         self._seen_tat = 0.0  # the schedule as this instance saw it last
+        self._seen_blocked_until = 0.0  # a gateway's 429 as this instance saw it last
 
     @property
     def horizon(self) -> float:
@@ -224,6 +225,17 @@ class RateLimiter:
         return max(1, math.floor((self.horizon + self.interval) / self.interval + _EPSILON))
 
     # ------------------------------------------------------------------------------------------------ API
+
+    def next_free_at(self) -> float | None:
+        """When this source's next slot is free, by what this instance saw last (its last write, or the state a
+        refusal returned, or a 429's block): epoch seconds, None before it saw anything. Memory only, no read: what
+        the processor asks per event (shared/process/confirm.py) to tell whether the source's refetches are behind."""
+        with self._lock:
+            if not self._seen_tat and not self._seen_blocked_until:
+                return None
+            return max(
+                self._seen_tat - self.tolerance, self._seen_blocked_until
+            )  # a slot is used from `tolerance` early
 
     def acquire(self) -> float:
         """Take a slot for one request, sleeping up to `max_wait_seconds` for it; returns the seconds slept.
@@ -298,6 +310,7 @@ class RateLimiter:
             state = failed.state
         with self._lock:
             self._seen_tat = state.tat
+            self._seen_blocked_until = state.blocked_until
         # Judge the state by the time it was read, not by when the write set out: with a slow control table, other
         # instances' writes are younger than our `now`, and the schedule would look booked further ahead than it is.
         now = max(now, self._clock())
@@ -320,6 +333,8 @@ class RateLimiter:
         seconds = min(MAX_BLOCK_SECONDS, max(0.0, seconds))
         now = self._clock()
         until = now + seconds
+        with self._lock:
+            self._seen_blocked_until = max(self._seen_blocked_until, until)
         try:
             self._client().update_item(
                 TableName=self.table_name,

@@ -90,6 +90,17 @@ def client_class(provider: str) -> tuple[_ClientFactory, str]:
     return factory, module.DEFAULT_BASE_URL
 
 
+def payload_reader(reference: str) -> Callable[[str, str | None], str | None]:
+    """The payload-status reading a catalog entry names (`payload_status_from`,
+    "shared.providers.<id>.client:function"): a function of the provider's client module, beside the refetch's
+    status table (shared/process/confirm.py)."""
+    module_name, _, attribute = reference.partition(":")
+    if not fnmatchcase(module_name, LOADS_MODULES) or not attribute:
+        raise ValueError(f"not a gateway module reference: {reference!r}")
+    reader: Callable[[str, str | None], str | None] = getattr(importlib.import_module(module_name), attribute)
+    return reader
+
+
 def base_url_variable(source: str) -> str:
     return f"INBOX_API_BASE_{source_env_suffix(source)}"
 
@@ -199,7 +210,7 @@ def build_gateway_client(
     cooldown = positive_number(env, ENV_BREAKER_COOLDOWN, DEFAULT_COOLDOWN_SECONDS, high=MAX_BREAKER_COOLDOWN_SECONDS)
     # One breaker per source: the control item is "breaker#{source}".
     breaker = CircuitBreaker(table, source, cooldown_seconds=cooldown) if table else None
-    return GuardedClient(client, breaker)
+    return GuardedClient(client, breaker, limiter)
 
 
 def gateway_client(source: str) -> GatewayClient | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions/lifecycle.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
-from shared.definitions import source_key
+from shared.definitions import VERIFY_EVENT_TYPE, source_key
 from shared.inbox.dictionaries import current_dictionary, stream_dictionary
 from shared.inbox.lifecycle import (
     OPEN_STATUSES,
@@ -40,6 +40,7 @@ __all__ = [
     "StoredBody",
     "body_object_key",
     "build_item",
+    "build_verify_item",
     "compress_body",
     "event_key",
     "fifo_group_id",
@@ -234,3 +235,44 @@ def build_item(
     if event.account is not None:
         item.update(event.account.to_attributes())
     return item
+
+
+VERIFY_ID_PREFIX = "verify:"
+
+
+def verify_event_id(resource_id: str, transitions: int) -> str:
+    """The event id of a payment's verification item: one per period the payment is unverified, which starts at
+    the transition that made it so (`transitions`, never reused by the payment)."""
+    return f"{VERIFY_ID_PREFIX}{resource_id}:{transitions}"
+
+
+def build_verify_item(
+    *,
+    source: str,
+    provider: str,
+    resource_id: str,
+    transitions: int,
+    account_attributes: Mapping[str, Any],
+    received_at: str,
+    expires_at: int,
+) -> dict[str, Any]:
+    """The inbox's own item that verifies a payment confirmed from a payload (shared/process/confirm.py): pending
+    and dispatched like a received event, in the payment's FIFO group (so the Pipe queues it behind the payment's
+    earlier events, the rate limit's waits and the sweeper's re-dispatch apply to it as to any event), with no
+    body and no event time (it is no delivery: nothing to re-verify, and it stays out of the events-by-group
+    index). Processing it refetches the payment (shared/process/service.py)."""
+    event_id = verify_event_id(resource_id, transitions)
+    pk = event_key(source, event_id)
+    return {
+        "pk": pk,
+        "provider": provider,
+        "event_id": event_id,
+        "event_type": VERIFY_EVENT_TYPE,
+        "resource_id": resource_id,
+        **received_attributes(pk, EventStatus.PENDING, received_at=received_at),
+        "expires_at": expires_at,
+        "body": b"",
+        "body_size": 0,
+        "group_id": fifo_group_id(resource_key(source, resource_id)),
+        **account_attributes,
+    }

@@ -47,6 +47,22 @@ class PaymentStatusChanged(_Event):
     amount_refunded: int = Field(ge=0)
     occurred_at: Timestamp
     source_event_id: str | None
+    # Optional within schema_version 1: records written before payloads could confirm a payment have none (true).
+    verified: bool = True
+
+
+class PaymentVerified(_Event):
+    type: Literal["payment.verified"]
+    id: str = Field(pattern=r"^pv_[0-9a-f]{32}$")
+    transition_id: str = Field(pattern=r"^tr_[0-9a-f]{32}$")
+    provider: str = Field(pattern=r"^[a-z0-9_-]+$")
+    source: str | None = Field(default=None, pattern=SOURCE_PATTERN)
+    resource_id: str = Field(min_length=1)
+    status: PaymentStatus
+    amount: int | None
+    currency: str | None
+    amount_refunded: int = Field(ge=0)
+    verified: Literal[True]
 
 
 class WebhookFailed(_Event):
@@ -62,8 +78,8 @@ class WebhookFailed(_Event):
     failed_at: Timestamp
 
 
-PublishedEvent = Annotated[PaymentStatusChanged | WebhookFailed, Field(discriminator="type")]
-_adapter: TypeAdapter[PaymentStatusChanged | WebhookFailed] = TypeAdapter(PublishedEvent)
+PublishedEvent = Annotated[PaymentStatusChanged | PaymentVerified | WebhookFailed, Field(discriminator="type")]
+_adapter: TypeAdapter[PaymentStatusChanged | PaymentVerified | WebhookFailed] = TypeAdapter(PublishedEvent)
 
 
 class ContractViolation(Exception):

@@ -14,7 +14,10 @@ from shared.sub_account import SubAccount
 
 # The payments table's sparse index of payments to reconcile (shared.definitions.RECONCILE_INDEX): its keys are
 # present only while the payment is in an intermediate status. RECONCILE_KEY = "{source}#{status}"; CHECKED_AT =
-# when the payment was last confirmed against its source (ISO-8601 UTC).
+# when the payment was last confirmed against its source (ISO-8601 UTC). An unverified payment (its status applied
+# from a signed payload, not yet read back from the gateway's API) is in the partition "{source}#unverified"
+# instead, whatever its status: the sweeper verifies it if its verification item never did.
+UNVERIFIED_PARTITION = "unverified"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,12 @@ class Payment:
     account: SubAccount | None = None
     # The source (account) the payment belongs to; "" means the provider's default source, named after it.
     source: str = ""
+    # False while its status was applied from a signed payload and the gateway's API has not confirmed it yet
+    # (shared/process/confirm.py); True when it came from (or was confirmed by) the API, or the provider has none.
+    verified: bool = True
+    # The status the gateway's API reported when it verified the payment and the state machine refused the move (a
+    # regression): the payment is flagged, keeps its status, and leaves the sweeper's list (an operator decides).
+    verification_refused: PaymentStatus | None = None
 
     def __post_init__(self) -> None:
         if not self.source:
@@ -65,10 +74,17 @@ class Payment:
             "last_event_id": self.last_event_id,
             "updated_at": self.updated_at,
             "previous_status": self.previous_status.value if self.previous_status else None,
+            "verified": self.verified,
         }
         if self.account is not None:  # absent, not null, for the payments of a source's own account
             item.update(self.account.to_attributes())
-        if self.status in INTERMEDIATE_STATUSES:
+        if self.verification_refused is not None:
+            item["verification_refused"] = self.verification_refused.value
+        if not self.verified and self.verification_refused is None:
+            # Until the API confirms it: the sweeper's clock for a verification that never came.
+            item[RECONCILE_KEY] = source_key(self.source, UNVERIFIED_PARTITION)
+            item[CHECKED_AT] = self.updated_at
+        elif self.status in INTERMEDIATE_STATUSES:
             # Every write of the payment is a fresh look at its source: the sweeper's clock starts again.
             item[RECONCILE_KEY] = source_key(self.source, self.status.value)
             item[CHECKED_AT] = self.updated_at
@@ -92,6 +108,11 @@ class Payment:
             updated_at=item["updated_at"],
             previous_status=PaymentStatus(item["previous_status"]) if item.get("previous_status") else None,
             account=SubAccount.from_attributes(item),
+            # Written before payloads could confirm a payment: every status then came from the API (or no API).
+            verified=item.get("verified", True) is not False,
+            verification_refused=(
+                PaymentStatus(item["verification_refused"]) if item.get("verification_refused") else None
+            ),
         )
 
     def evolve(self, **changes: Any) -> Payment:

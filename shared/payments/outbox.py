@@ -3,9 +3,9 @@
 One outbox item per published event, in the outbox table (`OUTBOX_TABLE`):
 - `pk` = the payment key `{source}#{resource_id}` for `payment.status_changed` (every record of one payment
   shares a partition, so the table's stream hands them over in commit order), `failed#{inbox pk}` for
-  `webhook.failed`;
+  `webhook.failed`, `verified#{payment key}` for `payment.verified` (the API confirmed a status a payload applied);
 - `sequence` (number, sort key) = the payment's `transitions` after the change (1 for the first sighting), or the
-  event's failure count for `webhook.failed`;
+  event's failure count for `webhook.failed`, or the transition verified for `payment.verified`;
 - `id` = a deterministic message id (`tr_...` / `wf_...`): the `webhook-id` of every delivery, the receivers'
   dedup key. For a status change it is also `transition_id`;
 - `expires_at` (epoch seconds, TTL): the outbox is a hand-over buffer, not an archive.
@@ -27,8 +27,10 @@ from shared.payments.model import Payment
 SCHEMA_VERSION = "1"
 STATUS_CHANGED = "payment.status_changed"
 WEBHOOK_FAILED = "webhook.failed"
+PAYMENT_VERIFIED = "payment.verified"
 OUTBOX_RETENTION_SECONDS = OUTBOX_RETENTION_DAYS * 86_400
 FAILED_PREFIX = "failed#"
+VERIFIED_PREFIX = "verified#"
 # Attributes of the outbox item that are storage, not part of the published event.
 STORAGE_ATTRIBUTES = frozenset({"pk", "expires_at"})
 
@@ -74,6 +76,34 @@ def status_changed(
         "amount_refunded": payment.amount_refunded,
         "occurred_at": occurred_at,
         "source_event_id": source_event_id,
+        # False: applied from a signed payload, not yet confirmed by the gateway's API (docs/events.md).
+        "verified": payment.verified,
+        "created_at": created_at,
+        "expires_at": _expires_at(now_epoch),
+    }
+
+
+def payment_verified(payment: Payment, *, created_at: str, now_epoch: float | None = None) -> dict[str, Any]:
+    """The outbox item saying the gateway's API confirmed the status a signed payload applied to `payment` (its
+    transition `transitions`, published earlier with `verified: false`). Once per transition: a payment becomes
+    unverified again only through a new transition."""
+    partition = VERIFIED_PREFIX + payment.key
+    sequence = payment.transitions
+    return {
+        "pk": partition,
+        "sequence": sequence,
+        "id": message_id("pv_", partition, sequence),
+        "transition_id": transition_id(payment.key, sequence),
+        "schema_version": SCHEMA_VERSION,
+        "type": PAYMENT_VERIFIED,
+        "provider": payment.provider,
+        "source": payment.source,
+        "resource_id": payment.resource_id,
+        "status": payment.status.value,
+        "amount": payment.amount,
+        "currency": payment.currency,
+        "amount_refunded": payment.amount_refunded,
+        "verified": True,
         "created_at": created_at,
         "expires_at": _expires_at(now_epoch),
     }
@@ -115,6 +145,10 @@ def published_event(item: dict[str, Any]) -> dict[str, Any]:
     event = {name: value for name, value in item.items() if name not in STORAGE_ATTRIBUTES}
     if event.get("type") == STATUS_CHANGED:
         for name in ("previous_status", "amount", "currency", "source_event_id"):
+            event.setdefault(name, None)
+        event.setdefault("verified", True)  # records written before payloads could confirm: all from the API
+    elif event.get("type") == PAYMENT_VERIFIED:
+        for name in ("amount", "currency"):
             event.setdefault(name, None)
     elif event.get("type") == WEBHOOK_FAILED:
         for name in ("provider", "event_id", "event_type", "resource_id"):

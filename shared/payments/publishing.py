@@ -2,8 +2,8 @@
 Pipe hands it (the outbox table's stream, INSERT records only, one shard's records in commit order).
 
 Each record becomes one bus event: `source` = OUTBOX_EVENT_SOURCE, `detail-type` = the event's type
-(`payment.status_changed`, `webhook.failed`), `detail` = the event exactly as documented in docs/events.md (the
-same dict the local publisher and the forwarder send). Rules on the bus route on either.
+(`payment.status_changed`, `payment.verified`, `webhook.failed`), `detail` = the event exactly as documented in
+docs/events.md (the same dict the local publisher and the forwarder send). Rules on the bus route on any of them.
 
 Delivery is at least once. PutEvents takes ten entries per call, in the records' order; entries it reports
 failed (throttling, an internal error) are retried, in order, a few times with backoff inside the invocation.

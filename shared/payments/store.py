@@ -91,6 +91,8 @@ class ProcessingStore:
         payment: Payment | None = None,
         expected_version: int | None = None,
         ignored_reason: IgnoredReason | None = None,
+        verify_item: dict[str, Any] | None = None,
+        confirms: bool = False,
     ) -> None:
         """With a payment to write, one transaction: the payment's new state, conditioned on the version we decided
         from, and the inbox item pending -> processed | ignored. Either both happen or neither does.
@@ -101,7 +103,13 @@ class ProcessingStore:
 
         Without a payment to write (an event nobody handles, or one that changes nothing) there is nothing to keep
         in step with the item: a plain conditional update (shared/inbox/store.py `settle`), half a transaction's
-        write units."""
+        write units.
+
+        `verify_item`: the inbox item that will verify a payment just confirmed from a payload
+        (shared/inbox/model.py `build_verify_item`), put in the same transaction (conditioned on not existing): the
+        payment is never left unverified without something on its way to verify it, whatever crashes after.
+        `confirms`: the write marks an unverified payment verified (the API agreed; the event is `processed`, but no
+        transition): its `payment.verified` outbox record goes in the same transaction instead."""
         if payment is None:
             self.inbox.settle(event_pk, outcome, note=note, now=now, ignored_reason=ignored_reason)
             return
@@ -115,7 +123,7 @@ class ProcessingStore:
         if expected_version is not None:
             put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
         items.append({"Put": put})
-        if outcome is EventStatus.PROCESSED and self.outbox_table:
+        if outcome is EventStatus.PROCESSED and self.outbox_table and not confirms:  # a confirmation is no transition
             record = outbox.status_changed(
                 payment,
                 occurred_at=payment.last_event_at or now,
@@ -123,6 +131,18 @@ class ProcessingStore:
                 created_at=now,
             )
             items.append({"Put": self._outbox_put(record)})
+        if confirms and self.outbox_table:
+            items.append({"Put": self._outbox_put(outbox.payment_verified(payment, created_at=now))})
+        if verify_item is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.inbox_table,
+                        "Item": to_attributes(verify_item),
+                        "ConditionExpression": lifecycle.RECEIVE_CONDITION,
+                    }
+                }
+            )
         settle = lifecycle.settle_update(outcome, note=note, now=now, ignored_reason=ignored_reason)
         items.append({"Update": self.inbox.update_request(event_pk, settle)})  # last: its refusal is reasons[-1]
         try:
@@ -140,11 +160,14 @@ class ProcessingStore:
         except BotoCoreError as error:
             raise StorageUnavailable(type(error).__name__) from error
 
-    def put_payment(self, payment: Payment, *, expected_version: int) -> None:
+    def put_payment(
+        self, payment: Payment, *, expected_version: int, transition: bool = True, confirms: bool = False
+    ) -> None:
         """The payment (a reconciliation: no inbox item), conditioned on the version we decided from.
 
-        When it is a transition (its `transitions` moved past the stored payment's), one transaction with its
-        `payment.status_changed` outbox record (occurred_at = now: no event caused it)."""
+        When it is a transition (`transition`: an Apply decision; a Touch is not), one transaction with its
+        `payment.status_changed` outbox record (occurred_at = now: no event caused it); when it `confirms` an
+        unverified payment, with its `payment.verified` record."""
         put: dict[str, Any] = {
             "TableName": self.payments_table,
             "Item": to_attributes(payment.to_item()),
@@ -152,11 +175,17 @@ class ProcessingStore:
             "ExpressionAttributeValues": {":expected": {"N": str(expected_version)}},
         }
         try:
-            if self.outbox_table and payment.previous_status is not None:
-                record = outbox.status_changed(
-                    payment, occurred_at=payment.updated_at, source_event_id=None, created_at=payment.updated_at
+            records: list[dict[str, Any]] = []
+            if self.outbox_table and transition and payment.previous_status is not None:
+                records.append(
+                    outbox.status_changed(
+                        payment, occurred_at=payment.updated_at, source_event_id=None, created_at=payment.updated_at
+                    )
                 )
-                items: list[Any] = [{"Put": put}, {"Put": self._outbox_put(record)}]
+            if self.outbox_table and confirms:
+                records.append(outbox.payment_verified(payment, created_at=payment.updated_at))
+            if records:
+                items: list[Any] = [{"Put": put}, *({"Put": self._outbox_put(record)} for record in records)]
                 self.dynamodb.transact_write_items(TransactItems=items)
             else:
                 self.dynamodb.put_item(**put)

@@ -131,6 +131,7 @@ def build_router(clients: ClientLookup, handler_modules: str = "") -> Router:
 @cache
 def default_processor() -> EventProcessor:
     from shared.gateway.registry import gateway_client  # noqa: PLC0415 - keeps urllib3 off the import path
+    from shared.process.confirm import declared_confirmation  # noqa: PLC0415
 
     settings = ProcessorSettings.from_environ()
     return EventProcessor(
@@ -140,6 +141,7 @@ def default_processor() -> EventProcessor:
         max_attempts=settings.max_attempts,
         retry_base_seconds=settings.retry_base_seconds,
         reconciler=RefetchPaymentHandler(gateway_client),
+        confirmation=declared_confirmation(),
     )
 
 

@@ -67,13 +67,24 @@ class RefetchPaymentHandler(StateMachineApply):
         check_amount_agrees(event, snapshot)
         return observation_from_snapshot(event.source, event.provider, snapshot, event, account=event.account)
 
-    def observe(self, source: str, resource_id: str, *, account: SubAccount | None = None) -> Observation:
+    def observe(
+        self,
+        source: str,
+        resource_id: str,
+        *,
+        account: SubAccount | None = None,
+        refetches: Refetches | None = None,
+    ) -> Observation:
         """The payment as the source's gateway API reports it now, with no event at hand (the sweeper's
-        reconciliation), read within the sub-account the stored payment records."""
+        reconciliation, a payment's verification), read within the sub-account the stored payment records;
+        through `refetches` when given (one read serves the payment's messages of one batch)."""
         client = self._clients(source)
         if client is None:
             raise UnprocessableEvent(f"no API client for source {source!r}")
-        snapshot = client.fetch_payment(resource_id, account=account)
+        if refetches is None:
+            snapshot = client.fetch_payment(resource_id, account=account)
+        else:
+            snapshot = refetches.fetch(client, source, resource_id, account=account)
         return observation_from_snapshot(source, client.provider, snapshot, None, account=account)
 
 

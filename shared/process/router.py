@@ -49,6 +49,7 @@ class InboxEvent:
     attempts: int
     account: SubAccount | None = None  # the gateway sub-account the payment lives in (NormalizedEvent.account)
     source: str = ""  # the source (account) it was delivered to; "" means the provider's default source
+    received_at: str | None = None  # when the inbox stored it (ISO-8601 UTC): how long it has waited
 
     def __post_init__(self) -> None:
         if not self.source:
@@ -69,6 +70,7 @@ class InboxEvent:
             currency=item.get("currency"),
             attempts=int(item.get("attempts") or 0),
             account=SubAccount.from_attributes(item),
+            received_at=item.get("received_at"),
         )
 
 

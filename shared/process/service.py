@@ -8,6 +8,7 @@ item pending and the message comes back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -18,16 +19,19 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from shared import definitions
 from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
+from shared.definitions import VERIFY_EVENT_TYPE
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.inbox.lifecycle import EventStatus, IgnoredReason, WaitingFor
-from shared.inbox.model import iso_utc, resource_key
+from shared.inbox.model import VERIFY_ID_PREFIX, build_verify_item, iso_utc, resource_key
 from shared.inbox.store import EventAlreadySettled, StorageUnavailable
 from shared.observability import count_for_provider, count_ignored, count_outcome, logger
 from shared.payments.model import Payment
 from shared.payments.store import ProcessingStore, VersionConflict
 from shared.process.coalesce import Refetches, SharesRefetches
-from shared.process.decide import Apply, Decision, Observation, Touch
+from shared.process.confirm import PayloadConfirmation
+from shared.process.decide import Apply, Decision, NeedsRefetch, Observation, Touch, Verification, decide
 from shared.process.router import EventHandler, InboxEvent, NothingToApply, Router, UnprocessableEvent
 from shared.sub_account import SubAccount
 
@@ -108,7 +112,14 @@ def parse_message(body: str) -> DispatchMessage | ReconcileMessage:
 class Reconciler(Protocol):
     """Reads a payment from its source with no event at hand, and decides what that does to the stored one."""
 
-    def observe(self, source: str, resource_id: str, *, account: SubAccount | None = None) -> Observation: ...
+    def observe(
+        self,
+        source: str,
+        resource_id: str,
+        *,
+        account: SubAccount | None = None,
+        refetches: Refetches | None = None,
+    ) -> Observation: ...
 
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 
@@ -153,6 +164,18 @@ def wait_seconds(retry_after: float | None, default: float, *, rng: random.Rando
     return int(max(1, min(MAX_BACKOFF_SECONDS, math.ceil(base * rng.uniform(1.0, 1.5)))))
 
 
+def is_verification(event: InboxEvent) -> bool:
+    """Whether the item is the inbox's own verification of a payment (shared/inbox/model.py `build_verify_item`): its
+    type, and a provider that may confirm from the payload (the only ones that get one). A sender's event that names
+    itself so (a configured generic sender can name any type) is an ordinary event of an unrouted type."""
+    if event.event_type != VERIFY_EVENT_TYPE or not event.event_id.startswith(VERIFY_ID_PREFIX):
+        return False
+    try:
+        return definitions.provider_entry(event.provider).confirms_from_payload
+    except KeyError:
+        return False
+
+
 class EventProcessor:
     def __init__(
         self,
@@ -164,6 +187,7 @@ class EventProcessor:
         retry_base_seconds: float,
         clock: Callable[[], float] = time.time,
         reconciler: Reconciler | None = None,
+        confirmation: PayloadConfirmation | None = None,
     ) -> None:
         self.store = store
         self.router = router
@@ -172,6 +196,9 @@ class EventProcessor:
         self.retry_base_seconds = retry_base_seconds
         self.clock = clock
         self.reconciler = reconciler
+        # Which events are applied from their signed payload (shared/process/confirm.py); None: none, every event
+        # waits for its refetch. Verification items are processed either way (they need the reconciler).
+        self.confirmation = confirmation
 
     def _now(self) -> str:
         return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
@@ -212,25 +239,58 @@ class EventProcessor:
         if item is None or item.get("status") != EventStatus.PENDING.value:
             return Outcome.SKIPPED
         event = InboxEvent.from_item(item)
-        handler = self.router.resolve(event.provider, event.event_type)
         try:
+            if is_verification(event):
+                return self._verify(event, delivery, refetches)
+            handler = self.router.resolve(event.provider, event.event_type)
             if handler is None:
                 return self._ignore(event, f"no handler for {event.event_type!r}", IgnoredReason.UNROUTED_TYPE)
-            return self._prepare_and_apply(event, handler, delivery, refetches)
+            return self._prepare_and_apply(event, handler, delivery, refetches, item.get("expires_at"))
         except EventAlreadySettled:
             return Outcome.SKIPPED
         except (StorageUnavailable, VersionConflict) as error:
             return self._retry(event, delivery, f"{type(error).__name__}: {error}")
 
     def _prepare_and_apply(
-        self, event: InboxEvent, handler: EventHandler, delivery: Delivery, refetches: Refetches | None
+        self,
+        event: InboxEvent,
+        handler: EventHandler,
+        delivery: Delivery,
+        refetches: Refetches | None,
+        expires_at: object = None,
     ) -> Outcome:
-        try:
+        # Behind (or `always`): the signed payload confirms the payment now, and a verification item follows.
+        payload = self.confirmation.now(event, now=self.clock()) if self.confirmation is not None else None
+        if payload is not None:
+            confirmed = self._apply_payload(event, payload, expires_at)
+            if confirmed is not None:
+                return confirmed
+
+        def prepare() -> Observation:
             # Outside any transaction: may call the gateway (or reuse this batch's answer for this payment).
             if refetches is not None and isinstance(handler, SharesRefetches):
-                seen = handler.prepare_sharing(event, refetches)
-            else:
-                seen = handler.prepare(event)
+                return handler.prepare_sharing(event, refetches)
+            return handler.prepare(event)
+
+        seen = self._observe(event, delivery, prepare, expires_at=expires_at)
+        if isinstance(seen, Outcome):
+            return seen
+        return self._decide_and_settle(event, seen, handler.apply)
+
+    def _observe(
+        self,
+        event: InboxEvent,
+        delivery: Delivery,
+        prepare: Callable[[], Observation],
+        *,
+        expires_at: object = None,
+        payload_instead: bool = True,
+    ) -> Observation | Outcome:
+        """The handler's observation, or how the event ended (or RetryLater) when none could be had. A wait the
+        source's rate limit asks for that is longer than the source's `confirm_behind_seconds` confirms the event
+        from its payload instead (`payload_instead`, for a source that confirms from payloads)."""
+        try:
+            return prepare()
         except NothingToApply as nothing:
             return self._ignore(event, str(nothing), nothing.reason)
         except (UnprocessableEvent, GatewayRejected) as error:
@@ -239,6 +299,11 @@ class EventProcessor:
             return Outcome.FAILED
         except GatewayUnavailable as error:
             if not error.counts_as_attempt:  # a wait (open circuit, rate limit): delay, spend no attempt
+                if payload_instead and not error.circuit_open and self.confirmation is not None:
+                    payload = self.confirmation.instead_of_waiting(event, error.retry_after)
+                    confirmed = self._apply_payload(event, payload, expires_at) if payload is not None else None
+                    if confirmed is not None:
+                        return confirmed
                 delay = wait_seconds(error.retry_after, self.retry_base_seconds)
                 self.queue.delay(delivery, delay)
                 self._note_wait(event, delay, error)
@@ -248,12 +313,28 @@ class EventProcessor:
         except ResourceNotFound as error:
             return self._retry(event, delivery, f"ResourceNotFound: {error}")
 
+    def _decide_and_settle(
+        self,
+        event: InboxEvent,
+        seen: Observation,
+        apply: Callable[..., Decision],
+        *,
+        verify_expires_at: object = None,
+        verifying: bool = False,
+    ) -> Outcome:
+        """Decide on the stored payment and commit the decision with the event's settlement (one transaction),
+        deciding again when another event of the payment committed first. With `verify_expires_at`, `seen` is a
+        payload observation: a decision that leaves the payment newly unverified also puts its verification item.
+        `verifying`: the event is a verification item, whose corrections are counted (a webhook's refetch that finds
+        a new status announces a change, not a correction). NeedsRefetch (a payload that cannot be ordered)
+        propagates."""
         for _ in range(MAX_DECISION_ROUNDS):
             current = self.store.load_payment(resource_key(seen.source, seen.resource_id))
             now = self._now()
-            decision = handler.apply(current, seen, now=now)
+            decision = apply(current, seen, now=now)
             try:
                 if isinstance(decision, Apply):
+                    verify = self._verify_item(current, decision.payment, now, verify_expires_at)
                     self.store.settle(
                         event.pk,
                         EventStatus.PROCESSED,
@@ -261,6 +342,22 @@ class EventProcessor:
                         note=decision.reason,
                         payment=decision.payment,
                         expected_version=current.version if current else None,
+                        verify_item=verify,
+                    )
+                    self._count(event, Outcome.PROCESSED, decision.reason)
+                    self._count_verification(decision, event.provider, corrections=verifying)
+                    return Outcome.PROCESSED
+                if isinstance(decision, Touch) and decision.verification is Verification.CONFIRMED:
+                    # The API confirmed what a payload applied: the event did its work (processed, not ignored: it
+                    # is no stale or repeated delivery), and payment.verified is published.
+                    self.store.settle(
+                        event.pk,
+                        EventStatus.PROCESSED,
+                        now=now,
+                        note=decision.reason,
+                        payment=decision.payment,
+                        expected_version=decision.previous.version,
+                        confirms=True,
                     )
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     return Outcome.PROCESSED
@@ -275,11 +372,100 @@ class EventProcessor:
                         ignored_reason=decision.code,
                     )
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
+                    self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.IGNORED
                 return self._ignore(event, decision.reason, decision.code)
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
         raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
+
+    def _apply_payload(self, event: InboxEvent, payload: Observation, expires_at: object) -> Outcome | None:
+        """Confirm the payment from the event's signed payload (event-time order, the state machine), unverified.
+        None when the payload cannot be ordered against the payment's last event (the same second of event time
+        and statuses that do not tell which came last): the event then waits for its refetch like any other. The
+        event's note (and its one log line) says the payload decided."""
+
+        def from_payload(current: Payment | None, seen: Observation, *, now: str) -> Decision:
+            decision = decide(current, seen, now=now)
+            return dataclasses.replace(decision, reason=f"from the signed payload: {decision.reason}")
+
+        try:
+            return self._decide_and_settle(
+                event, payload, from_payload, verify_expires_at=expires_at if isinstance(expires_at, int) else 0
+            )
+        except NeedsRefetch as ambiguous:
+            logger.info("payload not confirmed: refetch", extra={"pk": event.pk, "reason": str(ambiguous)})
+            return None
+
+    def _verify_item(
+        self, current: Payment | None, payment: Payment, now: str, expires_at: object
+    ) -> dict[str, object] | None:
+        """The verification item of a payment that a payload just made unverified, when it starts a period of being
+        unverified (an unverified payment already has one on its way). None for any other write."""
+        if expires_at is None or payment.verified:
+            return None
+        if current is not None and not current.verified and current.verification_refused is None:
+            return None  # still unverified since an earlier payload: its verification item is already queued
+        return build_verify_item(
+            source=payment.source,
+            provider=payment.provider,
+            resource_id=payment.resource_id,
+            transitions=payment.transitions,
+            account_attributes=payment.account.to_attributes() if payment.account is not None else {},
+            received_at=now,
+            expires_at=expires_at if isinstance(expires_at, int) and expires_at > 0 else self._verify_expiry(),
+        )
+
+    def _verify_expiry(self) -> int:
+        """A verification item's TTL when its event carried none: the outbox's retention, ample for one refetch."""
+        from shared.payments.outbox import OUTBOX_RETENTION_SECONDS  # noqa: PLC0415
+
+        return int(self.clock()) + OUTBOX_RETENTION_SECONDS
+
+    def _verify(self, event: InboxEvent, delivery: Delivery, refetches: Refetches | None) -> Outcome:
+        """A verification item: refetch the payment a payload confirmed and apply what the gateway says through the
+        state machine (shared/process/decide.py: confirmed, corrected, or refused and flagged). Waits for the
+        source's rate limit as any event does; nothing to do when the payment was verified meanwhile (a later
+        webhook's refetch did it)."""
+        if not event.resource_id:
+            return self._ignore(event, "verification names no payment", IgnoredReason.NO_PAYMENT)
+        stored = self.store.load_payment(resource_key(event.source, event.resource_id))
+        if stored is None or (stored.verified and stored.verification_refused is None):
+            return self._ignore(event, "nothing to verify: the payment is verified", IgnoredReason.NO_CHANGE)
+        reconciler = self.reconciler
+        if reconciler is None:
+            self.store.mark_failed(event.pk, "no reconciler to verify with", now=self._now(), count_attempt=True)
+            self._count(event, Outcome.FAILED, "no reconciler")
+            return Outcome.FAILED
+        resource_id = event.resource_id
+
+        def observe() -> Observation:
+            return reconciler.observe(event.source, resource_id, account=stored.account, refetches=refetches)
+
+        seen = self._observe(event, delivery, observe, payload_instead=False)
+        if isinstance(seen, Outcome):
+            return seen
+        return self._decide_and_settle(event, seen, reconciler.apply, verifying=True)
+
+    def _count_verification(self, decision: Apply | Touch, provider: str, *, corrections: bool = True) -> None:
+        """A verification that corrected a payment (`corrections`: a verification proper, not a webhook's refetch,
+        whose new status its webhook announces), or whose truth the state machine refused: counted (service-wide:
+        each has a stack-level alarm) and logged with the payment's source."""
+        if decision.verification is Verification.CORRECTED and corrections:
+            count_for_provider(definitions.METRIC_PAYMENTS_CORRECTED, provider)
+        elif decision.verification is Verification.REFUSED:
+            count_for_provider(definitions.METRIC_VERIFICATIONS_REFUSED, provider)
+        else:
+            return
+        logger.warning(
+            "payment verification disagreed",
+            extra={
+                "payment": decision.payment.key,
+                "source": decision.payment.source,
+                "verification": decision.verification.value,
+                "reason": decision.reason[:MAX_LOGGED_REASON_CHARS],
+            },
+        )
 
     def _note_wait(self, event: InboxEvent, delay: int, error: GatewayUnavailable) -> None:
         """Record on the item that it waits for its source until its message comes back, so that the sweeper does
@@ -322,9 +508,9 @@ class EventProcessor:
         raise RetryLater(error)
 
     def reconcile(self, message: ReconcileMessage) -> Outcome:
-        """Refetch a payment the sweeper found stuck, and apply what changed with the version check: the same
-        state machine as for webhooks, so a reconciliation and a webhook never fight (whichever comes second finds
-        nothing to change). Writes the payment only; nothing is written when nothing changed.
+        """Refetch a payment the sweeper found stuck (or still unverified), and apply what changed with the version
+        check: the same state machine as for webhooks, so a reconciliation and a webhook never fight (whichever
+        comes second finds nothing to change). Writes the payment only; nothing is written when nothing changed.
 
         Never retried through the queue: a delayed message would hold up this payment's webhooks in its FIFO
         group. When the gateway cannot answer, the sweeper asks again after its reconcile interval; so it does when
@@ -346,14 +532,24 @@ class EventProcessor:
                     return Outcome.SKIPPED
                 now = self._now()
                 decision = self.reconciler.apply(current, seen, now=now)
-                if not isinstance(decision, Apply):
+                if not isinstance(decision, Apply | Touch):
                     count_for_provider("ReconciliationsUnchanged", provider)
                     logger.info("payment unchanged", extra={"payment": message.key, "reason": decision.reason})
                     return Outcome.IGNORED
                 try:
-                    self.store.put_payment(decision.payment, expected_version=current.version)
+                    self.store.put_payment(
+                        decision.payment,
+                        expected_version=current.version,
+                        transition=isinstance(decision, Apply),
+                        confirms=decision.verification is Verification.CONFIRMED,
+                    )
                 except VersionConflict:
                     continue
+                self._count_verification(decision, provider)
+                if isinstance(decision, Touch):  # an unverified payment confirmed (or flagged): no transition
+                    logger.info("payment verified", extra={"payment": message.key, "change": decision.reason})
+                    confirmed = decision.verification is Verification.CONFIRMED
+                    return Outcome.PROCESSED if confirmed else Outcome.IGNORED
                 count_for_provider("PaymentsReconciled", provider)
                 logger.info("payment reconciled", extra={"payment": message.key, "change": decision.reason})
                 return Outcome.PROCESSED

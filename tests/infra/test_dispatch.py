@@ -261,7 +261,8 @@ def test_processor_role_is_least_privilege(synthesized: Synthesized) -> None:
     assert grants == {
         "dynamodb:GetItem": inbox | payments | control,
         "dynamodb:UpdateItem": inbox | control,
-        "dynamodb:PutItem": payments | _rendered(_get_att(ids["outbox"], "Arn")),  # + the outbox record
+        # the payment, the outbox record, and a payload-confirmed payment's verification item in the inbox
+        "dynamodb:PutItem": payments | _rendered(_get_att(ids["outbox"], "Arn")) | inbox,
         "sqs:ReceiveMessage": queue,
         "sqs:DeleteMessage": queue,
         "sqs:ChangeMessageVisibility": queue,  # the processor's retry backoff

@@ -86,6 +86,8 @@ def test_every_alarm_is_named_after_the_stack_and_notifies_the_topic(synthesized
         "outbox-dead-letter-queue",
         "forward-dead-letter-queue",
         "signature-rejections",
+        "payments-corrected",  # Stripe may confirm a payment from its payload
+        "verifications-refused",
         *(f"ignored-ratio-{provider}" for provider in definitions.PROVIDERS),
         *(f"ignored-no-payment-{provider}" for provider in definitions.PROVIDERS),  # the default sources
         "api-5xx",
@@ -168,6 +170,26 @@ def test_any_failed_event_alarms(synthesized: Synthesized, name: str, metric: st
     assert properties["Threshold"] == 1
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "threshold", "period"),
+    [
+        ("payments-corrected", definitions.METRIC_PAYMENTS_CORRECTED, monitoring.PAYMENTS_CORRECTED_THRESHOLD, 900),
+        ("verifications-refused", definitions.METRIC_VERIFICATIONS_REFUSED, 1, 300),
+    ],
+)
+def test_corrected_and_refused_verifications_alarm_stack_wide(
+    synthesized: Synthesized, name: str, metric: str, threshold: int, period: int
+) -> None:
+    # Given a declaration with a provider that confirms from the payload (Stripe)
+    properties = _alarm(synthesized, name)
+    # Then one service-wide metric each (whichever source: the log names it), one alarm metric to pay for
+    assert _single_metric(properties) == {**_service_count(metric), "Period": period}
+    assert observability.METRICS[metric].dimensions == ()
+    assert properties["Threshold"] == threshold
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
 
 
@@ -528,8 +550,9 @@ def test_the_cost_model_counts_the_alarms_and_their_metrics_of_a_one_source_temp
     template = _template_alarms(one_source)
     # Then the model agrees alarm by alarm
     assert template == alarm_metrics(("stripe",), forwarding=False, sources=("stripe-br",))
-    # And what the one-source fixed cost counts today: 18 alarms on 22 metrics
-    assert (len(template), sum(template.values())) == (18, 22)
+    # And what the one-source fixed cost counts today: 20 alarms on 24 metrics (Stripe confirms from the payload:
+    # its corrections and refused verifications have one alarm each)
+    assert (len(template), sum(template.values())) == (20, 24)
 
 
 def test_the_dashboard_is_deployed_only_when_asked_for(synthesized: Synthesized, one_source: Synthesized) -> None:

@@ -12,8 +12,10 @@ import pytest
 
 from shared.payments import outbox
 from shared.payments.events import ContractViolation, check_published
+from shared.payments.model import Payment
 from shared.payments.outbox import published_event
 from shared.payments.publishing import BusPublisher
+from shared.payments.status import PaymentStatus
 from tests.integration.test_downstream_functions import FlakyEvents, stream_records
 from tests.integration.test_outbox import SCHEMA, outbox_items, three_payments
 
@@ -25,10 +27,21 @@ FAILED = outbox.webhook_failed(
     failed_at="2026-11-29T12:00:00.123Z",
 )
 
+# The API confirmed a status a signed payload applied (shared/process/confirm.py).
+VERIFIED = outbox.payment_verified(
+    Payment(
+        "stripe", "pi_9", PaymentStatus.PAID, "succeeded", 1000, "BRL", 0, 3, 2, None, "evt_9", "2026-11-29T12:00:00Z"
+    ),
+    created_at="2026-11-29T12:00:01.5Z",
+)
+
 
 def real_events(world: Any) -> list[dict[str, Any]]:
     three_payments(world)
-    return [published_event(item) for item in outbox_items(world)] + [published_event(FAILED)]
+    return [published_event(item) for item in outbox_items(world)] + [
+        published_event(FAILED),
+        published_event(VERIFIED),
+    ]
 
 
 def schema_accepts(event: dict[str, Any]) -> bool:
@@ -57,7 +70,7 @@ BREAKAGES = {
 
 def test_every_real_event_meets_both(aws_world: Any) -> None:
     events = real_events(aws_world)
-    assert {e["type"] for e in events} == {"payment.status_changed", "webhook.failed"}
+    assert {e["type"] for e in events} == {"payment.status_changed", "webhook.failed", "payment.verified"}
     for event in events:
         assert schema_accepts(event), event
         assert model_accepts(event), event

@@ -128,7 +128,7 @@ def test_subscribing_creates_a_tagged_queue_and_rule_that_only_that_rule_may_sen
     rule = events.describe_rule(Name=made.rule_name, EventBusName=BUS)
     assert json.loads(rule["EventPattern"]) == {
         "source": [definitions.OUTBOX_EVENT_SOURCE],
-        "detail-type": ["payment.status_changed", "webhook.failed"],
+        "detail-type": ["payment.status_changed", "payment.verified", "webhook.failed"],
     }
     targets = events.list_targets_by_rule(Rule=made.rule_name, EventBusName=BUS)["Targets"]
     assert targets == [{"Id": TARGET_ID, "Arn": made.queue_arn}]
@@ -324,7 +324,7 @@ def test_the_readme_command_forwards_a_published_event_and_sigterm_cleans_up(bus
     # Then it exits cleanly, having forwarded the event signed (the receiver verified it)
     assert result.exit_code == 0, result.output
     assert [e["resource_id"] for e in receiver.core.events] == ["pi_listen_cli"] and receiver.core.rejected == 0
-    assert "Ready: forwarding payment.status_changed, webhook.failed from bus" in result.output
+    assert "Ready: forwarding payment.status_changed, payment.verified, webhook.failed from bus" in result.output
     assert "stripe#pi_listen_cli" in result.output and "-> 200" in result.output
     assert "Stopped: 1 event(s) forwarded." in result.output
     # And the rule and the queue are gone

@@ -317,28 +317,29 @@ def test_a_one_source_deployment_with_the_default_settings_costs_what_its_alarms
     )
     report = monthly_cost(1_000_000, "us-east-1", one)
     monitoring = report["scenario"]["monitoring"]
-    # Then the fixed lines are what the template and the code hold: 18 alarms on 22 alarm metrics (tests/infra pins
-    # them), 2 custom metrics sent every hour (EventsSettled of stripe, the oldest pending age), no dashboard, and
-    # 3 secrets (signing, API key, fingerprint key)
+    # Then the fixed lines are what the template and the code hold: 20 alarms on 24 alarm metrics (tests/infra pins
+    # them; Stripe confirms from the payload, so its corrections and refused verifications have an alarm each), 2
+    # custom metrics sent every hour (EventsSettled of stripe, the oldest pending age), no dashboard, and 3 secrets
+    # (signing, API key, fingerprint key)
     assert monitoring == {
-        "alarms": 18,
-        "alarm_metrics": 22,
+        "alarms": 20,
+        "alarm_metrics": 24,
         "custom_metrics_steady": 2,
-        "custom_metrics_on_trouble": 23,
+        "custom_metrics_on_trouble": 25,
         "dashboard": False,
     }
     lines = report["lines"]
-    assert lines["CloudWatch alarms (fixed)"] == pytest.approx(22 * _price("cloudwatch_alarm_metric_per_month"))
+    assert lines["CloudWatch alarms (fixed)"] == pytest.approx(24 * _price("cloudwatch_alarm_metric_per_month"))
     assert lines["CloudWatch custom metrics (fixed)"] == pytest.approx(2 * _price("cloudwatch_custom_metric_per_month"))
     assert lines["CloudWatch dashboard (fixed)"] == 0
     assert lines["Secrets Manager (fixed)"] == pytest.approx(3 * _price("secrets_manager_per_secret_month"))
-    assert report["fixed_per_month"] == pytest.approx(4.00)
-    # And with forwarding too (its secret, Lambda, Pipe and dead-letter queue): $4.80, under $5 since the ingest's
+    assert report["fixed_per_month"] == pytest.approx(4.20)
+    # And with forwarding too (its secret, Lambda, Pipe and dead-letter queue): $5.00, within $5 since the ingest's
     # failures page through api-5xx and a throttled sweeper through oldest-pending (docs/replay-and-monitoring.md
     # prices each line)
     forwarding = monthly_cost(1_000_000, "us-east-1", replace(one, forwarding=True))
-    assert forwarding["scenario"]["monitoring"]["alarm_metrics"] == 22 + 4
-    assert forwarding["fixed_per_month"] == pytest.approx(4.80)
+    assert forwarding["scenario"]["monitoring"]["alarm_metrics"] == 24 + 4
+    assert forwarding["fixed_per_month"] == pytest.approx(5.00)
 
 
 def test_the_dashboard_is_an_option_priced_on_its_own_line():

@@ -50,7 +50,9 @@ class RecordingProcessingStore(ProcessingStore):
         self.settled: list[str] = []
         self.reasons: list[Any] = []
 
-    def settle(self, event_pk, outcome, *, now, note, payment=None, expected_version=None, ignored_reason=None) -> None:
+    def settle(
+        self, event_pk, outcome, *, now, note, payment=None, expected_version=None, ignored_reason=None, **_
+    ) -> None:
         self.settled.append(event_pk)
         self.reasons.append(ignored_reason)
 

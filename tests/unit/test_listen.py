@@ -112,7 +112,10 @@ def test_a_message_that_is_not_a_published_event_gives_nothing_to_forward(body):
 
 
 def test_the_rule_matches_the_stacks_source_and_the_two_published_types():
-    assert rule_pattern() == {"source": ["webhook-inbox"], "detail-type": ["payment.status_changed", "webhook.failed"]}
+    assert rule_pattern() == {
+        "source": ["webhook-inbox"],
+        "detail-type": ["payment.status_changed", "payment.verified", "webhook.failed"],
+    }
 
 
 def test_only_the_listeners_rule_may_send_to_its_queue():

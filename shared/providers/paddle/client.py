@@ -60,6 +60,18 @@ STATUS_MAP: dict[str, PaymentStatus] = {
 }
 
 
+def payload_status(event_type: str, provider_status: str | None) -> str | None:
+    """The canonical payment status a stored Paddle event states in its signed body (Paddle-Signature is an HMAC of
+    `{ts}:{body}`, and an event's `data` is a snapshot of the entity at its signed `occurred_at`): a transaction.*
+    event's transaction status, read by this module's table without its adjustments (a refund or chargeback arrives
+    as an adjustment.* event, which states none and waits for the refetch). The provider catalog names this
+    function (`payload_status_from`)."""
+    if not event_type.startswith("transaction.") or provider_status is None:
+        return None
+    status = STATUS_MAP.get(provider_status)
+    return status.value if status is not None else None
+
+
 def minor_units(value: Any, where: str, *, default: int | None = None) -> int | None:
     """A Paddle amount (a string of digits in minor units) as an integer; `default` when absent."""
     if value is None:

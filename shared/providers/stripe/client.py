@@ -170,6 +170,33 @@ def stripe_status(
     return _settled_charge_status(status, charge, dispute)
 
 
+# `requires_payment_method` is `failed` only with a `last_payment_error`, which the stored event does not keep: it is
+# `failed` in payment_intent.payment_failed, `pending` in payment_intent.created, and states nothing in any other.
+_PAYLOAD_UNPAID_INTENT: dict[str, PaymentStatus] = {
+    "payment_intent.payment_failed": S.FAILED,
+    "payment_intent.created": S.PENDING,
+}
+
+
+def payload_status(event_type: str, provider_status: str | None) -> str | None:
+    """The canonical payment status a stored Stripe event states in its signed body (the driver keeps the object's
+    `status`), or None when it states none a payment may be confirmed with: thin events (no state), charge, refund
+    and dispute events (their object is not the payment: a charge may be uncaptured, a refund's amount or a
+    dispute's outcome is for the refetch to read). A payment_intent.* event's PaymentIntent is read by this
+    module's table without its charge: a succeeded intent is `paid` (refunds and disputes arrive as charge.* events).
+    The provider catalog names this function (`payload_status_from`): Stripe's snapshot events may confirm a payment
+    from the payload."""
+    if not event_type.startswith("payment_intent.") or provider_status is None:
+        return None
+    if provider_status == "requires_payment_method":
+        unpaid = _PAYLOAD_UNPAID_INTENT.get(event_type)
+        return unpaid.value if unpaid is not None else None
+    try:
+        return stripe_status({"status": provider_status}, None, None)[0].value
+    except GatewayResponseInvalid:  # a status the table does not map: nothing to confirm with
+        return None
+
+
 def _int(obj: dict[str, Any], key: str, where: str, *, default: int = 0) -> int:
     value = obj.get(key)
     if value is None:
