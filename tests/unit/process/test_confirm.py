@@ -348,15 +348,16 @@ def test_a_sources_spec_without_options_is_what_default_sources_declare():
     assert SourceSpec("cielo", "cielo").confirm_mode == CONFIRM_NEVER
 
 
-def test_every_eligible_providers_payload_reading_loads_from_its_gateway_module():
+def test_every_eligible_providers_payload_reading_loads_from_its_client_module():
     from shared.gateway.registry import payload_reader
 
     for entry in PROVIDER_CATALOG:
         if entry.payload_status_from is not None:
-            assert entry.payload_status_from.startswith(f"shared.gateway.{entry.id}:")
+            assert entry.payload_status_from.startswith(f"shared.providers.{entry.id}.client:")
             assert callable(payload_reader(entry.payload_status_from))
-    with pytest.raises(ValueError, match="not a gateway module reference"):
-        payload_reader("os.path:join")
+    for outside in ("os.path:join", "shared.providers.stripe.driver:driver"):
+        with pytest.raises(ValueError, match="not a gateway module reference"):
+            payload_reader(outside)
 
 
 def test_the_deployments_confirmation_follows_each_declared_sources_setting(monkeypatch):
