@@ -66,8 +66,10 @@ from typing import Any, Final
 from shared import definitions
 from shared.definitions import EventStatus
 
-# The CloudFormation DefinitionSubstitutions key the stack fills with the inbox table's name.
+# The CloudFormation DefinitionSubstitutions keys the stack fills with the inbox table's name and the ARN of the
+# function that applies a page (functions/replay).
 TABLE_SUBSTITUTION: Final = "InboxTable"
+PAGE_FUNCTION_SUBSTITUTION: Final = "ReplayPageFunction"
 
 # The statuses a replay moves an item from (the lifecycle's); the default is the one replays are for.
 SELECTABLE_STATUSES: Final = tuple(sorted(status.value for status in definitions.REPLAYABLE_STATUSES))
@@ -111,10 +113,12 @@ MAX_CHAIN_LENGTH: Final = 10_000
 # MapStateExited, and each iteration MapIterationStarted, MapIterationSucceeded around its states'), checked by
 # tests/integration/test_replay_workflow.py against measured histories.
 EXECUTION_HISTORY_EVENTS: Final = 46  # start, input checks, the source, the end and the successor's start, the output
-PAGE_HISTORY_EVENTS: Final = 19  # Query, the page's mode choice, Map, the page's choices and tally, a wait
-# One Map iteration by age: the UpdateItem (7 with the iteration's own events), and the outcome Pass of an event
-# whose condition failed (skipped: 9); a dry run's iteration is its Pass (4).
-ITEM_HISTORY_EVENTS: Final = 9
+# Query, the page's mode choice, the page's task (a Lambda task: entered, scheduled, started, succeeded, exited; the
+# dry run's Map: 4), the page's choices and tally, a wait.
+PAGE_HISTORY_EVENTS: Final = 20
+# Per event by age: none when replayed (the page's task applies the whole page); a dry run's Map iteration and its
+# Pass (4).
+ITEM_HISTORY_EVENTS: Final = 4
 ID_HISTORY_EVENTS: Final = 16  # one Map iteration by id: GetItem, the choice, UpdateItem, outcome
 RETRY_HISTORY_EVENTS: Final = 3  # one more attempt of a task: TaskScheduled, TaskStarted, TaskFailed
 RETRY_MAX_ATTEMPTS: Final = 6
@@ -124,6 +128,22 @@ UNTIL_ANY: Final = "9"
 
 OUTCOMES: Final = ("planned", "replayed", "skipped", "not_found", "not_selected")
 
+# Errors of the page's Lambda task worth retrying (the page is safe to apply again: shared/replay.py): Lambda's
+# transient service errors and throttling, its unhandled errors (a timeout, out of memory: Lambda.Unknown), as
+# https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html names them, and the
+# function's own StorageUnavailable (DynamoDB did not take a write).
+PAGE_TASK_RETRYABLE_ERRORS: Final = [
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.Unknown",
+    "StorageUnavailable",
+]
+# The page task's own timeout: past it, Step Functions fails the attempt (States.Timeout) and retries it, instead of
+# waiting for a function that Lambda already stopped.
+PAGE_TASK_TIMEOUT_SECONDS: Final = definitions.REPLAY_PAGE_TIMEOUT_SECONDS + 10
 # Errors of DynamoDB worth retrying, as Step Functions names aws-sdk errors ("DynamoDb.<Exception>").
 RETRYABLE_ERRORS: Final = [
     "DynamoDb.ProvisionedThroughputExceededException",
@@ -150,13 +170,20 @@ def table_placeholder() -> str:
     return "${" + TABLE_SUBSTITUTION + "}"
 
 
+def page_function_placeholder() -> str:
+    """The page function's ARN as the deployed definition holds it, before CloudFormation substitutes it."""
+    return "${" + PAGE_FUNCTION_SUBSTITUTION + "}"
+
+
 def history_bound() -> int:
     """The most history events one execution can record, every task retried to its last attempt: what the
     per-execution bounds are chosen for (far below EXECUTION_HISTORY_LIMIT without retries, below it with all)."""
     retries = RETRY_HISTORY_EVENTS * RETRY_MAX_ATTEMPTS
-    by_age = MAX_PAGES_PER_EXECUTION * (PAGE_HISTORY_EVENTS + retries) + (
-        MAX_ITEMS_PER_EXECUTION - 1 + MAX_PAGE_SIZE
-    ) * (ITEM_HISTORY_EVENTS + retries)
+    # A dry run's items have no task to retry; the page's task is retried whole.
+    by_age = (
+        MAX_PAGES_PER_EXECUTION * (PAGE_HISTORY_EVENTS + retries)
+        + (MAX_ITEMS_PER_EXECUTION - 1 + MAX_PAGE_SIZE) * ITEM_HISTORY_EVENTS
+    )
     by_id = IDS_PER_EXECUTION * (ID_HISTORY_EVENTS + 2 * retries) + PAGE_HISTORY_EVENTS
     return EXECUTION_HISTORY_EVENTS + retries + max(by_age, by_id)
 
@@ -185,10 +212,8 @@ def default_input() -> dict[str, Any]:
     }
 
 
-def _retry() -> list[dict[str, Any]]:
-    return [
-        {"ErrorEquals": RETRYABLE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": RETRY_MAX_ATTEMPTS}
-    ]
+def _retry(errors: list[str] = RETRYABLE_ERRORS) -> list[dict[str, Any]]:
+    return [{"ErrorEquals": errors, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": RETRY_MAX_ATTEMPTS}]
 
 
 def _between(path: str, low: int, high: int) -> dict[str, Any]:
@@ -257,35 +282,40 @@ def _set_pending(table_name: str, *, item: str, skipped: str, **then: Any) -> di
     }
 
 
-def _page_processor(table_name: str, *, dry_run: bool) -> dict[str, Any]:
-    """A page's Map over its items (``$.page.Items``), the dry run's or the replay's, chosen once per page.
-
-    Each iteration's input is built by the Map's ItemSelector, its outcome entry included, so that an iteration
-    enters one state: the dry run's Pass (its entry is its output), or the replay's UpdateItem Task, whose output
-    is that entry (OutputPath); only an event whose condition fails enters a second state (``skipped``). The Map
-    writes its results over the page's items: the tally reads them there, and a page with no items skips the Map
-    and still has its (empty) list."""
+def _plan_page() -> dict[str, Any]:
+    """The dry run's page: a Map over its items (``$.page.Items``) whose iteration is one Pass, its outcome entry
+    built by the Map's ItemSelector. The Map writes its results over the page's items, where the tally reads them."""
     value = "$$.Map.Item.Value"
-    entry = _entry("planned" if dry_run else "replayed", pk=f"{value}.pk.S", event_type=f"{value}.event_type.S")
-    if dry_run:
-        selector: dict[str, Any] = entry
-        states: dict[str, Any] = {"Planned": {"Type": "Pass", "End": True}}
-        start = "Planned"
-    else:
-        selector = {"item.$": value, "input.$": "$.input", "entry": entry}
-        skipped = _entry("skipped", pk="$.item.pk.S", event_type="$.item.event_type.S")
-        states = {
-            "SetPending": _set_pending(table_name, item="$.item", skipped="Skipped", OutputPath="$.entry", End=True),
-            "Skipped": {"Type": "Pass", "Parameters": skipped, "End": True},
-        }
-        start = "SetPending"
     return {
         "Type": "Map",
         "ItemsPath": "$.page.Items",
-        "ItemSelector": selector,
+        "ItemSelector": _entry("planned", pk=f"{value}.pk.S", event_type=f"{value}.event_type.S"),
         "MaxConcurrency": 1,
-        "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": start, "States": states},
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "INLINE"},
+            "StartAt": "Planned",
+            "States": {"Planned": {"Type": "Pass", "End": True}},
+        },
         "ResultPath": "$.page.Items",
+        "Next": "MorePagesInShard",
+    }
+
+
+def _replay_page(page_function: str) -> dict[str, Any]:
+    """The replay's page: one Lambda task (functions/replay, shared/replay.py) applies the lifecycle's replay write
+    to each event of the page, one at a time in the page's order, and returns their outcome entries (replayed, or
+    skipped when the event left the selected status), written over the page's items, where the tally reads them.
+    One state for the page, where a Map would enter one per event. A failed attempt is retried whole: the page is
+    safe to apply again (an event this execution already replayed is refused by the write's condition and still
+    reported replayed)."""
+    return {
+        "Type": "Task",
+        "Comment": "Back to pending with a new dispatch id, each event of the page: the Pipe dispatches the writes",
+        "Resource": page_function,
+        "Parameters": {"status.$": "$.input.status", "execution.$": "$$.Execution.Id", "items.$": "$.page.Items"},
+        "TimeoutSeconds": PAGE_TASK_TIMEOUT_SECONDS,
+        "ResultPath": "$.page.Items",
+        "Retry": _retry(PAGE_TASK_RETRYABLE_ERRORS),
         "Next": "MorePagesInShard",
     }
 
@@ -395,6 +425,7 @@ def _budget_spent(then: str, pages: int, items: int, wait_budget: int) -> list[d
 def replay_definition(
     table_name: str,
     *,
+    page_function: str | None = None,
     index_name: str = definitions.OPEN_EVENTS_INDEX,
     shards: int = definitions.OPEN_EVENTS_SHARDS,
     pages_per_execution: int = MAX_PAGES_PER_EXECUTION,
@@ -406,7 +437,9 @@ def replay_definition(
     """The replay state machine (Amazon States Language, JSONPath) for the inbox table ``table_name``.
 
     The per-execution bounds are parameters so that tests can make a chain of executions out of a few events (and
-    show what an execution without the time budget would come to)."""
+    show what an execution without the time budget would come to). ``page_function``: the ARN of the function
+    that applies a page (the deployed definition's placeholder by default)."""
+    page_function = page_function or page_function_placeholder()
     zero_counts = dict.fromkeys((*OUTCOMES, "selected", "pages"), 0)
     valid_input = {
         "And": [
@@ -650,8 +683,8 @@ def replay_definition(
             ],
             "Default": "ReplayPage",
         },
-        "PlanPage": _page_processor(table_name, dry_run=True),
-        "ReplayPage": _page_processor(table_name, dry_run=False),
+        "PlanPage": _plan_page(),
+        "ReplayPage": _replay_page(page_function),
         "MorePagesInShard": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.page.LastEvaluatedKey", "IsPresent": True, "Next": "TallyNextPage"}],

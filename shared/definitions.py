@@ -214,6 +214,10 @@ class Transition(NamedTuple):
     # Attributes the write removes: what the item no longer needs once in its target status. Each one stays out of
     # every later write's billed size (an update is billed on the larger of the item before and after it).
     clears: tuple[str, ...] = ()
+    # Fields (of `fields`) the item must not already hold the writer's value of: a writer that stamps its own
+    # identity writes once. A replay execution applying a page again (its task retried after a crash halfway)
+    # leaves the events it already set back to pending alone, even those selected as pending.
+    once_per: tuple[str, ...] = ()
 
     @property
     def dispatches(self) -> bool:
@@ -323,6 +327,7 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         last_error=LastError.CLEAR,
         stamps=("replayed_at",),
         fields=("replayed_by",),
+        once_per=("replayed_by",),
     ),
 }
 
@@ -518,6 +523,8 @@ def _condition(
             request.require(f"attribute_not_exists({name})")
         else:
             request.require(f"{name} = :seen_{name}", **{f"seen_{name}": value})
+    for name in transition.once_per:
+        request.require(f"(attribute_not_exists({name}) OR {name} <> :{name})")
     for name in transition.quiet:
         if quiet_since is None:
             raise ValueError(f"{write} needs the cutoff its {name} must be older than")
@@ -731,6 +738,11 @@ DEFAULT_STALE_AFTER_SECONDS: Final = 900
 # Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
 DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
 DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
+# The replay's page function (functions/replay), invoked by the replay workflow with one page of at most 100
+# events, each one conditional UpdateItem (milliseconds in AWS): the timeout is for a throttled table, whose writes
+# the SDK retries, not for the work.
+REPLAY_PAGE_TIMEOUT_SECONDS: Final = 60
+REPLAY_PAGE_MEMORY_MB: Final = 256
 
 # Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
 # `reconcile_key` = "{source}#{status}" (one partition per source and status, so the sweeper queries only the
