@@ -483,7 +483,7 @@ def _lambda_task_error(self: StateTaskLambda, env: Environment, ex: Exception) -
             env=env,
             error_name=StatesErrorName(typ=error_type),
             event_type=HistoryEventType.LambdaFunctionFailed,
-            event_details=EventDetails(
+            event_details=EventDetails(  # type: ignore[typeddict-item]
                 lambdaFunctionFailedEventDetails=LambdaFunctionFailedEventDetails(
                     error=error_type.to_name(), cause=str(ex)
                 )

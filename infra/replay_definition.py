@@ -21,27 +21,30 @@ provider's default source)::
   the item it sets back to pending from the item's own ``open_status`` (``failed#3`` -> ``pending#3``), which
   settled (processed/ignored) items no longer carry; their shard is a CRC32 no intrinsic function computes.
 - Replay, per selected event: one UpdateItem ``SET status = pending, open_status = pending#<same shard>,
-  dispatch_id = <new uuid>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
-  REMOVE last_error``, conditioned on ``status`` still being the selected one: the inbox lifecycle's replay write
-  (shared/definitions.py composes it from the lifecycle's table, as it does for shared/inbox/lifecycle.py, the
-  run-time owner; this module embeds it, its varying values as Step Functions paths).
+  dispatch_id = <new id>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
+  REMOVE last_error``, conditioned on ``status`` still being the selected one and ``replayed_by`` not already
+  being this execution: the inbox lifecycle's replay write (shared/definitions.py composes it from the
+  lifecycle's table). A page selected by age is handed whole to one Lambda task, the page function
+  (functions/replay -> shared/replay.py), which sends that write for each of its events through
+  shared/inbox/store.py and returns their outcome entries; the by-id path embeds the write here, its varying
+  values as Step Functions paths.
   ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
   the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
   is what the Pipe's filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's
   message group) again. The signature's timestamp tolerance is not checked again: the event was verified when it
   was received.
 - Safe to re-run: an event already replayed is no longer in the selected status, so the condition fails and the
-  event counts as ``skipped`` (so does one that changed between the read and the write).
-- Rate: events of a page are written one at a time (Map, MaxConcurrency 1: in ``received_at`` order within a
+  event counts as ``skipped`` (so does one that changed between the read and the write). Safe to retry a page:
+  the page task is retried whole when it fails, and the events its failed attempt replayed carry this
+  execution's ``replayed_by``: refused, not written again, and reported ``replayed`` (shared/replay.py).
+- Rate: events of a page are written one at a time (by the page function, in ``received_at`` order within a
   shard), and the workflow waits ``wait_seconds`` after every page that wrote something. One execution selects at
   most ``max_events`` (it stops at the first page boundary at or after it, with ``complete: false``); run it again
   to continue: the events already replayed no longer match.
 - A dry run reads exactly the same selection and writes nothing (no wait either).
-- Cost: STANDARD bills each state entered; an Inline Map's iterations are not billed, only their states. So a
-  replayed event enters one state, its UpdateItem Task: the page's Map builds each iteration's input, the outcome
-  entry included, with its ItemSelector, and the Task returns that entry (``OutputPath``); only an event whose
-  condition fails enters its ``skipped`` Pass too. The dry run is decided once per page (``PageMode``: the plan's
-  Map, one Pass per event, or the replay's), and an empty page skips the Map. inbox_cli/cost.py prices it.
+- Cost: STANDARD bills each state entered. A replayed page enters one state, its Lambda task, however many
+  events it holds; the dry run is decided once per page (``PageMode``: the plan's Map, one Pass per event, or the
+  replay's task), and an empty page skips both. inbox_cli/cost.py prices it.
 
 Output::
 
@@ -51,9 +54,9 @@ Output::
 
 ``events`` is a list of pages (flatten one level); each entry also carries a key named after its outcome (the
 counts come from wildcard paths over those keys). The counts by provider, event type and status that make the
-plan are computed from it by the reader (``inbox replay``), not by the workflow: grouping needs JSONata or a
-Lambda, and moto's interpreter, which runs this very definition in the tests and in the local stack, evaluates no
-JSONata (5.2.5 ships JSONata without its JVM bridge), while a Lambda cannot run there without docker. JSONPath
+plan are computed from it by the reader (``inbox replay``), not by the workflow: grouping needs JSONata (or a
+task of its own), and moto's interpreter, which runs this very definition in the tests and in the local stack,
+evaluates no JSONata (5.2.5 ships JSONata without its JVM bridge). JSONPath
 intrinsic functions cannot group, and they cannot append to a list, so the pages are accumulated as a JSON text
 (``States.Format``) and parsed once at the end (``States.StringToJson``). ``max_events`` (at most
 ``MAX_EVENTS_LIMIT``) keeps that list, hence the state payload, well under Step Functions' 256 KB.
@@ -88,9 +91,10 @@ TIMEOUT_SECONDS: Final = 3600
 # not it wrote something: an overestimate, so never late), and the check comes after a page's count and before its
 # wait, so at most one more wait follows: an execution waits at most WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS
 # (2,099 s) in all, and WORK_ALLOWANCE_SECONDS is left for its tasks: 3 s for each of its at most 200 Queries and
-# 299 UpdateItems. An allowance, not a bound: a task retried to its last attempt waits 63 s (_retry), so an execution
-# throttled throughout could still reach the timeout; it then ends TIMED_OUT, and the replay is safe to run again
-# (the events it replayed no longer match). `execution_time_bound()` holds the sum under TIMEOUT_SECONDS.
+# 200 page tasks (or 200 GetItems and UpdateItems by id). An allowance, not a bound: a task retried to its last
+# attempt waits 63 s (_retry), so an execution throttled throughout could still reach the timeout; it then ends
+# TIMED_OUT, and the replay is safe to run again (the events it replayed no longer match). `execution_time_bound()`
+# holds the sum under TIMEOUT_SECONDS.
 WORK_ALLOWANCE_SECONDS: Final = 1500
 WAIT_BUDGET_SECONDS: Final = TIMEOUT_SECONDS - WORK_ALLOWANCE_SECONDS - MAX_WAIT_SECONDS
 

@@ -217,7 +217,12 @@ def _lambda_task(parameters: dict[str, Any]) -> dict[str, Any]:
 def test_a_lambda_task_runs_the_registered_function_in_process(sfn: Any) -> None:
     # Given a function registered for its ARN (moto alone would need docker to run it)
     calls: list[Any] = []
-    register_function(ECHO_ARN, "replay", lambda event, _context: calls.append(event) or {"echo": event})
+
+    def echo(event: Any, _context: Any) -> Any:
+        calls.append(event)
+        return {"echo": event}
+
+    register_function(ECHO_ARN, "replay", echo)
     # When a Lambda task calls it
     described, _events = _run(sfn, _lambda_task({"n.$": "$.n"}), {"n": 7})
     # Then it ran with the task's payload, and its result is the task's output
