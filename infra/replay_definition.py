@@ -135,8 +135,10 @@ OUTCOMES: Final = ("planned", "replayed", "skipped", "not_found", "not_selected"
 # Errors of the page's Lambda task worth retrying (the page is safe to apply again: shared/replay.py): Lambda's
 # transient service errors and throttling, its unhandled errors (a timeout, out of memory: Lambda.Unknown), as
 # https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html names them, and the
-# function's own StorageUnavailable (DynamoDB did not take a write).
+# function's own StorageUnavailable (DynamoDB did not take a write); and the task's own TimeoutSeconds passing
+# (States.Timeout), should an invocation outlast the function's timeout.
 PAGE_TASK_RETRYABLE_ERRORS: Final = [
+    "States.Timeout",
     "Lambda.ClientExecutionTimeoutException",
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
