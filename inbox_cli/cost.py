@@ -242,27 +242,33 @@ CONTROL_READS_PER_EVENT = 0.5  # see read_units_processing: 0.32 to 0.73 measure
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
 # not billed, only the states they enter (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html).
-# The replay workflow (infra/replay_definition.py) enters, per event replayed from the open-events index, one
-# state: its Map iteration's UpdateItem Task (an event whose condition fails enters its `skipped` Pass too); per page
-# of the index, the Query, the page's mode Choice (dry run or replay, decided once per page), the Map, the tally and
-# its two choices, and the Wait after a page that wrote; per execution, the input checks and the end, or the four
-# states that continue it in a new execution. Every one of the OPEN_EVENTS_SHARDS shards is read at least once, and
-# each shard's last page is on average half full. Counted in moto's interpreter, which records the states AWS
-# enters (tests/integration/test_replay_workflow.py holds this count to a run).
-REPLAY_TRANSITIONS_PER_EVENT = 1
+# The replay workflow (infra/replay_definition.py) enters no state per event replayed from the open-events index:
+# a page's events are set back to pending by one Lambda task (functions/replay). Per page of the index it enters the
+# Query, the page's mode Choice (dry run or replay, decided once per page), the page's task, the tally and its two
+# choices, and the Wait after a page that wrote; per execution, the input checks and the end, or the four states
+# that continue it in a new execution. Every one of the OPEN_EVENTS_SHARDS shards is read at least once, and each
+# shard's last page is on average half full. Counted in moto's interpreter, which records the states AWS enters
+# (tests/integration/test_replay_workflow.py holds this count to a run). The page function's own price (one
+# invocation per page, a few hundred ms at 256 MB) is under a tenth of a cent per million webhooks: not a line.
+REPLAY_TRANSITIONS_PER_EVENT = 0
 REPLAY_TRANSITIONS_PER_PAGE = 7
 REPLAY_TRANSITIONS_PER_EXECUTION = 15  # the last execution of a replay enters 4 fewer (it ends, not continues)
 REPLAY_SHARE_OF_EVENTS = 0.01  # events replayed in a month (failed ones, after a fix)
 
 
-def replay_transitions(events: int, *, page_size: int = DEFAULT_PAGE_SIZE) -> int:
-    """The state transitions one replay of `events` events (pages of `page_size`) costs."""
-    executions = max(1, math.ceil(events / MAX_ITEMS_PER_EXECUTION))
+def replay_pages(events: int, *, page_size: int = DEFAULT_PAGE_SIZE) -> int:
+    """The pages of the open-events index one replay of `events` events reads (each shard's last page half full)."""
     shards = definitions.OPEN_EVENTS_SHARDS
-    pages = max(shards, math.ceil(events / page_size + shards / 2))
+    return max(shards, math.ceil(events / page_size + shards / 2))
+
+
+def replay_transitions(events: int, *, page_size: int = DEFAULT_PAGE_SIZE, pages: int | None = None) -> int:
+    """The state transitions one replay of `events` events (pages of `page_size`; `pages`: as many pages, where
+    they were counted) costs."""
+    executions = max(1, math.ceil(events / MAX_ITEMS_PER_EXECUTION))
     return (
         REPLAY_TRANSITIONS_PER_EVENT * events
-        + REPLAY_TRANSITIONS_PER_PAGE * pages
+        + REPLAY_TRANSITIONS_PER_PAGE * (replay_pages(events, page_size=page_size) if pages is None else pages)
         + REPLAY_TRANSITIONS_PER_EXECUTION * executions
     )
 

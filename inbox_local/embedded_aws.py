@@ -169,6 +169,9 @@ def serve(host: str, port: int) -> None:
     Queue.attributes = property(LazyQueueAttributes)  # type: ignore[assignment,method-assign]
     enable_step_functions_execution(port)
     install_step_functions_limits()  # the 25,000-event history quota and startExecution as AWS runs them
+    from inbox_local.replay import register_page_function  # noqa: PLC0415
+
+    register_page_function()  # the replay's page task runs the page function here, where executions run
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     # Served from a daemon thread: the main thread only waits for SIGTERM, then leaves at once (a SystemExit

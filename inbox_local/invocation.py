@@ -51,6 +51,7 @@ FUNCTION_TIMEOUT_SECONDS: Final[dict[str, float]] = {
     "sweeper": definitions.SWEEPER_TIMEOUT_SECONDS,
     "publisher": definitions.PUBLISHER_TIMEOUT_SECONDS,
     "forwarder": definitions.FORWARDER_TIMEOUT_SECONDS,
+    "replay": definitions.REPLAY_PAGE_TIMEOUT_SECONDS,
 }
 
 

@@ -35,6 +35,15 @@ process (``install()``; the embedded AWS calls it at start-up, the tests' in-pro
   end past the deadline ends at it and times the execution out there; other states are checked against it
   every few milliseconds of real time.
 
+- Lambda tasks. moto's interpreter invokes a task's function through moto's Lambda, which runs code only in docker.
+  Here a function registered with `register_function` (the replay's page function: inbox_local/replay.py) is run
+  in this process as the local stack runs every function (inbox_local/invocation.py: its own timeout, its errors
+  reported as Lambda reports them, ``{"errorType", "errorMessage"}``, a timeout as ``Lambda.Unknown``), and the
+  task's payload is held to Step Functions' quota: "Maximum input or output size for a task, state, or execution:
+  256 KiB of data as a UTF-8 encoded string" (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html),
+  which moto checks on a state's input and a task's result but not on the payload a task sends once its
+  Parameters are applied: such a task fails with ``States.DataLimitExceeded``, as in AWS, before the function runs.
+
 And two for speed, not behaviour (measured with a sampling profile of a replay): moto's interpreter parses every
 JSONPath again each time it evaluates it (jsonpath_ng builds a yacc parser per call), and builds a new boto3 client
 for every task it runs; ``install()`` makes it reuse parsed paths and one client per service and endpoint.
@@ -45,6 +54,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
+import json
 import os
 import sys
 import threading
@@ -56,12 +66,22 @@ import botocore.session
 from moto.core.responses import ActionResult
 from moto.core.utils import camelcase_to_underscores
 from moto.stepfunctions.exceptions import InvalidToken, ValidationException
-from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType, StateMachineType
+from moto.stepfunctions.parser.api import (
+    ExecutionFailedEventDetails,
+    HistoryEventType,
+    LambdaFunctionFailedEventDetails,
+    StateMachineType,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.component.program.program import Program
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
     StateTaskServiceSfn,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
@@ -410,6 +430,78 @@ def install_execution_timeout() -> None:
     Program.eval = _eval_program  # type: ignore[method-assign]
 
 
+# ------------------------------------------------------------------------------- Lambda tasks, run in process
+TASK_PAYLOAD_LIMIT_BYTES: Final = 256 * 1024  # Step Functions: a task's input or output, UTF-8 (see the docstring)
+LAMBDA_UNHANDLED_ERROR: Final = "Lambda.Unknown"  # how Step Functions reports a function's timeout
+
+
+@dataclass(frozen=True)
+class LocalFunction:
+    name: str  # the local stack's name for it (inbox_local/invocation.py FUNCTION_TIMEOUT_SECONDS)
+    handler: Any
+
+
+_LOCAL_FUNCTIONS: dict[str, LocalFunction] = {}
+
+
+def register_function(arn: str, name: str, handler: Any) -> None:
+    """Run Lambda tasks whose function is ``arn`` with ``handler``, in this process, as the function ``name``."""
+    _LOCAL_FUNCTIONS[arn] = LocalFunction(name, handler)
+
+
+class TaskPayloadTooLarge(Exception):
+    """A Lambda task's payload is over Step Functions' quota: the task fails with States.DataLimitExceeded."""
+
+
+def _invoke_local_function(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
+    function = _LOCAL_FUNCTIONS.get(parameters["FunctionName"])
+    if function is None:
+        return dict(_ORIGINAL_INVOKE_LAMBDA_FUNCTION(parameters, region, state_credentials))
+    from inbox_local.invocation import FunctionTimedOut, invoke  # noqa: PLC0415 (botocore patched on import)
+
+    payload: bytes = parameters.get("Payload") or b"{}"
+    if len(payload) > TASK_PAYLOAD_LIMIT_BYTES:
+        raise TaskPayloadTooLarge(
+            f"The task's payload is {len(payload)} bytes, over Step Functions' {TASK_PAYLOAD_LIMIT_BYTES}."
+        )
+    try:
+        result = invoke(function.name, function.handler, json.loads(payload))
+    except FunctionTimedOut as timed_out:
+        error = {"errorType": LAMBDA_UNHANDLED_ERROR, "errorMessage": str(timed_out)}
+        return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": error}
+    except Exception as failed:  # reported as Lambda reports a function's error: its type and message
+        error = {"errorType": type(failed).__name__, "errorMessage": str(failed)}
+        return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": error}
+    # What Lambda hands back is the result's JSON: anything else fails the task here, as it would in AWS.
+    return {"StatusCode": 200, "Payload": json.loads(json.dumps(result))}
+
+
+def _lambda_task_error(self: StateTaskLambda, env: Environment, ex: Exception) -> FailureEvent:
+    if isinstance(ex, TaskPayloadTooLarge):
+        error_type = StatesErrorNameType.StatesStatesDataLimitExceeded
+        return FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=error_type),
+            event_type=HistoryEventType.LambdaFunctionFailed,
+            event_details=EventDetails(  # type: ignore[typeddict-item]
+                lambdaFunctionFailedEventDetails=LambdaFunctionFailedEventDetails(
+                    error=error_type.to_name(), cause=str(ex)
+                )
+            ),
+        )
+    failure: FailureEvent = _ORIGINAL_LAMBDA_TASK_ERROR(self, env, ex)
+    return failure
+
+
+_ORIGINAL_INVOKE_LAMBDA_FUNCTION: Final = lambda_eval_utils._invoke_lambda_function
+_ORIGINAL_LAMBDA_TASK_ERROR: Final = StateTaskLambda._from_error
+
+
+def install_local_functions() -> None:
+    lambda_eval_utils._invoke_lambda_function = _invoke_local_function
+    StateTaskLambda._from_error = _lambda_task_error  # type: ignore[method-assign]
+
+
 def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
     """The corrections above, in this process (idempotent)."""
     install_history_limit(limit)
@@ -418,3 +510,4 @@ def install(limit: int = EXECUTION_HISTORY_LIMIT) -> None:
     install_start_execution_integration()
     install_client_reuse()
     install_json_path_reuse()
+    install_local_functions()

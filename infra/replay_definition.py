@@ -21,27 +21,30 @@ provider's default source)::
   the item it sets back to pending from the item's own ``open_status`` (``failed#3`` -> ``pending#3``), which
   settled (processed/ignored) items no longer carry; their shard is a CRC32 no intrinsic function computes.
 - Replay, per selected event: one UpdateItem ``SET status = pending, open_status = pending#<same shard>,
-  dispatch_id = <new uuid>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
-  REMOVE last_error``, conditioned on ``status`` still being the selected one: the inbox lifecycle's replay write
-  (shared/definitions/lifecycle.py composes it from the lifecycle's table, as it does for shared/inbox/lifecycle.py, the
-  run-time owner; this module embeds it, its varying values as Step Functions paths).
+  dispatch_id = <new id>, dispatch_reason = replay, dispatched_at, attempts = 0, replayed_at, replayed_by
+  REMOVE last_error``, conditioned on ``status`` still being the selected one and ``replayed_by`` not already
+  being this execution: the inbox lifecycle's replay write (shared/definitions/lifecycle.py composes it from
+  the lifecycle's table). A page selected by age is handed whole to one Lambda task, the page function
+  (functions/replay -> shared/replay.py), which sends that write for each of its events through
+  shared/inbox/store.py and returns their outcome entries; the by-id path embeds the write here, its varying
+  values as Step Functions paths.
   ``dispatched_at`` (like ``replayed_at``, the state's entered time: ISO-8601 UTC) keeps the sweeper from taking
   the replayed event for a stale one before it had its chance; ``replayed_by`` is the execution's ARN. The write
   is what the Pipe's filter dispatches, so the event goes through the Pipe and the FIFO queue (its payment's
   message group) again. The signature's timestamp tolerance is not checked again: the event was verified when it
   was received.
 - Safe to re-run: an event already replayed is no longer in the selected status, so the condition fails and the
-  event counts as ``skipped`` (so does one that changed between the read and the write).
-- Rate: events of a page are written one at a time (Map, MaxConcurrency 1: in ``received_at`` order within a
+  event counts as ``skipped`` (so does one that changed between the read and the write). Safe to retry a page:
+  the page task is retried whole when it fails, and the events its failed attempt replayed carry this
+  execution's ``replayed_by``: refused, not written again, and reported ``replayed`` (shared/replay.py).
+- Rate: events of a page are written one at a time (by the page function, in ``received_at`` order within a
   shard), and the workflow waits ``wait_seconds`` after every page that wrote something. One execution selects at
   most ``max_events`` (it stops at the first page boundary at or after it, with ``complete: false``); run it again
   to continue: the events already replayed no longer match.
 - A dry run reads exactly the same selection and writes nothing (no wait either).
-- Cost: STANDARD bills each state entered; an Inline Map's iterations are not billed, only their states. So a
-  replayed event enters one state, its UpdateItem Task: the page's Map builds each iteration's input, the outcome
-  entry included, with its ItemSelector, and the Task returns that entry (``OutputPath``); only an event whose
-  condition fails enters its ``skipped`` Pass too. The dry run is decided once per page (``PageMode``: the plan's
-  Map, one Pass per event, or the replay's), and an empty page skips the Map. inbox_cli/cost.py prices it.
+- Cost: STANDARD bills each state entered. A replayed page enters one state, its Lambda task, however many
+  events it holds; the dry run is decided once per page (``PageMode``: the plan's Map, one Pass per event, or the
+  replay's task), and an empty page skips both. inbox_cli/cost.py prices it.
 
 Output::
 
@@ -51,9 +54,9 @@ Output::
 
 ``events`` is a list of pages (flatten one level); each entry also carries a key named after its outcome (the
 counts come from wildcard paths over those keys). The counts by provider, event type and status that make the
-plan are computed from it by the reader (``inbox replay``), not by the workflow: grouping needs JSONata or a
-Lambda, and moto's interpreter, which runs this very definition in the tests and in the local stack, evaluates no
-JSONata (5.2.5 ships JSONata without its JVM bridge), while a Lambda cannot run there without docker. JSONPath
+plan are computed from it by the reader (``inbox replay``), not by the workflow: grouping needs JSONata (or a
+task of its own), and moto's interpreter, which runs this very definition in the tests and in the local stack,
+evaluates no JSONata (5.2.5 ships JSONata without its JVM bridge). JSONPath
 intrinsic functions cannot group, and they cannot append to a list, so the pages are accumulated as a JSON text
 (``States.Format``) and parsed once at the end (``States.StringToJson``). ``max_events`` (at most
 ``MAX_EVENTS_LIMIT``) keeps that list, hence the state payload, well under Step Functions' 256 KB.
@@ -66,8 +69,10 @@ from typing import Any, Final
 from shared import definitions
 from shared.definitions import EventStatus
 
-# The CloudFormation DefinitionSubstitutions key the stack fills with the inbox table's name.
+# The CloudFormation DefinitionSubstitutions keys the stack fills with the inbox table's name and the ARN of the
+# function that applies a page (functions/replay).
 TABLE_SUBSTITUTION: Final = "InboxTable"
+PAGE_FUNCTION_SUBSTITUTION: Final = "ReplayPageFunction"
 
 # The statuses a replay moves an item from (the lifecycle's); the default is the one replays are for.
 SELECTABLE_STATUSES: Final = tuple(sorted(status.value for status in definitions.REPLAYABLE_STATUSES))
@@ -86,9 +91,10 @@ TIMEOUT_SECONDS: Final = 3600
 # not it wrote something: an overestimate, so never late), and the check comes after a page's count and before its
 # wait, so at most one more wait follows: an execution waits at most WAIT_BUDGET_SECONDS - 1 + MAX_WAIT_SECONDS
 # (2,099 s) in all, and WORK_ALLOWANCE_SECONDS is left for its tasks: 3 s for each of its at most 200 Queries and
-# 299 UpdateItems. An allowance, not a bound: a task retried to its last attempt waits 63 s (_retry), so an execution
-# throttled throughout could still reach the timeout; it then ends TIMED_OUT, and the replay is safe to run again
-# (the events it replayed no longer match). `execution_time_bound()` holds the sum under TIMEOUT_SECONDS.
+# 200 page tasks (or 200 GetItems and UpdateItems by id). An allowance, not a bound: a task retried to its last
+# attempt waits 63 s (_retry), so an execution throttled throughout could still reach the timeout; it then ends
+# TIMED_OUT, and the replay is safe to run again (the events it replayed no longer match). `execution_time_bound()`
+# holds the sum under TIMEOUT_SECONDS.
 WORK_ALLOWANCE_SECONDS: Final = 1500
 WAIT_BUDGET_SECONDS: Final = TIMEOUT_SECONDS - WORK_ALLOWANCE_SECONDS - MAX_WAIT_SECONDS
 
@@ -111,10 +117,12 @@ MAX_CHAIN_LENGTH: Final = 10_000
 # MapStateExited, and each iteration MapIterationStarted, MapIterationSucceeded around its states'), checked by
 # tests/integration/test_replay_workflow.py against measured histories.
 EXECUTION_HISTORY_EVENTS: Final = 46  # start, input checks, the source, the end and the successor's start, the output
-PAGE_HISTORY_EVENTS: Final = 19  # Query, the page's mode choice, Map, the page's choices and tally, a wait
-# One Map iteration by age: the UpdateItem (7 with the iteration's own events), and the outcome Pass of an event
-# whose condition failed (skipped: 9); a dry run's iteration is its Pass (4).
-ITEM_HISTORY_EVENTS: Final = 9
+# Query, the page's mode choice, the page's task (a Lambda task: entered, scheduled, started, succeeded, exited; the
+# dry run's Map: 4), the page's choices and tally, a wait.
+PAGE_HISTORY_EVENTS: Final = 20
+# Per event by age: none when replayed (the page's task applies the whole page); a dry run's Map iteration and its
+# Pass (4).
+ITEM_HISTORY_EVENTS: Final = 4
 ID_HISTORY_EVENTS: Final = 16  # one Map iteration by id: GetItem, the choice, UpdateItem, outcome
 RETRY_HISTORY_EVENTS: Final = 3  # one more attempt of a task: TaskScheduled, TaskStarted, TaskFailed
 RETRY_MAX_ATTEMPTS: Final = 6
@@ -124,6 +132,24 @@ UNTIL_ANY: Final = "9"
 
 OUTCOMES: Final = ("planned", "replayed", "skipped", "not_found", "not_selected")
 
+# Errors of the page's Lambda task worth retrying (the page is safe to apply again: shared/replay.py): Lambda's
+# transient service errors and throttling, its unhandled errors (a timeout, out of memory: Lambda.Unknown), as
+# https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html names them, and the
+# function's own StorageUnavailable (DynamoDB did not take a write); and the task's own TimeoutSeconds passing
+# (States.Timeout), should an invocation outlast the function's timeout.
+PAGE_TASK_RETRYABLE_ERRORS: Final = [
+    "States.Timeout",
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.Unknown",
+    "StorageUnavailable",
+]
+# The page task's own timeout: past it, Step Functions fails the attempt (States.Timeout) and retries it, instead of
+# waiting for a function that Lambda already stopped.
+PAGE_TASK_TIMEOUT_SECONDS: Final = definitions.REPLAY_PAGE_TIMEOUT_SECONDS + 10
 # Errors of DynamoDB worth retrying, as Step Functions names aws-sdk errors ("DynamoDb.<Exception>").
 RETRYABLE_ERRORS: Final = [
     "DynamoDb.ProvisionedThroughputExceededException",
@@ -150,13 +176,20 @@ def table_placeholder() -> str:
     return "${" + TABLE_SUBSTITUTION + "}"
 
 
+def page_function_placeholder() -> str:
+    """The page function's ARN as the deployed definition holds it, before CloudFormation substitutes it."""
+    return "${" + PAGE_FUNCTION_SUBSTITUTION + "}"
+
+
 def history_bound() -> int:
     """The most history events one execution can record, every task retried to its last attempt: what the
     per-execution bounds are chosen for (far below EXECUTION_HISTORY_LIMIT without retries, below it with all)."""
     retries = RETRY_HISTORY_EVENTS * RETRY_MAX_ATTEMPTS
-    by_age = MAX_PAGES_PER_EXECUTION * (PAGE_HISTORY_EVENTS + retries) + (
-        MAX_ITEMS_PER_EXECUTION - 1 + MAX_PAGE_SIZE
-    ) * (ITEM_HISTORY_EVENTS + retries)
+    # A dry run's items have no task to retry; the page's task is retried whole.
+    by_age = (
+        MAX_PAGES_PER_EXECUTION * (PAGE_HISTORY_EVENTS + retries)
+        + (MAX_ITEMS_PER_EXECUTION - 1 + MAX_PAGE_SIZE) * ITEM_HISTORY_EVENTS
+    )
     by_id = IDS_PER_EXECUTION * (ID_HISTORY_EVENTS + 2 * retries) + PAGE_HISTORY_EVENTS
     return EXECUTION_HISTORY_EVENTS + retries + max(by_age, by_id)
 
@@ -185,10 +218,8 @@ def default_input() -> dict[str, Any]:
     }
 
 
-def _retry() -> list[dict[str, Any]]:
-    return [
-        {"ErrorEquals": RETRYABLE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": RETRY_MAX_ATTEMPTS}
-    ]
+def _retry(errors: list[str] = RETRYABLE_ERRORS) -> list[dict[str, Any]]:
+    return [{"ErrorEquals": errors, "IntervalSeconds": 1, "BackoffRate": 2.0, "MaxAttempts": RETRY_MAX_ATTEMPTS}]
 
 
 def _between(path: str, low: int, high: int) -> dict[str, Any]:
@@ -257,35 +288,40 @@ def _set_pending(table_name: str, *, item: str, skipped: str, **then: Any) -> di
     }
 
 
-def _page_processor(table_name: str, *, dry_run: bool) -> dict[str, Any]:
-    """A page's Map over its items (``$.page.Items``), the dry run's or the replay's, chosen once per page.
-
-    Each iteration's input is built by the Map's ItemSelector, its outcome entry included, so that an iteration
-    enters one state: the dry run's Pass (its entry is its output), or the replay's UpdateItem Task, whose output
-    is that entry (OutputPath); only an event whose condition fails enters a second state (``skipped``). The Map
-    writes its results over the page's items: the tally reads them there, and a page with no items skips the Map
-    and still has its (empty) list."""
+def _plan_page() -> dict[str, Any]:
+    """The dry run's page: a Map over its items (``$.page.Items``) whose iteration is one Pass, its outcome entry
+    built by the Map's ItemSelector. The Map writes its results over the page's items, where the tally reads them."""
     value = "$$.Map.Item.Value"
-    entry = _entry("planned" if dry_run else "replayed", pk=f"{value}.pk.S", event_type=f"{value}.event_type.S")
-    if dry_run:
-        selector: dict[str, Any] = entry
-        states: dict[str, Any] = {"Planned": {"Type": "Pass", "End": True}}
-        start = "Planned"
-    else:
-        selector = {"item.$": value, "input.$": "$.input", "entry": entry}
-        skipped = _entry("skipped", pk="$.item.pk.S", event_type="$.item.event_type.S")
-        states = {
-            "SetPending": _set_pending(table_name, item="$.item", skipped="Skipped", OutputPath="$.entry", End=True),
-            "Skipped": {"Type": "Pass", "Parameters": skipped, "End": True},
-        }
-        start = "SetPending"
     return {
         "Type": "Map",
         "ItemsPath": "$.page.Items",
-        "ItemSelector": selector,
+        "ItemSelector": _entry("planned", pk=f"{value}.pk.S", event_type=f"{value}.event_type.S"),
         "MaxConcurrency": 1,
-        "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": start, "States": states},
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "INLINE"},
+            "StartAt": "Planned",
+            "States": {"Planned": {"Type": "Pass", "End": True}},
+        },
         "ResultPath": "$.page.Items",
+        "Next": "MorePagesInShard",
+    }
+
+
+def _replay_page(page_function: str) -> dict[str, Any]:
+    """The replay's page: one Lambda task (functions/replay, shared/replay.py) applies the lifecycle's replay write
+    to each event of the page, one at a time in the page's order, and returns their outcome entries (replayed, or
+    skipped when the event left the selected status), written over the page's items, where the tally reads them.
+    One state for the page, where a Map would enter one per event. A failed attempt is retried whole: the page is
+    safe to apply again (an event this execution already replayed is refused by the write's condition and still
+    reported replayed)."""
+    return {
+        "Type": "Task",
+        "Comment": "Back to pending with a new dispatch id, each event of the page: the Pipe dispatches the writes",
+        "Resource": page_function,
+        "Parameters": {"status.$": "$.input.status", "execution.$": "$$.Execution.Id", "items.$": "$.page.Items"},
+        "TimeoutSeconds": PAGE_TASK_TIMEOUT_SECONDS,
+        "ResultPath": "$.page.Items",
+        "Retry": _retry(PAGE_TASK_RETRYABLE_ERRORS),
         "Next": "MorePagesInShard",
     }
 
@@ -395,6 +431,7 @@ def _budget_spent(then: str, pages: int, items: int, wait_budget: int) -> list[d
 def replay_definition(
     table_name: str,
     *,
+    page_function: str | None = None,
     index_name: str = definitions.OPEN_EVENTS_INDEX,
     shards: int = definitions.OPEN_EVENTS_SHARDS,
     pages_per_execution: int = MAX_PAGES_PER_EXECUTION,
@@ -406,7 +443,9 @@ def replay_definition(
     """The replay state machine (Amazon States Language, JSONPath) for the inbox table ``table_name``.
 
     The per-execution bounds are parameters so that tests can make a chain of executions out of a few events (and
-    show what an execution without the time budget would come to)."""
+    show what an execution without the time budget would come to). ``page_function``: the ARN of the function
+    that applies a page (the deployed definition's placeholder by default)."""
+    page_function = page_function or page_function_placeholder()
     zero_counts = dict.fromkeys((*OUTCOMES, "selected", "pages"), 0)
     valid_input = {
         "And": [
@@ -650,8 +689,8 @@ def replay_definition(
             ],
             "Default": "ReplayPage",
         },
-        "PlanPage": _page_processor(table_name, dry_run=True),
-        "ReplayPage": _page_processor(table_name, dry_run=False),
+        "PlanPage": _plan_page(),
+        "ReplayPage": _replay_page(page_function),
         "MorePagesInShard": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.page.LastEvaluatedKey", "IsPresent": True, "Next": "TallyNextPage"}],

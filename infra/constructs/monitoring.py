@@ -42,7 +42,12 @@ services' own metrics are alarmed as well, each on any occurrence in five minute
   another alarm already pages on the same failures (``ALARMED_THROUGH``; each alarm metric is billed): the ingest
   is invoked only by the API, which answers 5xx for each of its errors, timeouts and throttles (``api-5xx``); a
   throttled sweeper does not run, so the gauge it sends every run goes missing, which ``oldest-pending`` counts as
-  breaching (the sweeper's errors keep their alarm: a run that fails may have sent the gauge first).
+  breaching (the sweeper's errors keep their alarm: a run that fails may have sent the gauge first). Nor for a
+  function only an operator's action invokes and that reports its failures to that operator
+  (``REPORTED_TO_CALLER``): the replay's page function, whose errors and throttles the replay execution retries and,
+  when they persist, fails with, which `inbox replay` and the console show to whoever started it. Nothing waits
+  on it unattended (a replay is never started by the stack itself), and the replay's own DynamoDB tasks, which did
+  that work before, had no alarm either.
 - ``pipe-<pipe>``: each EventBridge Pipe's failed executions (``AWS/EventBridge/Pipes`` ``ExecutionFailed`` by
   PipeName: ``PIPE_ALARM_METRICS``). One metric, not the five failure counts Pipes publishes (each would be billed
   as one more alarm metric): every Pipe retries a bounded number of times and then dead-letters what it could not
@@ -102,6 +107,10 @@ PIPE_ALARM_METRICS = ("ExecutionFailed",)
 ALARMED_THROUGH: dict[str, dict[str, str]] = {
     "ingest": {"errors": "api-5xx", "throttles": "api-5xx"},
     "sweeper": {"throttles": "oldest-pending"},
+}
+# Function -> who is told of its failures instead of an alarm (see the module's docstring).
+REPORTED_TO_CALLER: dict[str, str] = {
+    "replay-page": "the replay execution that invokes it fails, and `inbox replay` or the console reports it",
 }
 PIPE_FAILURE_METRICS = (
     "ExecutionFailed",

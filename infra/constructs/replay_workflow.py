@@ -1,16 +1,23 @@
 """The replay workflow: a Step Functions state machine that sets selected events back to pending.
 
 Its definition is infra/replay_definition.py's, the one the local stack creates in its embedded AWS: the table name
-reaches it through a DefinitionSubstitution, so the template holds exactly the builder's JSON. It calls DynamoDB
-through aws-sdk service integrations, no Lambda: nothing to package, and the same states run in moto's
-interpreter (tests, local stack).
+and the page function's ARN reach it through DefinitionSubstitutions, so the template holds exactly the builder's
+JSON. It selects events with aws-sdk DynamoDB integrations (Query; GetItem and UpdateItem by id), and sets each
+page selected by age back to pending with one Lambda task, the page function (functions/replay -> shared/replay.py,
+the lifecycle's replay write per event): Step Functions bills one state for the page instead of one per event. The
+local stack runs the same states, the page task in process (inbox_local/step_functions.py).
 
 Choices:
 - The execution timeout is the definition's own ``TimeoutSeconds`` (replay_definition.TIMEOUT_SECONDS).
 - STANDARD: an execution waits between pages and may run for minutes; every execution is kept with its history,
   which is the audit trail of who replayed what (each replayed item carries ``replayed_by`` = the execution ARN).
-- The role may Query the open-events index and GetItem/UpdateItem the inbox table: nothing else, no Scan, no
-  PutItem or DeleteItem, no other index or table. Only Step Functions of this account may assume it.
+- The role may Query the open-events index, GetItem/UpdateItem the inbox table (the replay by id) and invoke the
+  page function (its unqualified ARN: no version or alias): nothing else, no Scan, no PutItem or DeleteItem, no
+  other index or table. Only Step Functions of this account may assume it.
+- The page function's role may UpdateItem the inbox table, nothing else: the page it gets holds the keys it
+  writes. It has no alarm of its own (monitoring.REPORTED_TO_CALLER): the replay execution that invokes it retries
+  its failures and fails when they persist, and `inbox replay` (or the console) that started it reports that, as
+  it reported the failures of the UpdateItem tasks that did this work before.
 - It may also start executions of this state machine, and of no other: an execution that reached its history
   budget continues in a new one (``arn:aws:states:::states:startExecution``, request-response, which needs only
   ``states:StartExecution`` on the state machine; the .sync variants would add DescribeExecution/StopExecution and
@@ -40,10 +47,19 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import DEFAULT_REPLAY_LOG_LEVEL
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
 from infra.constructs.vended_logs import vended_log_group
 from infra.nag import acknowledge
-from infra.replay_definition import TABLE_SUBSTITUTION, replay_definition, table_placeholder
+from infra.replay_definition import PAGE_FUNCTION_SUBSTITUTION, TABLE_SUBSTITUTION, replay_definition, table_placeholder
 from shared import definitions
+
+REPLAY_PAGE = FunctionSpec(
+    "ReplayPage",
+    "replay",
+    definitions.REPLAY_PAGE_MEMORY_MB,
+    definitions.REPLAY_PAGE_TIMEOUT_SECONDS,
+    "Webhook Inbox replay: set one page of selected events back to pending (invoked by the replay workflow)",
+)
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -61,6 +77,11 @@ class ReplayWorkflow(Construct):
         """`tracing`: X-Ray on (context value inbox_tracing); `log_level`: one of REPLAY_LOG_LEVELS (context value
         inbox_replay_log_level)."""
         super().__init__(scope, construct_id)
+
+        self.page_function = FunctionConstruct(
+            self, "PageFunction", spec=REPLAY_PAGE, environment={definitions.ENV_INBOX_TABLE: table.table_name}
+        )
+        grant_on(self.page_function.function, table.table_arn, "dynamodb:UpdateItem")
 
         self.log_group = vended_log_group(self, "LogGroup", service="states", purpose="replay", retention=LOG_RETENTION)
         self.role = iam.Role(
@@ -80,6 +101,9 @@ class ReplayWorkflow(Construct):
         self.role.add_to_policy(
             iam.PolicyStatement(actions=["dynamodb:GetItem", "dynamodb:UpdateItem"], resources=[table.table_arn])
         )
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.page_function.function.function_arn])
+        )
 
         self.definition = replay_definition(table_placeholder())
         self.state_machine = sfn.StateMachine(
@@ -88,7 +112,10 @@ class ReplayWorkflow(Construct):
             comment="Webhook Inbox replay: failed (or pending) events back to pending, dispatched again",
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_string(json.dumps(self.definition)),
-            definition_substitutions={TABLE_SUBSTITUTION: table.table_name},
+            definition_substitutions={
+                TABLE_SUBSTITUTION: table.table_name,
+                PAGE_FUNCTION_SUBSTITUTION: self.page_function.function.function_arn,
+            },
             role=self.role,
             logs=sfn.LogOptions(
                 destination=self.log_group, level=sfn.LogLevel(log_level), include_execution_data=False

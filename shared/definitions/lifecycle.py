@@ -125,6 +125,10 @@ class Transition(NamedTuple):
     # Attributes the write removes: what the item no longer needs once in its target status. Each one stays out of
     # every later write's billed size (an update is billed on the larger of the item before and after it).
     clears: tuple[str, ...] = ()
+    # Fields (of `fields`) the item must not already hold the writer's value of: a writer that stamps its own
+    # identity writes once. A replay execution applying a page again (its task retried after a crash halfway)
+    # leaves the events it already set back to pending alone, even those selected as pending.
+    once_per: tuple[str, ...] = ()
 
     @property
     def dispatches(self) -> bool:
@@ -234,6 +238,7 @@ LIFECYCLE: Final[Mapping[Write, Transition]] = {
         last_error=LastError.CLEAR,
         stamps=("replayed_at",),
         fields=("replayed_by",),
+        once_per=("replayed_by",),
     ),
 }
 
@@ -429,6 +434,8 @@ def _condition(
             request.require(f"attribute_not_exists({name})")
         else:
             request.require(f"{name} = :seen_{name}", **{f"seen_{name}": value})
+    for name in transition.once_per:
+        request.require(f"(attribute_not_exists({name}) OR {name} <> :{name})")
     for name in transition.quiet:
         if quiet_since is None:
             raise ValueError(f"{write} needs the cutoff its {name} must be older than")

@@ -259,6 +259,11 @@ DEFAULT_STALE_AFTER_SECONDS: Final = 900
 # Payments left in an intermediate status (pending, authorized) are refetched from the gateway after this long.
 DEFAULT_RECONCILE_AFTER_SECONDS: Final = 3600
 DEFAULT_SWEEP_MAX_ITEMS: Final = 500  # per phase (re-dispatch, reconcile) and per run
+# The replay's page function (functions/replay), invoked by the replay workflow with one page of at most 100
+# events, each one conditional UpdateItem (milliseconds in AWS): the timeout is for a throttled table, whose writes
+# the SDK retries, not for the work.
+REPLAY_PAGE_TIMEOUT_SECONDS: Final = 60
+REPLAY_PAGE_MEMORY_MB: Final = 256
 
 # Sparse index of payments the sweeper reconciles: only payments in an intermediate status carry
 # `reconcile_key` = "{source}#{status}" (one partition per source and status, so the sweeper queries only the

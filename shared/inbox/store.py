@@ -148,6 +148,28 @@ class InboxStore:
             return False
         return True
 
+    def replay(self, pk: str, *, selected: EventStatus, now: str, replayed_by: str) -> bool:
+        """Set an event in the `selected` status back to pending with a fresh dispatch id (the lifecycle's replay
+        write), stamped `replayed_by`. True when it is pending now by this replayer's write: this call's, or an
+        earlier one of the same replayer (`replayed_by`, e.g. the same workflow execution retrying a page), so that
+        applying a page again reports what the first application did. False when the item left the selected status
+        otherwise (the processor, another replay): nothing was written."""
+        update = lifecycle.replay_update(
+            selected=lifecycle.text_value(selected.value),
+            open_status=lifecycle.text_value(lifecycle.open_status_value(EventStatus.PENDING, pk)),
+            dispatch_id=lifecycle.text_value(lifecycle.new_dispatch_id()),
+            now=lifecycle.text_value(now),
+            replayed_by=lifecycle.text_value(replayed_by),
+        )
+        try:
+            self._update(
+                pk, self.update_request(pk, update), TransitionRefused, ReturnValuesOnConditionCheckFailure="ALL_OLD"
+            )
+        except TransitionRefused as refused:
+            current = getattr(refused.__cause__, "response", {}).get("Item", {})
+            return bool(current.get("replayed_by") == {"S": replayed_by})
+        return True
+
     def _update(self, pk: str, request: dict[str, Any], refused: type[TransitionRefused], **options: Any) -> Any:
         try:
             return self.dynamodb.update_item(**request, **options)

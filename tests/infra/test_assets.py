@@ -107,6 +107,20 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
             "shared/sweeper.py",
         },
     ),
+    "replay": (
+        # a page of events set back to pending through the inbox's store and lifecycle, nothing else
+        {"shared/replay.py", "shared/inbox/store.py", "shared/inbox/lifecycle.py", "shared/settings.py"},
+        {
+            "shared/gateway/",
+            "shared/process/",
+            "shared/providers/",
+            "shared/payments/",
+            "shared/ingest.py",
+            "shared/forwarding.py",
+            "shared/sweeper.py",
+            "shared/retention.py",
+        },
+    ),
     "sweeper": (
         # the gateway registry is imported inside a function (supported_providers): it still rides along
         {"shared/sweeper.py", "shared/gateway/registry.py", "shared/process/service.py"},

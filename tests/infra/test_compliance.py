@@ -39,6 +39,8 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     ("AwsSolutions-SF1", "ReplayWorkflow/StateMachine/Resource"),
     ("AwsSolutions-IAM5[Resource::*]", "SweeperFunction/Sweeper/Role/DefaultPolicy/Resource"),
     ("AwsSolutions-L1", "SweeperFunction/Sweeper/Function/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "ReplayWorkflow/PageFunction/ReplayPage/Role/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "ReplayWorkflow/PageFunction/ReplayPage/Function/Resource"),
     ("AwsSolutions-IAM5[Resource::*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),
     ("AwsSolutions-L1", "Archive/Archiver/Function/Resource"),
     ("AwsSolutions-IAM5[Resource::<BODY_BUCKET.Arn>/*]", "Archive/Archiver/Role/DefaultPolicy/Resource"),

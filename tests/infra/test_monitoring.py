@@ -370,9 +370,14 @@ def test_every_function_of_the_template_has_its_alarm(synthesized: Synthesized) 
         for stat in _metric_stats(_alarm(synthesized, f"lambda-{name}")).values()
         if stat["Metric"]["MetricName"] == "Errors"
     ]
-    # Then each function is watched exactly once, the ingest through the API it alone serves (api-5xx)
+    # Then each function is watched exactly once, the ingest through the API it alone serves (api-5xx), the
+    # replay's page function by the replay execution that invokes it, which reports its failures to whoever
+    # started the replay
     ingest = synthesized.logical_id(_construct(synthesized, FUNCTIONS["ingest"]))
-    assert sorted([*watched, ingest]) == sorted(functions)
+    replay_page = synthesized.logical_id(synthesized.stack.replay.page_function.function)
+    assert set(monitoring.REPORTED_TO_CALLER) == {"replay-page"}
+    assert sorted([*watched, ingest, replay_page]) == sorted(functions)
+    assert not any(name.startswith("lambda-replay") for name in synthesized.stack.monitoring.alarms)
 
 
 @pytest.mark.parametrize(("name", "pipe"), PIPES.items())

@@ -16,6 +16,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from cdk_nag import AwsSolutionsChecks
 from moto import mock_aws
 
+from inbox_local.replay import REPLAY_PAGE_FUNCTION_ARN, register_page_function
 from inbox_local.resources import inbox_table_spec
 from inbox_local.step_functions import install as install_step_functions_limits
 from infra.application import cdk_json_context
@@ -23,11 +24,13 @@ from infra.constructs.replay_workflow import ReplayWorkflow
 from infra.replay_definition import (
     MAX_PAGES_PER_EXECUTION,
     MAX_WAIT_SECONDS,
+    PAGE_FUNCTION_SUBSTITUTION,
     TABLE_SUBSTITUTION,
     TIMEOUT_SECONDS,
     WAIT_BUDGET_SECONDS,
     WORK_ALLOWANCE_SECONDS,
     execution_time_bound,
+    page_function_placeholder,
     replay_definition,
     table_placeholder,
 )
@@ -53,7 +56,11 @@ def test_the_template_holds_the_builders_definition_with_the_table_substituted(s
     state_machine = _state_machine(synthesized)
     assert state_machine["DefinitionString"] == json.dumps(replay_definition(table_placeholder()))
     table_id = synthesized.logical_id(synthesized.stack.storage.table)
-    assert state_machine["DefinitionSubstitutions"] == {TABLE_SUBSTITUTION: {"Ref": table_id}}
+    page_function_id = synthesized.logical_id(synthesized.stack.replay.page_function.function)
+    assert state_machine["DefinitionSubstitutions"] == {
+        TABLE_SUBSTITUTION: {"Ref": table_id},
+        PAGE_FUNCTION_SUBSTITUTION: _get_att(page_function_id, "Arn"),
+    }
 
 
 def test_standard_logging_errors_without_execution_data_and_traced_with_inbox_tracing(
@@ -142,12 +149,16 @@ def test_the_role_may_query_the_open_events_index_and_get_or_update_inbox_items_
     states = {action: resources for action, resources in grants.items() if action.startswith("states:")}
     state_machine_id = synthesized.logical_id(synthesized.stack.replay.state_machine)
     assert states == {"states:StartExecution": [{"Ref": state_machine_id}]}  # continue as new: itself only
+    # The page function, by its unqualified ARN (no version, alias or wildcard)
+    page_function_id = synthesized.logical_id(synthesized.stack.replay.page_function.function)
+    assert grants["lambda:InvokeFunction"] == [_get_att(page_function_id, "Arn")]
     index_arn = {"Fn::Join": ["", [_get_att(table_id, "Arn"), f"/index/{definitions.OPEN_EVENTS_INDEX}"]]}
     assert dynamodb == {
         "dynamodb:Query": [index_arn],
         "dynamodb:GetItem": [_get_att(table_id, "Arn")],
         "dynamodb:UpdateItem": [_get_att(table_id, "Arn")],
     }
+    assert {action.partition(":")[0] for action in grants} <= {"dynamodb", "states", "lambda", "xray", "logs"}
     # Only X-Ray and the logs delivery, which have no resource-level permissions, are granted on "*".
     wildcard = {action for action, resources in grants.items() if "*" in resources}
     assert wildcard
@@ -172,6 +183,27 @@ def test_the_role_may_start_executions_of_this_state_machine_only(synthesized: S
     ]
     assert start["Resource"] == "arn:aws:states:::states:startExecution"  # not .sync: no describe/stop/rule
     assert start["Parameters"]["StateMachineArn.$"] == "$$.StateMachine.Id"  # itself, the only one allowed
+
+
+def test_the_page_function_may_update_inbox_items_only(synthesized: Synthesized) -> None:
+    # Given the replay's page function (it writes the keys of the page it is handed, and reads nothing)
+    page = synthesized.stack.replay.page_function
+    table_id = synthesized.logical_id(synthesized.stack.storage.table)
+    # When its role's grants are collected
+    grants: dict[str, list[Any]] = {}
+    for statement in synthesized.role_statements(page.role):
+        assert statement["Effect"] == "Allow"
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            grants.setdefault(action, []).extend(resources)
+    # Then it may UpdateItem the inbox table, and write its own logs (and X-Ray, traced with the functions)
+    assert grants.pop("dynamodb:UpdateItem") == [_get_att(table_id, "Arn")]
+    assert {action.partition(":")[0] for action in grants} <= {"logs", "xray"}
+    # And its environment names the table, and the timeout is the definitions'
+    _id, function = synthesized.resource(page.function)
+    assert function["Properties"]["Environment"]["Variables"][definitions.ENV_INBOX_TABLE] == {"Ref": table_id}
+    assert function["Properties"]["Timeout"] == definitions.REPLAY_PAGE_TIMEOUT_SECONDS
 
 
 def test_only_step_functions_of_this_account_may_assume_the_role(synthesized: Synthesized) -> None:
@@ -203,9 +235,13 @@ def _execute(sfn: Any, arn: str, execution_input: dict[str, Any]) -> dict[str, A
 def test_the_synthesized_definition_plans_then_replays_in_moto(synthesized: Synthesized, monkeypatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     synthesized_definition = _state_machine(synthesized)["DefinitionString"]
-    # What CloudFormation does with DefinitionSubstitutions:
-    deployed_definition = synthesized_definition.replace(table_placeholder(), "inbox")
+    monkeypatch.setenv(definitions.ENV_INBOX_TABLE, "inbox")  # the page function's environment, as deployed
+    # What CloudFormation does with DefinitionSubstitutions (the page function: the local stack's, run in process)
+    deployed_definition = synthesized_definition.replace(table_placeholder(), "inbox").replace(
+        page_function_placeholder(), REPLAY_PAGE_FUNCTION_ARN
+    )
     install_step_functions_limits()
+    register_page_function()
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         dynamodb.create_table(**inbox_table_spec("inbox"))

@@ -54,6 +54,7 @@ def test_every_function_has_the_timeout_the_stack_deploys() -> None:
         "sweeper": definitions.SWEEPER_TIMEOUT_SECONDS,
         "publisher": definitions.PUBLISHER_TIMEOUT_SECONDS,
         "forwarder": definitions.FORWARDER_TIMEOUT_SECONDS,
+        "replay": definitions.REPLAY_PAGE_TIMEOUT_SECONDS,
     }
 
 

@@ -27,14 +27,20 @@ from click.testing import CliRunner
 from moto import mock_aws
 
 from inbox_cli import target as target_module
-from inbox_cli.cost import replay_transitions
+from inbox_cli.cost import replay_pages, replay_transitions
 from inbox_cli.main import cli
 from inbox_cli.replay import ReplayFailed, ReplayReport, ReplayRequest, normalize_time, run_replay
 from inbox_local.config import LocalNames
 from inbox_local.pipe import StreamPipe
-from inbox_local.replay import REPLAY_ROLE_ARN, ensure_replay_state_machine
+from inbox_local.replay import (
+    REPLAY_PAGE_FUNCTION_ARN,
+    REPLAY_ROLE_ARN,
+    ensure_replay_state_machine,
+    local_replay_definition,
+    register_page_function,
+)
 from inbox_local.resources import provision
-from inbox_local.step_functions import CLOCK
+from inbox_local.step_functions import CLOCK, register_function
 from inbox_local.step_functions import install as install_step_functions_limits
 from infra.replay_definition import (
     EXECUTION_HISTORY_EVENTS,
@@ -44,16 +50,20 @@ from infra.replay_definition import (
     MAX_PAGES_PER_EXECUTION,
     MAX_WAIT_SECONDS,
     PAGE_HISTORY_EVENTS,
+    RETRY_HISTORY_EVENTS,
+    RETRY_MAX_ATTEMPTS,
     TIMEOUT_SECONDS,
     execution_time_bound,
     history_bound,
+    page_function_placeholder,
     replay_definition,
     table_placeholder,
 )
 from shared import definitions
 from shared.inbox import lifecycle
 from shared.inbox.model import EventStatus, iso_utc, open_status_value
-from shared.inbox.store import from_attributes, to_attributes
+from shared.inbox.store import InboxStore, StorageUnavailable, from_attributes, to_attributes
+from shared.replay import handle as replay_handle
 
 SMALL_BUDGET = 4
 
@@ -90,9 +100,10 @@ class ReplayWorld:
         day: int = 1,
         event_type: str = "payment_intent.succeeded",
         source: str | None = None,
+        event_id: str | None = None,
     ) -> str:
         """An inbox item; with `source`, keyed and marked as that source's (without: the provider's default)."""
-        pk = f"{source or provider}#evt_{uuid.uuid4().hex[:12]}"
+        pk = f"{source or provider}#{event_id or f'evt_{uuid.uuid4().hex[:12]}'}"
         item: dict[str, Any] = {
             "pk": pk,
             "provider": provider,
@@ -128,6 +139,7 @@ class ReplayWorld:
         """The replay definition with per-execution bounds of a few events: a chain out of a handful."""
         definition = replay_definition(
             self.names.inbox_table,
+            page_function=REPLAY_PAGE_FUNCTION_ARN,
             pages_per_execution=SMALL_BUDGET,
             items_per_execution=SMALL_BUDGET,
             ids_per_execution=SMALL_BUDGET,
@@ -152,7 +164,9 @@ class ReplayWorld:
 def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayWorld]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     names = LocalNames()
+    monkeypatch.setenv(definitions.ENV_INBOX_TABLE, names.inbox_table)  # the page function's, as deployed
     install_step_functions_limits()
+    register_page_function()
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         session = boto3.session.Session(region_name="us-east-1")
         resources = provision(session, names)
@@ -161,7 +175,12 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayWorld]:
 
 
 def test_the_local_state_machine_runs_the_definition_the_stack_deploys(world: ReplayWorld) -> None:
-    deployed = json.dumps(replay_definition(table_placeholder())).replace(table_placeholder(), world.names.inbox_table)
+    deployed = (
+        json.dumps(replay_definition(table_placeholder()))
+        .replace(table_placeholder(), world.names.inbox_table)
+        .replace(page_function_placeholder(), REPLAY_PAGE_FUNCTION_ARN)
+    )
+    assert json.loads(deployed) == local_replay_definition(world.names.inbox_table)
     assert world.sfn.describe_state_machine(stateMachineArn=world.state_machine_arn)["definition"] == deployed
     # Created once: asking again returns the same state machine
     assert ensure_replay_state_machine(world.sfn, world.names.inbox_table) == world.state_machine_arn
@@ -234,7 +253,8 @@ def test_a_replay_sets_only_the_selected_failed_events_back_to_pending(world: Re
         assert item["open_status"] == open_status_value(EventStatus.PENDING, pk)
         assert item["dispatch_reason"] == "replay"
         assert item["dispatch_id"] != "original-dispatch"
-        uuid.UUID(item["dispatch_id"])  # a fresh uuid: SQS FIFO does not deduplicate it away
+        # a fresh one, as the lifecycle makes them: SQS FIFO does not deduplicate it away
+        assert len(item["dispatch_id"]) == len(lifecycle.new_dispatch_id())
         assert item["attempts"] == 0
         assert "last_error" not in item
         assert item["replayed_by"] == report.execution_arn
@@ -483,7 +503,9 @@ def test_a_slowly_paced_replay_continues_before_its_executions_time_out(
 
 def test_without_the_time_budget_an_execution_times_out_mid_chain(world: ReplayWorld, paced_hours_in_seconds: None):
     # Given the same replay, on a definition that never continues for time (only for its history budget)
-    definition = replay_definition(world.names.inbox_table, wait_budget_seconds=10**9)
+    definition = replay_definition(
+        world.names.inbox_table, page_function=REPLAY_PAGE_FUNCTION_ARN, wait_budget_seconds=10**9
+    )
     machine = world.sfn.create_state_machine(
         name="replay-no-time-budget", definition=json.dumps(definition), roleArn=REPLAY_ROLE_ARN
     )["stateMachineArn"]
@@ -499,9 +521,11 @@ def test_without_the_time_budget_an_execution_times_out_mid_chain(world: ReplayW
 
 @pytest.mark.slow
 def test_a_replay_of_1000_events_page_size_1_runs_to_the_end_within_the_history_quota(world: ReplayWorld) -> None:
-    # Given 1,000 failed events (the per-replay maximum), read one per page: ~26 history events per event
+    # Given 1,000 failed events (the per-replay maximum), read one per page: ~20 history events per event, ~38 with
+    # each page's task retried to its last attempt, so that one execution could fail
     pks = {world.put("stripe", "failed") for _ in range(MAX_EVENTS_LIMIT)}
-    assert MAX_EVENTS_LIMIT * (PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS) > EXECUTION_HISTORY_LIMIT  # one would fail
+    retried = RETRY_HISTORY_EVENTS * RETRY_MAX_ATTEMPTS
+    assert MAX_EVENTS_LIMIT * (PAGE_HISTORY_EVENTS + ITEM_HISTORY_EVENTS + retried) > EXECUTION_HISTORY_LIMIT
     # When they are replayed with page size 1 (polled as often as the CLI polls: a describe every 50 ms takes moto
     # CPU, and so the GIL, from the execution it watches)
     report = world.replay(provider="stripe", page_size=1, max_events=MAX_EVENTS_LIMIT, poll_seconds=1.0)
@@ -598,16 +622,19 @@ def test_the_cost_models_state_transitions_per_replayed_event_are_the_definition
     # When one replay sets them back to pending
     report = world.replay(provider="stripe", max_events=MAX_EVENTS_LIMIT)
     assert report.counts["replayed"] == 230
-    # Then the states its executions entered (what Step Functions bills) are the cost model's count, within 10 %
+    # Then the states its executions entered (what Step Functions bills) are the cost model's count for the pages
+    # it read (how many depends on how the events fell into the index's shards), within 10 %
     states = _states_entered(world)
-    entered = states.total()
-    assert abs(replay_transitions(230) - entered) <= 0.1 * entered, (replay_transitions(230), entered)
-    # And each replayed event entered one state, its UpdateItem (the dry run was decided per page, not per event)
-    per_event = {name: count for name, count in states.items() if count >= 230}
-    assert per_event == {"SetPending": 230}, states
+    entered, pages = states.total(), states["PageMode"]
+    assert abs(replay_transitions(230, pages=pages) - entered) <= 0.1 * entered, (replay_transitions(230), states)
+    # And the model's own estimate of the pages is within two pages of them
+    assert abs(replay_pages(230) - pages) <= 2, (replay_pages(230), pages)
+    # And no state was entered per event: each page that wrote entered one task, however many events it held
+    assert max(states.values()) < 230 / 10, states
+    assert states["ReplayPage"] == pages
 
 
-def test_a_planned_or_replayed_event_enters_one_state_and_a_skipped_one_two(world: ReplayWorld) -> None:
+def test_a_planned_event_enters_one_state_and_a_replayed_page_one_whatever_its_events(world: ReplayWorld) -> None:
     # Given two failed events, and one the index lists as failed while it is already pending again (a lost race)
     for _ in range(2):
         world.put("stripe", "failed")
@@ -615,9 +642,82 @@ def test_a_planned_or_replayed_event_enters_one_state_and_a_skipped_one_two(worl
     # When a dry run plans them, Then each planned event entered one state (its Pass), and no UpdateItem ran
     assert world.replay(provider="stripe", dry_run=True).counts["planned"] == 3
     planned = _states_entered(world)
-    assert (planned["Planned"], planned["SetPending"], planned["PageMode"]) == (3, 0, definitions.OPEN_EVENTS_SHARDS)
-    # When they are replayed, Then a replayed event entered its UpdateItem only, the refused one its Skipped too
+    assert (planned["Planned"], planned["ReplayPage"], planned["PageMode"]) == (3, 0, definitions.OPEN_EVENTS_SHARDS)
+    # When they are replayed, Then each page with events entered one task (the page function), none per event,
+    # the refused event included
     report = world.replay(provider="stripe")
     assert (report.counts["replayed"], report.counts["skipped"]) == (2, 1)
     replayed = _states_entered(world) - planned
-    assert (replayed["SetPending"], replayed["Skipped"], replayed["Planned"]) == (3, 1, 0)
+    assert replayed["ReplayPage"] == planned["PlanPage"]  # the pages that held events: one per shard with any
+    assert (replayed["Planned"], replayed["PageMode"]) == (0, definitions.OPEN_EVENTS_SHARDS)
+
+
+def _ids_in_one_shard(provider: str, count: int) -> list[str]:
+    """Event ids whose items fall into one shard of the open-events index: one page of the replay."""
+    ids = (f"evt_shard_{n}" for n in range(10_000))
+    return [i for i in ids if open_status_value(EventStatus.FAILED, f"{provider}#{i}").endswith("#0")][:count]
+
+
+def test_a_page_task_that_crashes_halfway_is_retried_and_replays_each_event_once(world: ReplayWorld) -> None:
+    # Given six failed events in one page, and a page function whose first attempt crashes after three writes
+    pks = [world.put("stripe", "failed", event_id=event_id) for event_id in _ids_in_one_shard("stripe", 6)]
+    attempts: list[int] = []
+    after_crash: dict[str, dict[str, Any]] = {}
+
+    class CrashingStore(InboxStore):
+        def replay(self, pk: str, **kwargs: Any) -> bool:
+            if len(attempts) == 1 and sum(1 for a in after_crash.values() if a) == 3:
+                after_crash.update(world.items())
+                raise StorageUnavailable("inbox update failed: ThrottlingException")
+            replayed = super().replay(pk, **kwargs)
+            after_crash.setdefault(pk, {"written": True})
+            return replayed
+
+    def crashing_page(event: Any, _context: Any) -> Any:
+        attempts.append(len(event["items"]))
+        return replay_handle(event, store=CrashingStore(world.names.inbox_table, dynamodb=world.dynamodb))
+
+    register_function(REPLAY_PAGE_FUNCTION_ARN, "replay", crashing_page)
+    try:
+        # When they are replayed
+        report = world.replay(provider="stripe")
+    finally:
+        register_page_function()
+    # Then the page was applied twice (the crash, then the state machine's retry of the whole page)
+    assert attempts == [6, 6]
+    # And every event was replayed once: reported replayed (none skipped), and the three the first attempt wrote
+    # were not written again (their dispatch id and replay time are the first attempt's)
+    assert (report.counts["replayed"], report.counts["skipped"]) == (6, 0)
+    assert sorted(event["pk"] for event in report.events) == sorted(pks)
+    final = world.items()
+    written_first = [pk for pk in pks if after_crash[pk].get("status") == "pending"]
+    assert len(written_first) == 3
+    for pk in written_first:
+        assert (final[pk]["dispatch_id"], final[pk]["replayed_at"]) == (
+            after_crash[pk]["dispatch_id"],
+            after_crash[pk]["replayed_at"],
+        )
+    assert all(final[pk]["status"] == "pending" and final[pk]["replayed_by"] == report.execution_arn for pk in pks)
+    # And the failed attempt is in the execution's history, as Step Functions records a function's error
+    history = world.sfn.get_execution_history(executionArn=report.execution_arn, maxResults=1000)["events"]
+    failures = [e["lambdaFunctionFailedEventDetails"]["error"] for e in history if e["type"] == "LambdaFunctionFailed"]
+    assert failures == ["StorageUnavailable"]
+
+
+def test_a_page_applied_again_leaves_the_pending_events_it_replayed_alone(world: ReplayWorld) -> None:
+    # Given a pending event replayed by one execution
+    pk = world.put("stripe", "pending")
+    store = InboxStore(world.names.inbox_table, dynamodb=world.dynamodb)
+    assert store.replay(pk, selected=EventStatus.PENDING, now="2026-01-02T00:00:00.000000Z", replayed_by="arn:1")
+    first = world.items()[pk]
+    # When the same execution applies its page again (a retried task), Then it is reported replayed and not written
+    assert store.replay(pk, selected=EventStatus.PENDING, now="2026-01-02T00:00:09.000000Z", replayed_by="arn:1")
+    assert world.items()[pk] == first
+    # And another execution (a new replay) replays it again
+    assert store.replay(pk, selected=EventStatus.PENDING, now="2026-01-02T00:01:00.000000Z", replayed_by="arn:2")
+    assert world.items()[pk]["dispatch_id"] != first["dispatch_id"]
+    # And an event that left the selected status otherwise is not replayed (skipped)
+    processed = world.put("stripe", "processed")
+    assert not store.replay(
+        processed, selected=EventStatus.FAILED, now="2026-01-02T00:00:00.000000Z", replayed_by="arn:1"
+    )

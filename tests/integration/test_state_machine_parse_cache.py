@@ -13,7 +13,8 @@ from infra.replay_definition import replay_definition
 
 
 def test_a_definition_is_parsed_once_and_its_components_built_for_each_call() -> None:
-    definition = json.dumps(replay_definition(f"table-{id(object())}"))
+    page_function = "arn:aws:lambda:us-east-1:123456789012:function:replay-page"  # as CloudFormation substitutes it
+    definition = json.dumps(replay_definition(f"table-{id(object())}", page_function=page_function))
     first, first_tree = AmazonStateLanguageParser.parse(definition)
     again, again_tree = AmazonStateLanguageParser.parse(definition)
     assert again_tree is first_tree  # the parse tree, once

@@ -19,10 +19,12 @@ from inbox_local.step_functions import (
     CLOCK,
     HISTORY_LIMIT_ERROR,
     HISTORY_PAGE_DEFAULT,
+    TASK_PAYLOAD_LIMIT_BYTES,
     history_limit,
     history_limit_cause,
     history_page,
     install,
+    register_function,
 )
 from infra.replay_definition import EXECUTION_HISTORY_LIMIT
 
@@ -46,11 +48,15 @@ def _passes(count: int) -> dict[str, Any]:
     return {"StartAt": "P0", "States": states}
 
 
-def _run(sfn: Any, definition: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _run(
+    sfn: Any, definition: dict[str, Any], execution_input: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     arn = sfn.create_state_machine(
         name=f"m{time.time_ns()}", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r"
     )["stateMachineArn"]
-    execution = sfn.start_execution(stateMachineArn=arn, name="run", input="{}")["executionArn"]
+    execution = sfn.start_execution(stateMachineArn=arn, name="run", input=json.dumps(execution_input or {}))[
+        "executionArn"
+    ]
     deadline = time.monotonic() + 30
     while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
         assert time.monotonic() < deadline
@@ -195,3 +201,70 @@ def test_the_timeout_runs_on_real_time_outside_the_waits(sfn: Any) -> None:
     assert described["status"] == "TIMED_OUT"
     assert events[-1]["type"] == "ExecutionTimedOut"
     assert _entered(events) == ["W0"]
+
+
+# ------------------------------------------------------------------------------------------------ Lambda tasks
+ECHO_ARN = "arn:aws:lambda:us-east-1:123456789012:function:echo"
+
+
+def _lambda_task(parameters: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "StartAt": "Call",
+        "States": {"Call": {"Type": "Task", "Resource": ECHO_ARN, "Parameters": parameters, "End": True}},
+    }
+
+
+def test_a_lambda_task_runs_the_registered_function_in_process(sfn: Any) -> None:
+    # Given a function registered for its ARN (moto alone would need docker to run it)
+    calls: list[Any] = []
+
+    def echo(event: Any, _context: Any) -> Any:
+        calls.append(event)
+        return {"echo": event}
+
+    register_function(ECHO_ARN, "replay", echo)
+    # When a Lambda task calls it
+    described, _events = _run(sfn, _lambda_task({"n.$": "$.n"}), {"n": 7})
+    # Then it ran with the task's payload, and its result is the task's output
+    assert described["status"] == "SUCCEEDED"
+    assert calls == [{"n": 7}]
+    assert json.loads(described["output"]) == {"echo": {"n": 7}}
+
+
+def test_a_function_error_is_reported_as_lambda_reports_it(sfn: Any) -> None:
+    # Given a function that raises
+    def fails(_event: Any, _context: Any) -> Any:
+        raise LookupError("no such page")
+
+    register_function(ECHO_ARN, "replay", fails)
+    # When a Lambda task calls it, Then the task fails with the error's type as its name, and its message as cause
+    described, events = _run(sfn, _lambda_task({"n": 1}))
+    assert described["status"] == "FAILED"
+    failed = next(e["lambdaFunctionFailedEventDetails"] for e in events if e["type"] == "LambdaFunctionFailed")
+    assert failed["error"] == "LookupError"
+    assert json.loads(failed["cause"]) == {"errorType": "LookupError", "errorMessage": "no such page"}
+
+
+def test_a_task_payload_over_256_kib_fails_with_data_limit_exceeded_before_the_function_runs(sfn: Any) -> None:
+    # Given a state input under the quota whose task Parameters make a payload over it (the text twice)
+    calls: list[Any] = []
+    register_function(ECHO_ARN, "replay", lambda event, _context: calls.append(event))
+    text = "x" * (TASK_PAYLOAD_LIMIT_BYTES // 2 + 1)
+    # When the task runs
+    described, events = _run(sfn, _lambda_task({"a.$": "$.text", "b.$": "$.text"}), {"text": text})
+    # Then it fails as Step Functions fails it, and the function was never invoked
+    assert described["status"] == "FAILED"
+    assert described["error"] == "States.DataLimitExceeded"
+    assert calls == []
+    assert "LambdaFunctionSucceeded" not in {event["type"] for event in events}
+
+
+def test_a_task_payload_just_under_the_quota_is_delivered(sfn: Any) -> None:
+    # Given a payload a little under 256 KiB (the JSON's braces and names included)
+    calls: list[Any] = []
+    register_function(ECHO_ARN, "replay", lambda event, _context: calls.append(len(event["a"])))
+    text = "x" * (TASK_PAYLOAD_LIMIT_BYTES // 2 - 64)
+    # When the task sends it twice, Then the function gets it
+    described, _events = _run(sfn, _lambda_task({"a.$": "$.text", "b.$": "$.text"}), {"text": text})
+    assert described["status"] == "SUCCEEDED", described
+    assert calls == [len(text)]
