@@ -1,0 +1,214 @@
+"""`python -m bench render`: write the measured figures of README.md and docs/*.md from bench/results/latest.json.
+
+A measured figure on a page is followed by a marker, an HTML comment (invisible once rendered, and free of `|`, so
+it fits in a table cell) naming its format and where its value comes from:
+
+    17.7<!-- bench .1f end_to_end.single.events_per_s -->
+
+- the format: a Python format spec (`.1f`, `,.0f`, `.2f`, `.0%`, `d`), applied to the value;
+- the value: a path into the results, its keys joined by `.` (a key may hold spaces: `ingest_cost.2 KB.overhead_ratio`),
+  or `=` and the name of a figure derived from the results by a formula registered in FORMULAS (the cost model's
+  $ per million webhooks, computed by inbox_cli/cost.py as `inbox cost` computes it).
+
+The figure is the number right before the marker (digits, thousands commas, a decimal part, a `%`). `render` rewrites
+it; `render --check` changes nothing and exits 1 listing every figure that disagrees (page, line, written,
+expected). A marker whose path or formula names nothing, whose value is not a number, or with no figure before it is
+an error (exit 2): never a silent pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "latest.json"
+
+MARKER = re.compile(r"<!-- bench (?P<format>\S+) (?P<name>[^<>]+?) -->")
+# The figure a marker closes: the number ending right where the marker starts (its `%` too, when the format is one).
+NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+FIGURE, PERCENT_FIGURE = re.compile(NUMBER + "$"), re.compile(NUMBER + "%$")
+
+
+class RenderError(Exception):
+    """Markers that name no figure, or that no figure precedes: one line each."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    page: str  # relative to the repository root
+    line: int  # 1-based
+    name: str  # the marker's path or `=formula`
+    written: str  # what the page says
+    expected: str  # what the results say, formatted
+
+
+# ------------------------------------------------------------------------------------- derived figures (formulas)
+Formula = Callable[[Path], float]
+
+
+def _cost(declaration: str, forwarding: bool, figure: str) -> Formula:
+    """A figure of `inbox cost --events-per-month 1000000` (us-east-1, no dashboard, no tracing) for a deployment of
+    the default declaration (one source per provider) or of one Stripe source, forwarding on or off."""
+
+    def compute(results: Path) -> float:
+        from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost  # noqa: PLC0415
+        from shared import definitions  # noqa: PLC0415
+
+        sources = (
+            definitions.default_sources()
+            if declaration == "all_sources"
+            else (definitions.SourceSpec("stripe-br", "stripe"),)
+        )
+        assumptions = deployment_assumptions(
+            sources, forwarding=forwarding, dashboard=False, tracing=False, results_path=results
+        )
+        report = monthly_cost(1_000_000, "us-east-1", assumptions, measured_usage(results))
+        return float(report[figure])
+
+    return compute
+
+
+FORMULAS: dict[str, Formula] = {
+    f"cost.{figure}.{declaration}.forwarding_{'on' if forwarding else 'off'}": _cost(declaration, forwarding, figure)
+    for figure in ("variable_per_million_events", "fixed_per_month")
+    for declaration in ("all_sources", "one_stripe_source")
+    for forwarding in (True, False)
+}
+
+
+# -------------------------------------------------------------------------------------------------- the values
+def lookup(results: dict[str, Any], path: str) -> Any:
+    """The value at `path` (keys joined by `.`) in the results; KeyError naming the first key missing."""
+    value: Any = results
+    walked: list[str] = []
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            where = ".".join(walked) or "the results"
+            raise KeyError(f"no {key!r} in {where}")
+        value, walked = value[key], [*walked, key]
+    return value
+
+
+class Values:
+    """The figures markers name, read once from one results file."""
+
+    def __init__(self, results_path: Path) -> None:
+        self.path = results_path
+        self.results: dict[str, Any] = json.loads(results_path.read_text())
+        self.derived: dict[str, float] = {}  # each formula computed once a run
+
+    def value(self, name: str) -> float:
+        if name.startswith("="):
+            formula = FORMULAS.get(name[1:])
+            if formula is None:
+                raise KeyError(f"no formula {name[1:]!r} (known: {', '.join(sorted(FORMULAS))})")
+            if name not in self.derived:
+                self.derived[name] = formula(self.path)
+            return self.derived[name]
+        value = lookup(self.results, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise KeyError(f"{name} is {value!r}, not a measured number")
+        return value
+
+    def formatted(self, name: str, spec: str) -> str:
+        value = self.value(name)
+        try:
+            return format(value, spec)
+        except ValueError as error:
+            raise KeyError(f"format {spec!r} does not apply to {value!r}: {error}") from None
+
+
+# ------------------------------------------------------------------------------------------------- the pages
+def pages(root: Path = ROOT) -> list[Path]:
+    """README.md and every page of docs/."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def render_text(text: str, values: Values, page: str) -> tuple[str, list[Figure]]:
+    """`text` with every marked figure written from `values`, and each figure (written as it was, and expected).
+    RenderError lists every marker that names nothing or closes no figure."""
+    figures: list[Figure] = []
+    problems: list[str] = []
+    rendered: list[str] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        out, last = [], 0
+        for marker in MARKER.finditer(line):
+            before = line[last : marker.start()]
+            name, spec = marker["name"].strip(), marker["format"]
+            written = (PERCENT_FIGURE if spec.endswith("%") else FIGURE).search(before)
+            try:
+                expected = values.formatted(name, spec)
+            except KeyError as error:
+                problems.append(f"{page}:{number}: {name}: {error.args[0]}")
+                expected = None
+            if written is None:
+                problems.append(f"{page}:{number}: no figure right before the marker of {name}")
+            if written is None or expected is None:
+                out.append(line[last : marker.end()])
+            else:
+                figures.append(Figure(page, number, name, written.group(), expected))
+                out.append(before[: written.start()] + expected + marker.group())
+            last = marker.end()
+        out.append(line[last:])
+        rendered.append("".join(out))
+    if problems:
+        raise RenderError("\n".join(problems))
+    return "\n".join(rendered), figures
+
+
+def render_pages(paths: list[Path], values: Values, root: Path, *, write: bool) -> list[Figure]:
+    """Every marked figure of `paths`; with `write`, each page whose figures disagree rewritten. RenderError (every
+    page's problems together, nothing written) when a marker names nothing."""
+    rendered: dict[Path, str] = {}
+    figures: list[Figure] = []
+    problems: list[str] = []
+    for path in paths:
+        text = path.read_text()
+        try:
+            new, found = render_text(text, values, path.relative_to(root).as_posix())
+        except RenderError as error:
+            problems.append(str(error))
+            continue
+        figures += found
+        if new != text:
+            rendered[path] = new
+    if problems:
+        raise RenderError("\n".join(problems))
+    if write:
+        for path, text in rendered.items():
+            path.write_text(text)
+    return figures
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench render",
+        description="Write the measured figures of README.md and docs/*.md from the bench results.",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 listing each figure that disagrees"
+    )
+    parser.add_argument("--results", type=Path, default=None, help="the results file (default: bench/results/latest.json)")
+    arguments = parser.parse_args(argv)
+    results = arguments.results or root / "bench" / "results" / "latest.json"
+    try:
+        figures = render_pages(pages(root), Values(results), root, write=not arguments.check)
+    except (RenderError, OSError, json.JSONDecodeError) as error:
+        print(f"cannot render the figures:\n{error}", file=sys.stderr)
+        return 2
+    disagreeing = [figure for figure in figures if figure.written != figure.expected]
+    for figure in disagreeing:
+        print(f"{figure.page}:{figure.line}: {figure.name}: written {figure.written}, expected {figure.expected}")
+    marked = len({figure.page for figure in figures})
+    if arguments.check:
+        print(f"{len(figures)} figures in {marked} pages, {len(disagreeing)} disagreeing with {results.name}")
+        return 1 if disagreeing else 0
+    print(f"{len(figures)} figures in {marked} pages, {len(disagreeing)} rewritten from {results.name}")
+    return 0
