@@ -99,9 +99,10 @@ def lookup(results: dict[str, Any], path: str) -> Any:
 class Values:
     """The figures markers name, read once from one results file."""
 
-    def __init__(self, results_path: Path) -> None:
+    def __init__(self, results_path: Path, results: dict[str, Any] | None = None) -> None:
+        """The results at `results_path` (or `results`, already read from it)."""
         self.path = results_path
-        self.results: dict[str, Any] = json.loads(results_path.read_text())
+        self.results: dict[str, Any] = json.loads(results_path.read_text()) if results is None else results
         self.derived: dict[str, float] = {}  # each formula computed once a run
 
     def value(self, name: str) -> float:
@@ -195,7 +196,9 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 listing each figure that disagrees"
     )
-    parser.add_argument("--results", type=Path, default=None, help="the results file (default: bench/results/latest.json)")
+    parser.add_argument(
+        "--results", type=Path, default=None, help="the results file (default: bench/results/latest.json)"
+    )
     arguments = parser.parse_args(argv)
     results = arguments.results or root / "bench" / "results" / "latest.json"
     try:
