@@ -7,8 +7,9 @@ it fits in a table cell) naming its format and where its value comes from:
 
 - the format: a Python format spec (`.1f`, `,.0f`, `.2f`, `.0%`, `d`), applied to the value;
 - the value: a path into the results, its keys joined by `.` (a key may hold spaces: `ingest_cost.2 KB.overhead_ratio`),
-  or `=` and the name of a figure derived from the results by a formula registered in FORMULAS (the cost model's
-  $ per million webhooks, computed by inbox_cli/cost.py as `inbox cost` computes it).
+  or `=` and the name of a figure derived from the results by a formula registered here (`formula`: the cost
+  model's $ per million webhooks and fixed $ a month, and its lines, computed by inbox_cli/cost.py as `inbox cost`
+  computes them).
 
 The figure is the number right before the marker (digits, thousands commas, a decimal part, a `%`). `render` rewrites
 it; `render --check` changes nothing and exits 1 listing every figure that disagrees (page, line, written,
@@ -24,6 +25,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -51,26 +53,43 @@ class Figure:
 
 # ------------------------------------------------------------------------------------- derived figures (formulas)
 Formula = Callable[[Path], float]
+DECLARATIONS = ("all_sources", "one_stripe_source")
+
+
+@cache
+def cost_report(results: Path, declaration: str, forwarding: bool) -> dict[str, Any]:
+    """`inbox cost --events-per-month 1000000 --json` (us-east-1, no dashboard, no tracing) priced from `results`,
+    for a deployment of the default declaration (one source per provider) or of one Stripe source, forwarding on or
+    off: what the command prints for that deployment (inbox_cli/cost.py computes both)."""
+    from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost  # noqa: PLC0415
+    from shared import definitions  # noqa: PLC0415
+
+    sources = (
+        definitions.default_sources()
+        if declaration == "all_sources"
+        else (definitions.SourceSpec("stripe-br", "stripe"),)
+    )
+    assumptions = deployment_assumptions(
+        sources, forwarding=forwarding, dashboard=False, tracing=False, results_path=results
+    )
+    return monthly_cost(1_000_000, "us-east-1", assumptions, measured_usage(results))
 
 
 def _cost(declaration: str, forwarding: bool, figure: str) -> Formula:
-    """A figure of `inbox cost --events-per-month 1000000` (us-east-1, no dashboard, no tracing) for a deployment of
-    the default declaration (one source per provider) or of one Stripe source, forwarding on or off."""
+    return lambda results: float(cost_report(results, declaration, forwarding)[figure])
+
+
+def _cost_lines(names: str) -> Formula:
+    """The sum of cost lines (names joined by `;`), $ per million webhooks for the default declaration with
+    forwarding on (the scenario docs/cost.md prices line by line)."""
+    wanted = [name.strip() for name in names.split(";")]
 
     def compute(results: Path) -> float:
-        from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost  # noqa: PLC0415
-        from shared import definitions  # noqa: PLC0415
-
-        sources = (
-            definitions.default_sources()
-            if declaration == "all_sources"
-            else (definitions.SourceSpec("stripe-br", "stripe"),)
-        )
-        assumptions = deployment_assumptions(
-            sources, forwarding=forwarding, dashboard=False, tracing=False, results_path=results
-        )
-        report = monthly_cost(1_000_000, "us-east-1", assumptions, measured_usage(results))
-        return float(report[figure])
+        lines = cost_report(results, "all_sources", True)["lines"]
+        missing = [name for name in wanted if name not in lines]
+        if missing:
+            raise KeyError(f"no cost line {', '.join(map(repr, missing))} (lines: {', '.join(lines)})")
+        return float(sum(lines[name] for name in wanted))
 
     return compute
 
@@ -78,9 +97,19 @@ def _cost(declaration: str, forwarding: bool, figure: str) -> Formula:
 FORMULAS: dict[str, Formula] = {
     f"cost.{figure}.{declaration}.forwarding_{'on' if forwarding else 'off'}": _cost(declaration, forwarding, figure)
     for figure in ("variable_per_million_events", "fixed_per_month")
-    for declaration in ("all_sources", "one_stripe_source")
+    for declaration in DECLARATIONS
     for forwarding in (True, False)
 }
+COST_LINES = (
+    "cost.line."  # `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, receive, delete)`
+)
+
+
+def formula(name: str) -> Formula | None:
+    """The formula registered under `name` (FORMULAS, or a sum of the cost model's lines), None when there is none."""
+    if name.startswith(COST_LINES) and name != COST_LINES:
+        return _cost_lines(name.removeprefix(COST_LINES))
+    return FORMULAS.get(name)
 
 
 # -------------------------------------------------------------------------------------------------- the values
@@ -107,11 +136,12 @@ class Values:
 
     def value(self, name: str) -> float:
         if name.startswith("="):
-            formula = FORMULAS.get(name[1:])
-            if formula is None:
-                raise KeyError(f"no formula {name[1:]!r} (known: {', '.join(sorted(FORMULAS))})")
+            compute = formula(name[1:])
+            if compute is None:
+                known = ", ".join([*sorted(FORMULAS), COST_LINES + "LINE[; LINE...]"])
+                raise KeyError(f"no formula {name[1:]!r} (known: {known})")
             if name not in self.derived:
-                self.derived[name] = formula(self.path)
+                self.derived[name] = compute(self.path)
             return self.derived[name]
         value = lookup(self.results, name)
         if isinstance(value, bool) or not isinstance(value, int | float):
