@@ -244,3 +244,18 @@ def test_bench_main_hands_render_its_arguments(monkeypatch):
     from bench.__main__ import main
 
     assert main(["render", "--check"]) == 0 and seen == [["--check"]]
+
+
+def test_a_cost_line_formula_sums_the_models_lines_and_an_unknown_line_is_an_error():
+    # Given the committed results and the cost model's report for the default declaration, forwarding on
+    results = ROOT / "bench" / "results" / "latest.json"
+    values = Values(results)
+    lines = render.cost_report(results, "all_sources", True)["lines"]
+    # When a marker names one line, two lines joined by `;`, or a line the model does not have
+    one = values.value("=cost.line.DynamoDB reads")
+    both = values.value("=cost.line.EventBridge Pipes; SQS FIFO (send, receive, delete)")
+    # Then the first two are the model's figures, and the third is an error naming the line
+    assert one == lines["DynamoDB reads"]
+    assert both == pytest.approx(lines["EventBridge Pipes"] + lines["SQS FIFO (send, receive, delete)"])
+    with pytest.raises(KeyError, match="no cost line 'SQS FIFO'"):
+        values.value("=cost.line.EventBridge Pipes; SQS FIFO")
