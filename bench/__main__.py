@@ -351,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     results.write_text(json.dumps(document, indent=2) + "\n")
     where = results.relative_to(Path.cwd()) if results.is_relative_to(Path.cwd()) else results
     print(f"\nwritten to {where} in {time.monotonic() - started:.0f} s")
+    if not arguments.quick:
+        print("the pages' figures: `python -m bench render` writes them, `python -m bench render --check` compares")
     return 0
 
 

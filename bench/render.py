@@ -100,9 +100,29 @@ FORMULAS: dict[str, Formula] = {
     for declaration in DECLARATIONS
     for forwarding in (True, False)
 }
-COST_LINES = (
-    "cost.line."  # `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, receive, delete)`
-)
+
+
+def _processor_events_per_s(shape: str, way: str) -> Formula:
+    """Events a second the processor's concurrency allows at the measured ms per event of a batch shape
+    (`PROCESSOR_MAX_CONCURRENCY` batches at once, each taking its events one after the other: scale.md)."""
+
+    def compute(results: Path) -> float:
+        from shared.definitions import PROCESSOR_MAX_CONCURRENCY  # noqa: PLC0415
+
+        figures = json.loads(results.read_text())
+        ms_per_event = lookup(figures, f"processor_batch.{shape}.{way}.ms_per_event")
+        return float(PROCESSOR_MAX_CONCURRENCY * 1000 / ms_per_event)
+
+    return compute
+
+
+FORMULAS |= {
+    f"scale.processor_events_per_s.{shape}.{way}": _processor_events_per_s(shape, way)
+    for shape in ("typical", "burst")
+    for way in ("before", "after")
+}
+# A sum of the cost model's lines: `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, ...)`
+COST_LINES = "cost.line."
 
 
 def formula(name: str) -> Formula | None:
