@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "latest.json"
 
 MARKER = re.compile(r"<!-- bench (?P<format>\S+) (?P<name>[^<>]+?) -->")
 # The figure a marker closes: the number ending right where the marker starts (its `%` too, when the format is one).
@@ -190,7 +189,10 @@ def render_text(text: str, values: Values, page: str) -> tuple[str, list[Figure]
     rendered: list[str] = []
     for number, line in enumerate(text.split("\n"), start=1):
         out, last = [], 0
-        for marker in MARKER.finditer(line):
+        markers = list(MARKER.finditer(line))
+        if line.count("<!-- bench") != len(markers):  # a marker misspelt would leave its figure unchecked
+            problems.append(f"{page}:{number}: a bench marker not of the form <!-- bench FORMAT PATH -->")
+        for marker in markers:
             before = line[last : marker.start()]
             name, spec = marker["name"].strip(), marker["format"]
             written = (PERCENT_FIGURE if spec.endswith("%") else FIGURE).search(before)

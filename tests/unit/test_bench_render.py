@@ -193,7 +193,7 @@ def test_a_marker_naming_no_measured_number_is_an_error_not_a_pass(tmp_path, cap
 
 
 def test_a_marker_with_no_figure_before_it_is_an_error(tmp_path, capsys):
-    # Given a marker separated from its figure by a space, and one a format does not apply to
+    # Given a marker separated from its figure by a space
     root = a_repository(tmp_path, f"rate 17.7 {marker('.1f', 'end_to_end.single.events_per_s')}\n")
     # When the check runs, Then it is an error naming the marker
     code, _, err = run(root, "--check", capsys=capsys)
@@ -259,3 +259,12 @@ def test_a_cost_line_formula_sums_the_models_lines_and_an_unknown_line_is_an_err
     assert both == pytest.approx(lines["EventBridge Pipes"] + lines["SQS FIFO (send, receive, delete)"])
     with pytest.raises(KeyError, match="no cost line 'SQS FIFO'"):
         values.value("=cost.line.EventBridge Pipes; SQS FIFO")
+
+
+@pytest.mark.parametrize("written", ["<!-- bench .1f -->", "<!-- bench .1f  -->", "<!-- bench  -->"])
+def test_a_malformed_marker_is_an_error_not_an_unchecked_figure(tmp_path, capsys, written):
+    # Given a figure whose marker lacks its path or its format
+    root = a_repository(tmp_path, f"# Inbox\n\nrate 17.0{written}/s\n")
+    # When the check runs, Then it is an error naming the line, not a figure left unchecked
+    code, _, err = run(root, "--check", capsys=capsys)
+    assert code == 2 and "README.md:3: a bench marker not of the form <!-- bench FORMAT PATH -->" in err
