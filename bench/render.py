@@ -56,10 +56,10 @@ DECLARATIONS = ("all_sources", "one_stripe_source")
 
 
 @cache
-def cost_report(results: Path, declaration: str, forwarding: bool) -> dict[str, Any]:
-    """`inbox cost --events-per-month 1000000 --json` (us-east-1, no dashboard, no tracing) priced from `results`,
-    for a deployment of the default declaration (one source per provider) or of one Stripe source, forwarding on or
-    off: what the command prints for that deployment (inbox_cli/cost.py computes both)."""
+def cost_report(results: Path, declaration: str, forwarding: bool, *, tracing: bool = False) -> dict[str, Any]:
+    """`inbox cost --events-per-month 1000000 --json` (us-east-1, no dashboard; `--tracing` with `tracing`) priced
+    from `results`, for a deployment of the default declaration (one source per provider) or of one Stripe source,
+    forwarding on or off: what the command prints for that deployment (inbox_cli/cost.py computes both)."""
     from inbox_cli.cost import deployment_assumptions, measured_usage, monthly_cost  # noqa: PLC0415
     from shared import definitions  # noqa: PLC0415
 
@@ -69,7 +69,7 @@ def cost_report(results: Path, declaration: str, forwarding: bool) -> dict[str, 
         else (definitions.SourceSpec("stripe-br", "stripe"),)
     )
     assumptions = deployment_assumptions(
-        sources, forwarding=forwarding, dashboard=False, tracing=False, results_path=results
+        sources, forwarding=forwarding, dashboard=False, tracing=tracing, results_path=results
     )
     return monthly_cost(1_000_000, "us-east-1", assumptions, measured_usage(results))
 
@@ -120,6 +120,20 @@ FORMULAS |= {
     for shape in ("typical", "burst")
     for way in ("before", "after")
 }
+FORMULAS["cost.xray_traces_with_tracing"] = lambda results: float(
+    cost_report(results, "all_sources", True, tracing=True)["lines"]["X-Ray traces"]
+)
+
+
+def _xray_million_traces(results: Path) -> float:
+    """The traces a month (millions) that `cost.xray_traces_with_tracing` pays for, at prices.json's price."""
+    from inbox_cli.cost import PRICES  # noqa: PLC0415
+
+    price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["xray_per_million_traces_recorded"]
+    return float(cost_report(results, "all_sources", True, tracing=True)["lines"]["X-Ray traces"]) / float(price)
+
+
+FORMULAS["cost.xray_million_traces_with_tracing"] = _xray_million_traces
 # A sum of the cost model's lines: `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, ...)`
 COST_LINES = "cost.line."
 
