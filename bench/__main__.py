@@ -4,6 +4,9 @@
 `ingest_burst`, `refetch_burst`, `processor_batch`, `confirm_burst`) runs some, keeping the other sections of
 bench/results/latest.json as they were. `--quick` runs the sections that have a smoke-test size at it
 (`confirm_burst`) and writes bench/results/quick.json instead, so the measured figures stay.
+
+`python -m bench render` writes the figures README.md and docs/*.md mark from bench/results/latest.json;
+`python -m bench render --check` only lists those that disagree (bench/render.py).
 """
 
 from __future__ import annotations
@@ -289,12 +292,17 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments_given = sys.argv[1:] if argv is None else argv
+    if arguments_given[:1] == ["render"]:
+        from bench import render  # noqa: PLC0415
+
+        return render.main(arguments_given[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("sections", nargs="*", metavar="section", help=f"any of {', '.join(SECTIONS)} (default: all)")
     parser.add_argument(
         "--quick", action="store_true", help="smoke-test sizes where a section has one; results to quick.json"
     )
-    arguments = parser.parse_args(argv)
+    arguments = parser.parse_args(arguments_given)
     chosen, results = arguments.sections or list(SECTIONS), QUICK_RESULTS if arguments.quick else RESULTS
     unknown = set(chosen) - set(SECTIONS)
     if unknown:
@@ -343,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     results.write_text(json.dumps(document, indent=2) + "\n")
     where = results.relative_to(Path.cwd()) if results.is_relative_to(Path.cwd()) else results
     print(f"\nwritten to {where} in {time.monotonic() - started:.0f} s")
+    if not arguments.quick:
+        print("the pages' figures: `python -m bench render` writes them, `python -m bench render --check` compares")
     return 0
 
 

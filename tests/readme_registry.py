@@ -420,6 +420,15 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             f"{NOT_IN_FULL}: bench's main(['end_to_end']) on a few events, results into a temporary file",
         ),
     ),
+    ".venv/bin/python -m bench render": (
+        Run(
+            "tests/unit/test_bench_render.py::test_the_render_command_writes_the_pages_of_its_own_repository_as_written",
+            "as written, in a copy of the repository's pages and bench package (one figure made stale)",
+        ),
+    ),
+    ".venv/bin/python -m bench render --check": (
+        Run("tests/unit/test_bench_render.py::test_the_check_command_passes_on_the_repository_as_written"),
+    ),
     "inbox cost --events-per-month 1000000": (Run("tests/unit/test_cost_model.py::test_the_command_prints_the_lines"),),
     # --- the signature doctor (inbox_cli/doctor/)
     "inbox doctor SOURCE --body FILE --header 'NAME: VALUE' [--query 'K=V'] [--secret S] [--at EPOCH] [--json]": (
