@@ -237,7 +237,12 @@ PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times 
 ITEM_ATTRIBUTES_KB = 0.57
 # An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
 KEYS_ONLY_ENTRY_KB = 0.12
-CONTROL_READS_PER_EVENT = 0.5  # see read_units_processing: 0.32 to 0.73 measured, timing-dependent
+# The circuit breaker's GetItems of its control item per event (cached per instance for a second: timing-dependent,
+# 0.32 to 0.73 measured when they were consistent reads of one unit each).
+CONTROL_READS_PER_EVENT = 0.5
+# An eventually consistent read of an item up to 4 KB costs half a read unit, a strongly consistent one a unit
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
+EVENTUALLY_CONSISTENT_READ_UNITS = 0.5
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
@@ -358,10 +363,12 @@ def assumed_usage(a: Assumptions) -> Usage:
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
         write_units_rate_limit=min(a.gateway_requests_per_event, a.rate_limit_writes_per_batch * per_batch),
-        # strongly consistent reads of the item and the payment (a transition's outbox record is a put in the
-        # transaction: no read) + the gateway breaker's and rate limiter's consistent reads of their control items
-        # (cached per instance for a second: timing-dependent; 0.32 to 0.73 per event measured)
-        read_units_processing=math.ceil(item_kb / 4) + 1 + CONTROL_READS_PER_EVENT,
+        # eventually consistent reads of the item and the payment (a transition's outbox record is a put in the
+        # transaction: no read); an event that writes no payment is decided again on a consistent read of it (an
+        # Ignore is never taken from a copy that may be stale: docs/cost.md); the breaker's eventually consistent
+        # reads of its control item
+        read_units_processing=EVENTUALLY_CONSISTENT_READ_UNITS * (math.ceil(item_kb / 4) + 1 + CONTROL_READS_PER_EVENT)
+        + (1 - transactional) * math.ceil(PAYMENT_ITEM_KB / 4),
         pipe_events=1.0,
         processor_invocations=per_batch,
         sqs_requests=3 * per_batch,

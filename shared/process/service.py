@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often
 # unit), then consistent ones, MAX_DECISION_ROUNDS of them at most, as many as version conflicts ask for. A stale
 # first copy costs a round of its own, not one of the rounds kept for events of the payment committing meanwhile.
 DECISION_READS: tuple[bool, ...] = (False,) + (True,) * MAX_DECISION_ROUNDS
+# How many payments' last written versions an instance remembers (a few batches' worth of FIFO groups).
+WRITTEN_VERSIONS_KEPT = 1024
 # A settled event's logged reason (a decision's, or an error's) is cut here: bounded bytes per line.
 MAX_LOGGED_REASON_CHARS = 160
 
@@ -207,6 +210,11 @@ class EventProcessor:
         # Which events are applied from their signed payload (shared/process/confirm.py); None: none, every event
         # waits for its refetch. Verification items are processed either way (they need the reconciler).
         self.confirmation = confirmation
+        # The payment versions this instance committed last (key -> version, the most recent WRITTEN_VERSIONS_KEPT):
+        # an eventually consistent read of a payment right after our own write (the next event of its FIFO group in
+        # the same batch) may return the copy before it, and deciding on that would cost a refused transaction.
+        self._written_versions: dict[str, int] = {}
+        self._written_lock = threading.Lock()  # a batch's groups run on threads of their own
 
     def _now(self) -> str:
         return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
@@ -354,6 +362,8 @@ class EventProcessor:
         key = resource_key(seen.source, seen.resource_id)
         for consistent in DECISION_READS:
             current = self.store.load_payment(key, consistent=consistent)
+            if not consistent and self._older_than_written(key, current):
+                continue  # certainly stale: older than what this instance wrote, so read it consistently
             now = self._now()
             try:
                 decision = apply(current, seen, now=now)
@@ -375,6 +385,7 @@ class EventProcessor:
                         expected_version=current.version if current else None,
                         verify_item=verify,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.PROCESSED
@@ -390,6 +401,7 @@ class EventProcessor:
                         expected_version=decision.previous.version,
                         confirms=True,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     return Outcome.PROCESSED
                 if isinstance(decision, Touch):
@@ -402,6 +414,7 @@ class EventProcessor:
                         expected_version=decision.previous.version,
                         ignored_reason=decision.code,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
                     self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.IGNORED
@@ -409,6 +422,18 @@ class EventProcessor:
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
         raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
+
+    def _older_than_written(self, key: str, read: Payment | None) -> bool:
+        with self._written_lock:
+            written = self._written_versions.get(key)
+        return written is not None and (read.version if read is not None else 0) < written
+
+    def _wrote(self, key: str, payment: Payment) -> None:
+        with self._written_lock:
+            self._written_versions.pop(key, None)  # re-inserted last: the oldest entry is the first one
+            self._written_versions[key] = payment.version
+            while len(self._written_versions) > WRITTEN_VERSIONS_KEPT:
+                self._written_versions.pop(next(iter(self._written_versions)))
 
     def _apply_payload(self, event: InboxEvent, payload: Observation, expires_at: object) -> Outcome | None:
         """Confirm the payment from the event's signed payload (event-time order, the state machine), unverified.

@@ -34,6 +34,7 @@ class StaleReads:
         self._client = client
         self._copies: dict[tuple[str, str], dict[str, Any] | None] = {}
         self.reads: Counter[tuple[str, bool]] = Counter()  # (table, consistent) -> GetItems
+        self.transactions = 0  # TransactWriteItems sent, committed or refused (a refused one is billed too)
 
     def hold(self, table: str, pk: str) -> None:
         """From now on, an eventually consistent read of `pk` returns the item as it is now."""
@@ -51,6 +52,10 @@ class StaleReads:
             copy = self._copies[(table, pk)]
             return {"Item": copy} if copy is not None else {}
         return self._client.get_item(**request)
+
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        self.transactions += 1
+        return self._client.transact_write_items(**request)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -93,11 +98,13 @@ def outbox_statuses(aws_world) -> list[str]:
 
 
 def test_a_stale_payment_is_refused_by_the_version_and_the_consistent_reread_applies_once(aws_world, gateway, queue):
-    # Given a processor whose eventually consistent reads still see no payment, while it is paid (version 1)
+    # Given a processor whose eventually consistent reads still see no payment, while another instance made it
+    # paid (version 1)
     processor, reads = stale_processor(aws_world, gateway, queue)
-    reads.hold(aws_world.names.payments_table, PAYMENT)
+    reads.hide(aws_world.names.payments_table, PAYMENT)
     gateway.set("pi_1", S.PAID)
-    assert run(processor, store_event(aws_world.names)) is Outcome.PROCESSED  # the first: nothing to be stale about
+    other, _ = stale_processor(aws_world, gateway, queue)
+    assert run(other, store_event(aws_world.names)) is Outcome.PROCESSED
     # When the refund's event is processed on that stale copy ("first seen: refunded")
     gateway.set("pi_1", S.REFUNDED)
     refund = store_event(aws_world.names, event_type="charge.refunded", status="refunded")
@@ -110,6 +117,22 @@ def test_a_stale_payment_is_refused_by_the_version_and_the_consistent_reread_app
     assert item(aws_world, refund)["attempts"] == 1
     assert queue.delays == []
     assert reads.reads[(aws_world.names.payments_table, True)] >= 1
+    assert reads.transactions == 2  # the refused one and the committed one
+
+
+def test_a_copy_older_than_the_instances_own_write_is_read_again_before_any_transaction(aws_world, gateway, queue):
+    # Given a processor whose eventually consistent reads still see no payment, and which made it paid itself
+    processor, reads = stale_processor(aws_world, gateway, queue)
+    reads.hide(aws_world.names.payments_table, PAYMENT)
+    gateway.set("pi_1", S.PAID)
+    assert run(processor, store_event(aws_world.names)) is Outcome.PROCESSED
+    # When the payment's next event follows (the next message of its FIFO group, in the same batch)
+    gateway.set("pi_1", S.REFUNDED)
+    assert run(processor, store_event(aws_world.names, event_type="charge.refunded")) is Outcome.PROCESSED
+    # Then the copy older than its own write was not decided on: no refused transaction, one per event
+    assert reads.transactions == 2
+    stored = payment(aws_world)
+    assert (stored.status, stored.version, stored.previous_status) == (S.REFUNDED, 2, S.PAID)
 
 
 def test_a_stale_payment_never_ignores_an_event_the_current_payment_takes(aws_world, gateway, queue):
