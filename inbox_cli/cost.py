@@ -31,7 +31,7 @@ BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "lat
 # and per processed event the batch's metrics (a processed or ignored event's line is DEBUG: its settled item says
 # it).
 LOG_BYTES_PER_DELIVERY = 91
-LOG_BYTES_PER_PROCESSED_EVENT = 73
+LOG_BYTES_PER_PROCESSED_EVENT = 82
 
 # The API's access log (infra/constructs/ingest_api.py, ACCESS_LOG_FIELDS), one line per delivery in a log group of
 # its own: rendered for a delivery answered 200 (an HTTP API request id, the access log's CLF time, a gateway's IPv4,
@@ -77,8 +77,8 @@ class Assumptions:
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 46.9  # measured: bench processor_batch, typical batch
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
-    # machine's load times the batches (the write units are deterministic, the batching is not); 3.5 in the last.
-    events_per_processor_batch: float = 3.5
+    # machine's load times the batches (the write units are deterministic, the batching is not); 3.1 in the last.
+    events_per_processor_batch: float = 3.1
     # Log bytes as CloudWatch ingests them at INFO (structured lines and EMF metric blobs), measured: see item_sizes.
     # A line per duplicate or refused delivery, per failed event, and the batch's metrics flushed once
     # (shared/observability.py); a stored event's and a settled event's lines are DEBUG.
@@ -107,7 +107,7 @@ class Assumptions:
     # finished, a retry), a wrong idle/busy guess or a refused write adds one. Measured (item_sizes, Stripe): 0.607
     # writes per event at 0.339 batches per event, 1.79 per batch (0.589 at 0.357, 1.65, in another run; it was
     # one write per request: 1.25 to 1.71 per event). Never more than one per request.
-    rate_limit_writes_per_batch: float = 2.0  # the last run: 0.571 per event at 0.286 batches per event
+    rate_limit_writes_per_batch: float = 2.0  # the last run: 0.661 per event at 0.321 batches per event
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
