@@ -51,11 +51,13 @@ class StaleReads:
         if not consistent and (table, pk) in self._copies:
             copy = self._copies[(table, pk)]
             return {"Item": copy} if copy is not None else {}
-        return self._client.get_item(**request)
+        response: dict[str, Any] = self._client.get_item(**request)
+        return response
 
     def transact_write_items(self, **request: Any) -> dict[str, Any]:
         self.transactions += 1
-        return self._client.transact_write_items(**request)
+        response: dict[str, Any] = self._client.transact_write_items(**request)
+        return response
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
