@@ -31,7 +31,7 @@ BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "lat
 # and per processed event the batch's metrics (a processed or ignored event's line is DEBUG: its settled item says
 # it).
 LOG_BYTES_PER_DELIVERY = 91
-LOG_BYTES_PER_PROCESSED_EVENT = 73
+LOG_BYTES_PER_PROCESSED_EVENT = 82
 
 # The API's access log (infra/constructs/ingest_api.py, ACCESS_LOG_FIELDS), one line per delivery in a log group of
 # its own: rendered for a delivery answered 200 (an HTTP API request id, the access log's CLF time, a gateway's IPv4,
@@ -77,8 +77,8 @@ class Assumptions:
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
     processor_ms_per_event: float = 46.9  # measured: bench processor_batch, typical batch
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
-    # machine's load times the batches (the write units are deterministic, the batching is not); 3.5 in the last.
-    events_per_processor_batch: float = 3.5
+    # machine's load times the batches (the write units are deterministic, the batching is not); 3.1 in the last.
+    events_per_processor_batch: float = 3.1
     # Log bytes as CloudWatch ingests them at INFO (structured lines and EMF metric blobs), measured: see item_sizes.
     # A line per duplicate or refused delivery, per failed event, and the batch's metrics flushed once
     # (shared/observability.py); a stored event's and a settled event's lines are DEBUG.
@@ -107,7 +107,7 @@ class Assumptions:
     # finished, a retry), a wrong idle/busy guess or a refused write adds one. Measured (item_sizes, Stripe): 0.607
     # writes per event at 0.339 batches per event, 1.79 per batch (0.589 at 0.357, 1.65, in another run; it was
     # one write per request: 1.25 to 1.71 per event). Never more than one per request.
-    rate_limit_writes_per_batch: float = 2.0  # the last run: 0.571 per event at 0.286 batches per event
+    rate_limit_writes_per_batch: float = 2.0  # the last run: 0.661 per event at 0.321 batches per event
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -237,7 +237,12 @@ PAYMENT_ITEM_KB = 0.35  # a payment item: keys, status, amounts, version, times 
 ITEM_ATTRIBUTES_KB = 0.57
 # An entry of the events-by-group index: the table's key, the group id and the occurred time (measured: 117 bytes).
 KEYS_ONLY_ENTRY_KB = 0.12
-CONTROL_READS_PER_EVENT = 0.5  # see read_units_processing: 0.32 to 0.73 measured, timing-dependent
+# The circuit breaker's GetItems of its control item per event (cached per instance for a second: timing-dependent,
+# 0.32 to 0.73 measured when they were consistent reads of one unit each).
+CONTROL_READS_PER_EVENT = 0.5
+# An eventually consistent read of an item up to 4 KB costs half a read unit, a strongly consistent one a unit
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
+EVENTUALLY_CONSISTENT_READ_UNITS = 0.5
 
 # ------------------------------------------------------------------------------------------- replay workflow
 # Step Functions Standard bills one state transition per state entered; an Inline Map's iterations themselves are
@@ -358,10 +363,12 @@ def assumed_usage(a: Assumptions) -> Usage:
         write_units_outbox_per_transition=2 * _wru(a.published_event_kb),
         write_units_forwarding_per_transition=1,
         write_units_rate_limit=min(a.gateway_requests_per_event, a.rate_limit_writes_per_batch * per_batch),
-        # strongly consistent reads of the item and the payment (a transition's outbox record is a put in the
-        # transaction: no read) + the gateway breaker's and rate limiter's consistent reads of their control items
-        # (cached per instance for a second: timing-dependent; 0.32 to 0.73 per event measured)
-        read_units_processing=math.ceil(item_kb / 4) + 1 + CONTROL_READS_PER_EVENT,
+        # eventually consistent reads of the item and the payment (a transition's outbox record is a put in the
+        # transaction: no read); an event that writes no payment is decided again on a consistent read of it (an
+        # Ignore is never taken from a copy that may be stale: docs/cost.md); the breaker's eventually consistent
+        # reads of its control item
+        read_units_processing=EVENTUALLY_CONSISTENT_READ_UNITS * (math.ceil(item_kb / 4) + 1 + CONTROL_READS_PER_EVENT)
+        + (1 - transactional) * math.ceil(PAYMENT_ITEM_KB / 4),
         pipe_events=1.0,
         processor_invocations=per_batch,
         sqs_requests=3 * per_batch,

@@ -15,6 +15,12 @@ account: docs/sources.md), `pk = "breaker#{source}"`, holds `consecutive_failure
 - a success resets the count, but only when there is something to reset: the state read by `before_call` is
   cached per instance for `cache_seconds`, so a healthy gateway costs at most one GetItem per second per
   instance and no writes.
+- that GetItem is eventually consistent (half a read unit): the state is already up to `cache_seconds` old by
+  design, and a copy that misses a write of the last moment errs the way the cache does. A stale "closed" lets one
+  more request through to a failing gateway (its failure is counted by an atomic ADD, and only a write that finds
+  the circuit closed opens it: nothing is opened twice or extended); a stale "open" makes an event wait without
+  an attempt; a stale "clean" skips one reset, which the next success after the cache makes. No write is taken
+  from the copy: every write here is an ADD or conditioned on the item itself.
 
 What counts as a failure is decided by `guarded_call`: GatewayUnavailable (5xx, 429, timeouts after the HTTP
 client's own retries), except waits: a 429 under the source's rate limit blocks the source in the limiter
@@ -213,7 +219,8 @@ class CircuitBreaker:
             if self._cached is not None and now - self._cached_at < self._cache_seconds:
                 return self._cached
         try:
-            item = self._client().get_item(TableName=self.table_name, Key=self._key, ConsistentRead=True).get("Item")
+            # Eventually consistent: the module's docstring says why a copy as old as the cache is safe.
+            item = self._client().get_item(TableName=self.table_name, Key=self._key, ConsistentRead=False).get("Item")
         except Exception as error:
             self._storage_failed("read", error)
             return None

@@ -72,11 +72,18 @@ class ProcessingStore:
 
     # ------------------------------------------------------------------------------------------------ reads
 
-    def load_event(self, pk: str) -> dict[str, Any] | None:
-        return self.inbox.get(pk)
+    # `consistent=False`: an eventually consistent read, half the read units, which may return the item as it
+    # was before a write that completed just before (DynamoDB: "Read consistency"). The processor reads so only
+    # where every write that follows is conditioned on what it read, and reads again consistently before acting
+    # on what a stale copy could have misled it into (shared/process/service.py, docs/cost.md).
 
-    def load_payment(self, key: str) -> Payment | None:
-        response = self.dynamodb.get_item(TableName=self.payments_table, Key={"pk": {"S": key}}, ConsistentRead=True)
+    def load_event(self, pk: str, *, consistent: bool = True) -> dict[str, Any] | None:
+        return self.inbox.get(pk, consistent=consistent)
+
+    def load_payment(self, key: str, *, consistent: bool = True) -> Payment | None:
+        response = self.dynamodb.get_item(
+            TableName=self.payments_table, Key={"pk": {"S": key}}, ConsistentRead=consistent
+        )
         return Payment.from_item(from_attributes(response["Item"])) if "Item" in response else None
 
     # ----------------------------------------------------------------------------------------------- writes

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,12 @@ from shared.process.router import EventHandler, InboxEvent, NothingToApply, Rout
 from shared.sub_account import SubAccount
 
 MAX_DECISION_ROUNDS = 5  # re-decide after a version conflict at most this often, then let the queue retry
+# The reads of a payment an event is decided on (`_decide_and_settle`): eventually consistent first (half a read
+# unit), then consistent ones, MAX_DECISION_ROUNDS of them at most, as many as version conflicts ask for. A stale
+# first copy costs a round of its own, not one of the rounds kept for events of the payment committing meanwhile.
+DECISION_READS: tuple[bool, ...] = (False,) + (True,) * MAX_DECISION_ROUNDS
+# How many payments' last written versions an instance remembers (a few batches' worth of FIFO groups).
+WRITTEN_VERSIONS_KEPT = 1024
 # A settled event's logged reason (a decision's, or an error's) is cut here: bounded bytes per line.
 MAX_LOGGED_REASON_CHARS = 160
 
@@ -164,6 +171,10 @@ def wait_seconds(retry_after: float | None, default: float, *, rng: random.Rando
     return int(max(1, min(MAX_BACKOFF_SECONDS, math.ceil(base * rng.uniform(1.0, 1.5)))))
 
 
+def _pending(item: dict[str, object] | None) -> bool:
+    return item is not None and item.get("status") == EventStatus.PENDING.value
+
+
 def is_verification(event: InboxEvent) -> bool:
     """Whether the item is the inbox's own verification of a payment (shared/inbox/model.py `build_verify_item`): its
     type, and a provider that may confirm from the payload (the only ones that get one). A sender's event that names
@@ -199,6 +210,11 @@ class EventProcessor:
         # Which events are applied from their signed payload (shared/process/confirm.py); None: none, every event
         # waits for its refetch. Verification items are processed either way (they need the reconciler).
         self.confirmation = confirmation
+        # The payment versions this instance committed last (key -> version, the most recent WRITTEN_VERSIONS_KEPT):
+        # an eventually consistent read of a payment right after our own write (the next event of its FIFO group in
+        # the same batch) may return the copy before it, and deciding on that would cost a refused transaction.
+        self._written_versions: dict[str, int] = {}
+        self._written_lock = threading.Lock()  # a batch's groups run on threads of their own
 
     def _now(self) -> str:
         return iso_utc(datetime.fromtimestamp(self.clock(), tz=UTC))
@@ -234,9 +250,17 @@ class EventProcessor:
             return self._retry(InboxEvent.from_item(item), delivery, f"crash: {type(crash).__name__}: {crash}")
 
     def process(self, message: DispatchMessage, delivery: Delivery, refetches: Refetches | None = None) -> Outcome:
-        """The processing steps, without the crash accounting of `handle`."""
-        item = self.store.load_event(message.pk)
-        if item is None or item.get("status") != EventStatus.PENDING.value:
+        """The processing steps, without the crash accounting of `handle`.
+
+        The item is read eventually consistently (half a read unit): every write the processing makes to it is
+        conditioned on its still being pending, so a stale "pending" copy of an item settled meanwhile ends in a
+        refused write (SKIPPED, as a consistent read would have), and the event's own data never changes after the
+        ingest's put. A copy that says absent or settled could predate the write that dispatched this message (the
+        ingest's put, a replay), so that is read again consistently before the message is skipped."""
+        item = self.store.load_event(message.pk, consistent=False)
+        if not _pending(item):
+            item = self.store.load_event(message.pk)
+        if item is None or not _pending(item):
             return Outcome.SKIPPED
         event = InboxEvent.from_item(item)
         try:
@@ -327,11 +351,28 @@ class EventProcessor:
         payload observation: a decision that leaves the payment newly unverified also puts its verification item.
         `verifying`: the event is a verification item, whose corrections are counted (a webhook's refetch that finds
         a new status announces a change, not a correction). NeedsRefetch (a payload that cannot be ordered)
-        propagates."""
-        for _ in range(MAX_DECISION_ROUNDS):
-            current = self.store.load_payment(resource_key(seen.source, seen.resource_id))
+        propagates.
+
+        The first read of the payment is eventually consistent (half a read unit; DECISION_READS). A decision to
+        write the payment is conditioned on the version it read (absent: on there being none), so a stale copy
+        ends in a refused write (VersionConflict) and a consistent read decides again, in a round of its own. A
+        decision that writes no payment (Ignore: only the inbox item is settled, on no condition of the payment)
+        or that cannot order a payload (NeedsRefetch) is taken from a consistent read only: a stale copy could
+        ignore an event the current payment takes (a refund refused from a status the payment has left)."""
+        key = resource_key(seen.source, seen.resource_id)
+        for consistent in DECISION_READS:
+            current = self.store.load_payment(key, consistent=consistent)
+            if not consistent and self._older_than_written(key, current):
+                continue  # certainly stale: older than what this instance wrote, so read it consistently
             now = self._now()
-            decision = apply(current, seen, now=now)
+            try:
+                decision = apply(current, seen, now=now)
+            except NeedsRefetch:
+                if consistent:
+                    raise
+                continue  # decided on what may be a stale copy: decide again on a consistent read
+            if not consistent and not isinstance(decision, Apply | Touch):
+                continue  # the same: an Ignore writes nothing that a stale copy would be refused by
             try:
                 if isinstance(decision, Apply):
                     verify = self._verify_item(current, decision.payment, now, verify_expires_at)
@@ -344,6 +385,7 @@ class EventProcessor:
                         expected_version=current.version if current else None,
                         verify_item=verify,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.PROCESSED
@@ -359,6 +401,7 @@ class EventProcessor:
                         expected_version=decision.previous.version,
                         confirms=True,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.PROCESSED, decision.reason)
                     return Outcome.PROCESSED
                 if isinstance(decision, Touch):
@@ -371,6 +414,7 @@ class EventProcessor:
                         expected_version=decision.previous.version,
                         ignored_reason=decision.code,
                     )
+                    self._wrote(key, decision.payment)
                     self._count(event, Outcome.IGNORED, decision.reason, decision.code)
                     self._count_verification(decision, event.provider, corrections=verifying)
                     return Outcome.IGNORED
@@ -378,6 +422,18 @@ class EventProcessor:
             except VersionConflict:
                 continue  # another event of this payment committed first: decide again on its result
         raise VersionConflict(f"{resource_key(seen.source, seen.resource_id)} kept changing")
+
+    def _older_than_written(self, key: str, read: Payment | None) -> bool:
+        with self._written_lock:
+            written = self._written_versions.get(key)
+        return written is not None and (read.version if read is not None else 0) < written
+
+    def _wrote(self, key: str, payment: Payment) -> None:
+        with self._written_lock:
+            self._written_versions.pop(key, None)  # re-inserted last: the oldest entry is the first one
+            self._written_versions[key] = payment.version
+            while len(self._written_versions) > WRITTEN_VERSIONS_KEPT:
+                self._written_versions.pop(next(iter(self._written_versions)))
 
     def _apply_payload(self, event: InboxEvent, payload: Observation, expires_at: object) -> Outcome | None:
         """Confirm the payment from the event's signed payload (event-time order, the state machine), unverified.

@@ -117,8 +117,8 @@ def test_two_workers_settling_the_same_event_apply_it_once(aws_world):
     for worker in workers:
         original = worker.store.load_payment
 
-        def load_then_wait(key, _original=original):
-            current = _original(key)
+        def load_then_wait(key, _original=original, **read):
+            current = _original(key, **read)
             with contextlib.suppress(threading.BrokenBarrierError):
                 both_read.wait(timeout=2)
             return current

@@ -235,8 +235,8 @@ def test_two_events_of_one_payment_processed_concurrently_cannot_both_apply(aws_
     for each in processors:  # both read "no payment yet" before either commits
         original = each.store.load_payment
 
-        def load_then_wait(key, _original=original, _barrier=both_read):
-            current = _original(key)
+        def load_then_wait(key, _original=original, _barrier=both_read, **read):
+            current = _original(key, **read)
             with contextlib.suppress(threading.BrokenBarrierError):  # the re-decision after a conflict
                 _barrier.wait(timeout=2)
             return current
