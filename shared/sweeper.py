@@ -67,7 +67,7 @@ from shared.inbox.store import InboxStore, from_attributes
 from shared.observability import logger, put_gauge
 from shared.payments.model import UNVERIFIED_PARTITION
 from shared.payments.status import INTERMEDIATE_STATUSES
-from shared.process.service import ReconcileMessage
+from shared.process.messages import ReconcileMessage
 from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:

@@ -26,22 +26,15 @@ from shared.definitions import (
     RETRY_BASE_SECONDS,
     source_of,
 )
-from shared.gateway.ratelimit import BatchSlots
+from shared.gateway.batch_slots import BatchSlots
 from shared.inbox.model import fifo_group_id
 from shared.observability import logger
 from shared.payments.store import ProcessingStore
 from shared.process.coalesce import Refetches
 from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default_router
+from shared.process.messages import Delivery, DispatchMessage, ReconcileMessage, parse_message
 from shared.process.router import Router
-from shared.process.service import (
-    Delivery,
-    DispatchMessage,
-    EventProcessor,
-    Outcome,
-    ReconcileMessage,
-    RetryLater,
-    parse_message,
-)
+from shared.process.service import EventProcessor, Outcome, RetryLater
 from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
@@ -302,7 +295,7 @@ def process_batch(
     own backoff, so nothing waits a full visibility timeout for no reason. Within a group, one refetch serves the
     group's events in this batch (`coalesce`, shared/process/coalesce.py).
 
-    The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/ratelimit.py
+    The batch takes its refetch rate-limit slots together (`batch_slots`, shared/gateway/batch_slots.py
     `BatchSlots`): the requests its running groups are about to make to a source are gathered into one
     conditional write of the source's schedule, instead of one write per request.
 

@@ -13,7 +13,8 @@ from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
-from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
+from shared.process.messages import Delivery, DispatchMessage
+from shared.process.service import EventProcessor, Outcome
 from shared.providers import NormalizedEvent, WebhookRequest
 from shared.sub_account import SubAccount
 

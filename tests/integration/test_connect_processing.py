@@ -16,7 +16,8 @@ from shared.gateway.http import JsonHttpClient
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import RefetchPaymentHandler, default_router
-from shared.process.service import EventProcessor, Outcome, ReconcileMessage, RetryLater
+from shared.process.messages import ReconcileMessage
+from shared.process.service import EventProcessor, Outcome, RetryLater
 from shared.providers.stripe.client import StripeClient
 from shared.sub_account import SubAccount
 from tests.integration.operations_support import a_payment, put_payment

@@ -9,7 +9,7 @@ import pytest
 from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
 from shared.forwarding import Forwarder, worst_delivery_seconds
 from shared.gateway.ratelimit import MAX_BLOCK_SECONDS
-from shared.process.service import backoff_seconds, retry_backoff
+from shared.process.messages import backoff_seconds, retry_backoff
 
 
 def test_without_jitter_the_wait_doubles_from_the_base_up_to_the_cap():

@@ -14,7 +14,7 @@ from shared.inbox.model import (
     is_valid_fifo_id,
 )
 from shared.process.app import SqsRetryQueue
-from shared.process.service import Delivery, ReconcileMessage
+from shared.process.messages import Delivery, ReconcileMessage
 from shared.sweeper import Sweeper, SweeperSettings, SweepStore, SweepSummary, dispatch_group, stale_events
 
 ODD_KEYS = [

@@ -16,7 +16,7 @@ from shared.gateway.registry import ApiKeySource, base_url_variable, build_gatew
 from shared.inbox.model import event_key, fifo_group_id, resource_key
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
-from shared.process.service import ReconcileMessage, parse_message
+from shared.process.messages import ReconcileMessage, parse_message
 from shared.providers.standard.driver import decode_secret
 from shared.retention import Archiver, archived_body
 from shared.sources import Sources, UnknownSource, sender_allowed

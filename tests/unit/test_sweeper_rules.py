@@ -12,12 +12,7 @@ from shared.definitions import RECONCILE_INDEX_PK as RECONCILE_KEY
 from shared.definitions import RECONCILE_INDEX_SK as CHECKED_AT
 from shared.payments.model import Payment
 from shared.payments.status import INTERMEDIATE_STATUSES, PaymentStatus
-from shared.process.service import (
-    DispatchMessage,
-    ReconcileMessage,
-    backoff_seconds,
-    parse_message,
-)
+from shared.process.messages import DispatchMessage, ReconcileMessage, backoff_seconds, parse_message
 from shared.settings import ConfigurationError
 from shared.sweeper import Staleness, SweeperSettings, last_activity, last_work, stale_events
 

@@ -15,7 +15,7 @@ from shared.gateway.base import GatewayUnavailable
 from shared.gateway.breaker import CircuitBreaker, guarded_call
 from shared.gateway.http import JsonHttpClient
 from shared.gateway.ratelimit import MAX_BLOCK_SECONDS, RateLimited, RateLimiter, burst_size
-from shared.process.service import wait_seconds
+from shared.process.messages import wait_seconds
 from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
 from tests.unit.gateway.fakes import Clock, FakePool, FakeResponse, Sleeps, Spy, limiter
 from tests.unit.gateway.fakes import stored_limiter_state as stored

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from moto.dynamodb.models import DynamoDBBackend
 
-from shared.gateway import ratelimit
-from shared.gateway.ratelimit import BatchSlots, RateLimited, RateLimiter, Slot
+from shared.gateway import batch_slots
+from shared.gateway.batch_slots import BatchSlots
+from shared.gateway.ratelimit import RateLimited, RateLimiter, Slot
 from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
 from tests.unit.gateway.fakes import Clock, Spy, limiter
 from tests.unit.gateway.fakes import stored_limiter_state as stored
@@ -160,7 +161,7 @@ def test_a_group_that_finishes_without_asking_is_not_waited_for(dynamodb, clock,
 
 def test_a_group_slow_to_ask_is_waited_for_a_bounded_time(dynamodb, clock, sleeps, monkeypatch):
     # Given a batch of two Stripe payments, the second busy elsewhere for longer than the gathering waits
-    monkeypatch.setattr(ratelimit, "GATHER_MAX_SECONDS", 0.05)
+    monkeypatch.setattr(batch_slots, "GATHER_MAX_SECONDS", 0.05)
     stripe = limiter(dynamodb, clock, sleeps, burst=5)
     batch = BatchSlots({"g1": "stripe", "g2": "stripe"})
     first_done = threading.Event()

@@ -12,7 +12,8 @@ import pytest
 
 from shared.process.app import message_groups, process_batch
 from shared.process.coalesce import Refetches
-from shared.process.service import Delivery, DispatchMessage, Outcome, RetryLater
+from shared.process.messages import Delivery, DispatchMessage
+from shared.process.service import Outcome, RetryLater
 
 BARRIER_TIMEOUT_SECONDS = 10  # only a broken implementation waits this long; nothing asserts a time
 
