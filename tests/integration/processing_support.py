@@ -14,7 +14,7 @@ from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
 from shared.process.service import Delivery, DispatchMessage, EventProcessor, Outcome
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from shared.sub_account import SubAccount
 
 
