@@ -80,8 +80,9 @@ LOADS_MODULES: Final = "shared.providers.*.entry"
 
 
 def discovered_entries() -> tuple[ProviderEntry, ...]:
-    """The `ENTRY` of every provider folder (a package of `shared.providers` with an entry module), sorted by id.
-    Listing the package's folder is the one I/O: the import system itself reads the same folder to import them."""
+    """The `ENTRY` of every provider folder (a package of `shared.providers` with an entry module), sorted by id;
+    CatalogInvalid for an entry module whose ENTRY is not a ProviderEntry with its folder's name as id. Listing the
+    package's folders is the one I/O: the import system reads the same folders to import them."""
     folders = sorted(
         item.name
         for path in shared.providers.__path__
@@ -100,6 +101,8 @@ def discovered_entries() -> tuple[ProviderEntry, ...]:
         entry = getattr(module, ENTRY_ATTRIBUTE, None)
         if not isinstance(entry, ProviderEntry):
             raise CatalogInvalid(f"{name}: its {ENTRY_ATTRIBUTE} is not a ProviderEntry ({type(entry).__name__})")
+        if entry.id != folder:  # the id names the folders, the URL and the variables: one name for all of them
+            raise CatalogInvalid(f"{name}: declares the id {entry.id!r}: an entry's id is its folder's name")
         entries.append(entry)
     return tuple(sorted(entries, key=lambda entry: entry.id))
 

@@ -335,7 +335,7 @@ def test_a_relative_import_above_the_top_package_is_refused(tmp_path: Path) -> N
         module_facts(SourceModule("pkg.mod", tmp_path / "pkg/mod.py", is_package=False))
 
 
-# A catalog shaped as shared/definitions/catalog.py holds it: entries naming "module:attribute", the driver and the
+# A catalog shaped as the providers' entries write it: entries naming "module:attribute", the driver and the
 # client of a provider side by side in its folder, read by two registries that import by name, each the modules its
 # LOADS_MODULES pattern matches.
 CATALOG_SHAPED_SHARED = {

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -291,6 +292,73 @@ def test_the_processor_routes_each_provider_as_its_catalog_entry_says(entry: Pro
             assert isinstance(router.resolve(entry.id, sample), expected[route.handler]), (entry.id, sample)
     # And a type no route names is not applied (stored and ignored)
     assert router.resolve(entry.id, "no.such.event.type") is None
+
+
+# ------------------------------------------------------------------------------ the catalog is found by folder
+
+
+@pytest.fixture
+def extra_provider_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
+    """Writes a provider folder `name` with this entry module text (none when empty) into a folder the
+    `shared.providers` package is also read from, as if it were one of its folders, for the time of one test."""
+    import shared.providers
+
+    monkeypatch.setattr(shared.providers, "__path__", [*shared.providers.__path__, str(tmp_path)])
+    written: list[str] = []
+
+    def write(name: str, entry_source: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").touch()
+        if entry_source:
+            (tmp_path / name / ENTRY_FILE).write_text(entry_source, encoding="utf-8")
+        written.append(f"shared.providers.{name}")
+        importlib.invalidate_caches()
+
+    yield write
+    for module in [m for m in sys.modules if any(m == w or m.startswith(f"{w}.") for w in written)]:
+        del sys.modules[module]
+
+
+def test_the_catalog_is_every_provider_folder_with_an_entry() -> None:
+    # Given the provider folders of the repository, When the catalog is gathered again
+    folders = sorted(p.parent.name for p in (REPO / LAMBDA_FOLDERS).glob(f"*/{ENTRY_FILE}"))
+    # Then it holds one entry per folder with an entry module, in the order of their ids, and is the package's
+    assert [entry.id for entry in definitions.discovered_entries()] == folders == list(definitions.PROVIDERS)
+    assert definitions.discovered_entries() == PROVIDER_CATALOG
+
+
+def test_a_folder_with_a_new_entry_joins_the_catalog_and_one_without_is_left_out(
+    extra_provider_folder: Callable[[str, str], None],
+) -> None:
+    # Given a new folder with an entry (Stripe's, under the folder's id) and a folder with none
+    extra_provider_folder(
+        "acme",
+        "from shared.providers.stripe.entry import ENTRY as STRIPE\nENTRY = STRIPE._replace(id='acme')\n",
+    )
+    extra_provider_folder("notes", "")
+    # When the catalog is gathered, Then the first joins it in its place by id, the second is no provider
+    assert [entry.id for entry in definitions.discovered_entries()] == sorted([*definitions.PROVIDERS, "acme"])
+
+
+@pytest.mark.parametrize(
+    ("entry_source", "refused"),
+    [
+        (
+            "from shared.providers.stripe.entry import ENTRY\n",
+            "declares the id 'stripe': an entry's id is its folder's",
+        ),
+        ("ENTRY = {'id': 'acme'}\n", "its ENTRY is not a ProviderEntry (dict)"),
+        ("PROVIDER = 'acme'\n", "its ENTRY is not a ProviderEntry (NoneType)"),
+    ],
+)
+def test_an_entry_not_named_as_its_folder_is_refused_when_the_catalog_is_gathered(
+    extra_provider_folder: Callable[[str, str], None], entry_source: str, refused: str
+) -> None:
+    # Given a provider folder whose entry module declares another provider's id, or no entry
+    extra_provider_folder("acme", entry_source)
+    # When the catalog is gathered, Then it is refused, naming the module and why
+    with pytest.raises(definitions.CatalogInvalid, match=re.escape(f"shared.providers.acme.entry: {refused}")):
+        definitions.discovered_entries()
 
 
 # ------------------------------------------------------------------------------ the checks catch a half-add
