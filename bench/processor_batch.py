@@ -134,7 +134,7 @@ class NoQueue:
 
 def _item(resource_id: str, event_id: str) -> dict[str, Any]:
     from shared.inbox.model import StoredBody, build_item  # noqa: PLC0415
-    from shared.providers import NormalizedEvent, WebhookRequest  # noqa: PLC0415
+    from shared.providers.base import NormalizedEvent, WebhookRequest  # noqa: PLC0415
 
     now = datetime.now(UTC)
     event = NormalizedEvent(

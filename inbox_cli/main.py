@@ -264,8 +264,7 @@ def send(  # noqa: PLR0915 - its imports are local (a light CLI start), each one
     from inbox_local.providers.stripe.sender import sender as stripe_sender  # noqa: PLC0415
     from inbox_local.senders import sender_for  # noqa: PLC0415
     from shared.gateway.registry import supported_providers  # noqa: PLC0415 - only send needs it
-    from shared.providers import PayloadInvalid  # noqa: PLC0415
-    from shared.providers.base import parse_events  # noqa: PLC0415
+    from shared.providers.base import PayloadInvalid, parse_events  # noqa: PLC0415
     from shared.providers.registry import get_driver  # noqa: PLC0415
     from shared.providers.stripe.account import is_account_id  # noqa: PLC0415
 

@@ -1,12 +1,12 @@
 """Development signing secrets: the local stack's, never shipped to AWS.
 
-Each catalog provider has one here, keyed by its id (tests/unit/test_catalog.py refuses a provider without
-one). They sign nothing real. The local stack loads a secret per declared source into its embedded Secrets
-Manager at start (`store_signing_secrets`), under the names the functions look up (`{INBOX_SECRET_PREFIX}{source}`),
-so the functions read them exactly as they read the deployed stack's: `INBOX_SECRET_<SOURCE>` (and
-`INBOX_SECRET_<SOURCE>_PREVIOUS`; <SOURCE> is the name upper-cased, `-` as `_`: `stripe-br` ->
-`INBOX_SECRET_STRIPE_BR`) replaces a source's development secret when set. A provider's default source is named
-after it: `INBOX_SECRET_STRIPE`.
+Each catalog provider has one beside its sender (`inbox_local/providers/<id>/dev.py`), gathered here by its id
+(tests/unit/test_catalog.py refuses a provider without one). They sign nothing real. The local stack loads a secret
+per declared source into its embedded Secrets Manager at start (`store_signing_secrets`), under the names the
+functions look up (`{INBOX_SECRET_PREFIX}{source}`), so the functions read them exactly as they read the deployed
+stack's: `INBOX_SECRET_<SOURCE>` (and `INBOX_SECRET_<SOURCE>_PREVIOUS`; <SOURCE> is the name upper-cased, `-` as
+`_`: `stripe-br` -> `INBOX_SECRET_STRIPE_BR`) replaces a source's development secret when set. A provider's default
+source is named after it: `INBOX_SECRET_STRIPE`.
 
 The CLI (`inbox send`, `inbox doctor`, `inbox simulate`), the senders and the tests sign with the same values
 from here. Nothing under shared/ or functions/ may import this module (tests/unit/test_import_rules.py), and no
@@ -22,46 +22,41 @@ import json
 import os
 import string
 from collections.abc import Iterable, Mapping
+from importlib import import_module
+from types import MappingProxyType
 from typing import Any, Final
 
+import inbox_local.providers
 from shared.definitions import SourceSpec, source_env_suffix
 
-DEV_SECRETS: Final[Mapping[str, str]] = {
-    "stripe": "whsec_local_development_only",
-    # whsec_ + base64(b"local-development-only-key-32byt"): the scheme's secrets are base64 keys
-    "standard": "whsec_bG9jYWwtZGV2ZWxvcG1lbnQtb25seS1rZXktMzJieXQ=",
-    "asaas": "local-development-only-asaas-token",
-    "pagarme": "ak_local_development_only_pagarme",
-    "stone": "ak_local_development_only_stone",
-    "kiwify": "local-development-only-kiwify-token",
-    "hotmart": "local-development-only-hotmart-hottok",
-    "eduzz": "local-development-only-eduzz-key",
-    "efi": "local-development-only-efi-hmac",
-    "pagbank": "local-development-only-pagbank-token",
-    "iugu": "local-development-only-iugu-token",
-    # Woovi signs with its own RSA key (pinned in the driver): a source's signing secret holds public keys to
-    # trust besides the pinned ones. Locally, the public half of the development key (base64 of its PEM, the
-    # form Woovi publishes) whose private half only the local sender holds (inbox_local/providers/woovi/sender.py).
-    "woovi": (
-        "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlCQ2dLQ0FRRUFtbTE0"
-        "c0xGYjdMUm5JbHJqRHhoOQpzMllUVm9RTnFGVVVCSFRtazlSOHNRdG1VbEk4STUrMSt6RTBjMFlrUXBlN2dOTHQrSTJMUnc5YUJt"
-        "YlduclhmCmVRcDY2Y2pVL1VOWWlQSy9ZUmM3RTZXdDZhTndEK0JnTmhKSk9paFZEU1ZxbHN2YXQyeC93YXdEU0FRdTlCdCsKeStG"
-        "eEFHVnBYOU5jd3drbm5IU25RbDE2WWk2YVNhYkhpbnFicGhiU092ZWpTZDlGaVErMUliNXAzeUFpMGxtZQpTOTUvMmxYVDV3N1o0"
-        "aytIZEsxTndsaGRnSUhNY2IyaVM3U2RzLzBKbC9LaWh2VUE2aUFhdmtmbE14NWRZOUI3ClR0Zkk2Tis5T1Q3MkNwZ2tVcWh4elVu"
-        "Vm9CZDNsVHhsT2F1K2hVSTJhT0J3SkNoRE9wQXRvdGxYL0VNS3IxcXYKWHdJREFRQUIKLS0tLS1FTkQgUFVCTElDIEtFWS0tLS0t"
-        "Cg=="
-    ),
-    "github": "local-development-only-github-secret",
-    "shopify": "local-development-only-shopify-client-secret",
-    "paddle": "pdl_ntfset_local_development_only_paddle",
-    "mercadopago": "local-development-only-mercadopago-secret",
-    # Adyen's HMAC key is hex (it is hex-decoded before use)
-    "adyen": "6c6f63616c2d646576656c6f706d656e742d6f6e6c792d6164796e2d6b6579",
-    "generic": "local-development-only-generic-secret",
-    # The header secret the merchant registers at Cielo (KEY/VALUE): any string.
-    "cielo": "local-development-only-cielo-header-secret",
-    "zoop": "local-development-only-zoop-header-secret",
-}
+# Each provider's development secret lives beside its sender: `DEV_SECRET` in `inbox_local/providers/<id>/dev.py`
+# (standard library only, so the local stack's resource emulation may import it).
+DEV_MODULE: Final = "dev"
+
+
+def _folder_secrets() -> dict[str, str]:
+    """{provider: its DEV_SECRET} of every local provider folder with a dev module, sorted by id (a folder without
+    one is no provider's: tests/unit/test_catalog.py refuses it)."""
+    folders = sorted(
+        item.name
+        for path in inbox_local.providers.__path__
+        for item in os.scandir(path)
+        if item.is_dir() and item.name.isidentifier() and not item.name.startswith("_")
+    )
+    secrets: dict[str, str] = {}
+    for folder in folders:
+        name = f"inbox_local.providers.{folder}.{DEV_MODULE}"
+        try:
+            module = import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name == name:
+                continue
+            raise
+        secrets[folder] = module.DEV_SECRET
+    return secrets
+
+
+DEV_SECRETS: Final[Mapping[str, str]] = MappingProxyType(_folder_secrets())
 
 
 def signing_secret_variable(source: str) -> str:

@@ -43,16 +43,18 @@ from shared.inbox.model import (
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.ingest_batch import put_all_new
 from shared.observability import count_for_provider, logger
-from shared.providers import (
+from shared.providers.base import (
     ClientCertificate,
+    LegacySignatureDriver,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
+    accept_fields,
+    parse_events,
 )
-from shared.providers.base import LegacySignatureDriver, accept_fields, parse_events
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.secrets import SecretUnavailable, SigningSecretSource

@@ -22,7 +22,7 @@ from shared.gateway.registry import supported_providers
 from shared.payments.status import PaymentStatus, is_allowed
 from shared.process.handlers import EventTimeOrderedHandler, default_router
 from shared.process.router import Router
-from shared.providers import PayloadInvalid
+from shared.providers.base import PayloadInvalid
 from shared.providers.registry import provider_names
 
 NAMED_LIFECYCLES: dict[str, tuple[str, ...]] = {

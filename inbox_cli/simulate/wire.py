@@ -14,8 +14,7 @@ from functools import cache
 
 from inbox_local.senders import sender_for
 from shared.inbox.model import event_key
-from shared.providers import NormalizedEvent, WebhookRequest
-from shared.providers.base import parse_events
+from shared.providers.base import NormalizedEvent, WebhookRequest, parse_events
 from shared.providers.registry import get_driver
 
 # Two signing times far apart, to tell whether a driver dates an event by its delivery (see `dated_by_delivery`).

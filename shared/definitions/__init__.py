@@ -13,7 +13,8 @@ of every module is the package's: tests/unit/test_definitions_package.py checks 
   environment variables, stack outputs, sweeper, archive, rejected-delivery log, metric names);
 - lifecycle: the inbox item's statuses, the writes that move it and the requests they derive, the Pipe's dispatch;
 - downstream: the outbox, the event bus, forwarding and the forwarding log;
-- catalog: the provider catalog, its types, trust classes, checks and derived lists;
+- catalog: the provider catalog (every provider folder's entry), its checks and derived lists; the types an entry
+  is written in, its handler kinds and trust classes, are shared/providers/entry_types.py's, re-exported here;
 - sources: a deployment's sources (sources.json): their type, parsing and validation, a source's keys;
 - s3_grants: each function's S3 permissions (read by its own name, `shared.definitions.s3_grants`).
 """
@@ -23,3 +24,4 @@ from shared.definitions.downstream import *  # noqa: F403
 from shared.definitions.lifecycle import *  # noqa: F403
 from shared.definitions.resources import *  # noqa: F403
 from shared.definitions.sources import *  # noqa: F403
+from shared.providers.entry_types import *  # noqa: F403

@@ -1,28 +1,8 @@
-"""Provider drivers: verification and parsing of each gateway's deliveries (`base.py`: the interface).
+"""One folder per provider (`<id>/`: its catalog entry, its driver, its refetch client) and what they all share
+(`base.py`: the driver interface; `registry.py`: the one way to find a driver; the signature scheme families).
 
-The registry (`shared.providers.registry.get_driver`) is the one way to find a driver. It is not re-exported
-here: every module importing the interface (`shared.providers.base`) runs this package's `__init__`, and a
-registry imported from it would make every Lambda asset carry every driver (infra/assets.py follows imports).
+Empty on purpose: importing any module of the package runs this first, and the stack and the local stack import
+each provider's catalog entry (`<id>/entry.py`, standard library only) through it. Anything imported here would
+load with the catalog in the stack, the local stack and every Lambda (infra/assets.py follows imports): the driver
+interface is `shared.providers.base`, the registry `shared.providers.registry`.
 """
-
-from __future__ import annotations
-
-from shared.providers.base import (
-    ClientCertificate,
-    NormalizedEvent,
-    PayloadInvalid,
-    ProviderDriver,
-    SignatureInvalid,
-    SigningSecrets,
-    WebhookRequest,
-)
-
-__all__ = [
-    "ClientCertificate",
-    "NormalizedEvent",
-    "PayloadInvalid",
-    "ProviderDriver",
-    "SignatureInvalid",
-    "SigningSecrets",
-    "WebhookRequest",
-]

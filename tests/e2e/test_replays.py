@@ -23,8 +23,7 @@ from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from shared.inbox.model import inline_body
 from shared.inbox.store import from_attributes
-from shared.providers import WebhookRequest
-from shared.providers.base import derive_event_id
+from shared.providers.base import WebhookRequest, derive_event_id
 from shared.providers.pagbank.driver import compute_signature
 from shared.providers.registry import get_driver
 from tests.e2e.conftest import RunningStack, wait_until

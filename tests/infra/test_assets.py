@@ -36,12 +36,24 @@ from infra.dependency_layer import (
     layer_requirements,
     stage_dependency_layer,
 )
+from shared.definitions import PROVIDERS
 
 # One worker runs them all (`--dist loadgroup`): the session fixture synthesizes once, not once per worker.
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
 REPO_ROOT = FUNCTIONS_DIR.parent
 FUNCTIONS = sorted(path.parent.name for path in FUNCTIONS_DIR.glob("*/handler.py"))
+
+# Of the provider folders, a function that verifies, parses or refetches nothing carries only the catalog's entries
+# (every function imports the catalog, which imports them): no driver, client, interface or shared scheme module.
+NO_PROVIDER_CODE = (
+    "shared/providers/*/driver.py",
+    "shared/providers/*/client.py",
+    "shared/providers/*/account.py",
+    "shared/providers/base.py",
+    "shared/providers/registry.py",
+    "shared/providers/_[a-z]*",  # the scheme families and helpers, not the package's __init__
+)
 
 # What each function's asset must carry, and what it must not (a path ending in "/" is a whole package, a `*` any
 # one name: "shared/providers/*/client.py" is every gateway client).
@@ -89,7 +101,7 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         {
             "shared/gateway/",
             "shared/process/",
-            "shared/providers/",
+            *NO_PROVIDER_CODE,
             "shared/ingest.py",
             "shared/forwarding.py",
             "shared/sweeper.py",
@@ -101,7 +113,7 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         {
             "shared/gateway/",
             "shared/process/",
-            "shared/providers/",
+            *NO_PROVIDER_CODE,
             "shared/ingest.py",
             "shared/forwarding.py",
             "shared/sweeper.py",
@@ -180,8 +192,12 @@ def test_asset_carries_what_its_function_uses_and_not_the_rest(function: str, tm
     # Given a function's staged asset
     files = _files(Path(stage_function_asset(function, assets_dir=tmp_path, python=None)))
     needed, not_needed = CARRIES[function]
-    # Then it carries what the function uses, and none of what it does not
-    assert needed <= files
+    # Then it carries what the function uses (the catalog's entries, which the catalog finds by their folders, with
+    # their packages and types, whatever the function), and none of what it does not
+    entries = {
+        f"shared/providers/{provider}/{module}" for provider in PROVIDERS for module in ("__init__.py", "entry.py")
+    }
+    assert needed | entries | {"shared/providers/__init__.py", "shared/providers/entry_types.py"} <= files
     assert not {f for f in files for path in not_needed if f == path or f.startswith(path) or fnmatch(f, path)}
 
 
@@ -333,7 +349,7 @@ def test_a_relative_import_above_the_top_package_is_refused(tmp_path: Path) -> N
         module_facts(SourceModule("pkg.mod", tmp_path / "pkg/mod.py", is_package=False))
 
 
-# A catalog shaped as shared/definitions/catalog.py holds it: entries naming "module:attribute", the driver and the
+# A catalog shaped as the providers' entries write it: entries naming "module:attribute", the driver and the
 # client of a provider side by side in its folder, read by two registries that import by name, each the modules its
 # LOADS_MODULES pattern matches.
 CATALOG_SHAPED_SHARED = {

@@ -17,7 +17,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.app import QueueRecord, SqsRetryQueue, handle_record, process_batch
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from shared.sweeper import Sweeper, SweeperSettings, SweepStore
 from tests.integration.processing_support import BASE_TIME, FakeGateway
 

@@ -15,7 +15,7 @@ from shared.payments.store import ProcessingStore
 from shared.process.handlers import default_router
 from shared.process.messages import Delivery, DispatchMessage
 from shared.process.service import EventProcessor, Outcome
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from shared.sub_account import SubAccount
 
 

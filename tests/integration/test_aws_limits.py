@@ -15,7 +15,7 @@ from inbox_local.queue_mapping import QueueMapping
 from shared import definitions
 from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore, to_attributes
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 
 MIB = 1_048_576
 

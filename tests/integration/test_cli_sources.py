@@ -31,7 +31,7 @@ from shared import definitions
 from shared.definitions import SourceSpec
 from shared.inbox.store import InboxStore, to_attributes
 from shared.payments import outbox as outbox_items
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from tests.integration.operations_support import a_payment, store_event_at
 from tests.integration.test_cli_stack import DEPLOYED, STACK_NAME, deployed_stack

@@ -22,7 +22,7 @@ from shared.process import service
 from shared.process.confirm import PayloadConfirmation, SourceConfirmation
 from shared.process.handlers import RefetchPaymentHandler, default_router
 from shared.process.service import EventProcessor, Outcome
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from shared.providers.stripe.client import payload_status
 from tests.integration.operations_support import (
     a_payment,

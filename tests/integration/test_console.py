@@ -19,7 +19,7 @@ from shared.definitions import SourceSpec
 from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore
 from shared.payments.store import ProcessingStore
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from tests.integration.operations_support import store_event_at
 from tests.integration.processing_support import BASE_TIME
 from tests.integration.test_cli_stack import DEPLOYED, STACK_NAME, deployed_stack

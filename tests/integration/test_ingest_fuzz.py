@@ -44,8 +44,14 @@ from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec
 from shared.inbox.store import InboxStore
 from shared.ingest import default_ingest_service, trust_of
 from shared.payments.status import PaymentStatus
-from shared.providers import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
-from shared.providers.base import accept_fields, parse_events
+from shared.providers.base import (
+    PayloadInvalid,
+    SignatureInvalid,
+    SigningSecrets,
+    WebhookRequest,
+    accept_fields,
+    parse_events,
+)
 from shared.providers.registry import get_driver, provider_names
 from tests.integration.conftest import AwsWorld
 from tests.unit.providers.test_driver_contract import VERIFIED_WITH_PUBLIC_KEYS

@@ -27,7 +27,7 @@ from inbox_local.server import (
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, INLINE_BODY_BREAK_EVEN_BYTES, inline_body
 from shared.inbox.store import InboxStore, to_attributes
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
-from shared.providers import WebhookRequest
+from shared.providers.base import WebhookRequest
 from shared.providers.registry import get_driver
 
 if TYPE_CHECKING:

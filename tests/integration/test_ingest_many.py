@@ -18,7 +18,7 @@ from shared.definitions import MAX_EVENTS_PER_DELIVERY, MULTI_EVENT_INLINE_BODY_
 from shared.inbox.model import inline_body
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
 from shared.ingest_batch import put_all_new
-from shared.providers import WebhookRequest
+from shared.providers.base import WebhookRequest
 from tests.integration.test_ingest_handler import deliver, stored_items
 
 NOW = 1_718_221_503

@@ -19,7 +19,7 @@ from inbox_local.lambda_context import LocalLambdaContext
 from shared import retention
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, StoredBody, body_object_key, build_item, compress_body, event_key
 from shared.inbox.store import InboxStore
-from shared.providers import NormalizedEvent, WebhookRequest
+from shared.providers.base import NormalizedEvent, WebhookRequest
 from tests.integration.processing_support import BASE_TIME
 
 RETENTION_DAYS = 30

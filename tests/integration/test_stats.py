@@ -7,7 +7,7 @@ from shared.inbox.model import EventStatus, StoredBody, build_item
 from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
-from shared.providers import WebhookRequest
+from shared.providers.base import WebhookRequest
 from shared.sweeper import SweepStore
 from tests.integration.operations_support import a_payment, later, put_payment, store_event_at
 from tests.integration.processing_support import BASE_TIME

@@ -12,7 +12,7 @@ from shared.inbox.model import StoredBody, build_item
 from shared.inbox.store import InboxStore
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
-from shared.providers import WebhookRequest
+from shared.providers.base import WebhookRequest
 from shared.sweeper import MIN_REMAINING_MS, SweepStore
 from tests.integration.operations_support import (
     SerializedClient,

@@ -1,7 +1,8 @@
 """The provider catalog (`shared.definitions.PROVIDER_CATALOG`) is complete: a provider half-added fails here.
 
 docs/adding-a-provider.md is the checklist; this is what enforces it. A provider is two folders
-(`shared/providers/<id>/`, `inbox_local/providers/<id>/`), its catalog entry and its documentation rows.
+(`shared/providers/<id>/` with its catalog entry, `inbox_local/providers/<id>/` with its development secret) and its
+documentation rows.
 `catalog_problems` reads a catalog and a repository tree and says what is missing, so the same checks run on the real
 catalog and tree (no problem allowed), on broken copies of the catalog and on broken copies of the tree (each must be
 caught: the checks can fail).
@@ -9,9 +10,11 @@ caught: the checks can fail).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +28,18 @@ REPO = Path(__file__).resolve().parents[2]
 LAMBDA_FOLDERS = Path("shared/providers")
 LOCAL_FOLDERS = Path("inbox_local/providers")
 # The files of each folder: every provider's, and a refetched provider's besides.
-EVERY_PROVIDER = (LAMBDA_FOLDERS / "{id}/__init__.py", LAMBDA_FOLDERS / "{id}/driver.py")
-EVERY_PROVIDER_LOCALLY = (LOCAL_FOLDERS / "{id}/__init__.py", LOCAL_FOLDERS / "{id}/sender.py")
+ENTRY_FILE = "entry.py"  # its catalog entry: `ENTRY = ProviderEntry(id=<the folder's name>, ...)`
+DEV_FILE = "dev.py"  # its development signing secret: `DEV_SECRET = "..."`
+EVERY_PROVIDER = (
+    LAMBDA_FOLDERS / "{id}/__init__.py",
+    LAMBDA_FOLDERS / "{id}" / ENTRY_FILE,
+    LAMBDA_FOLDERS / "{id}/driver.py",
+)
+EVERY_PROVIDER_LOCALLY = (
+    LOCAL_FOLDERS / "{id}/__init__.py",
+    LOCAL_FOLDERS / "{id}/sender.py",
+    LOCAL_FOLDERS / "{id}" / DEV_FILE,
+)
 REFETCHED = (LAMBDA_FOLDERS / "{id}/client.py", LOCAL_FOLDERS / "{id}/simulator.py")
 # The page whose "Providers" table renders the catalog's documented facts, one row per provider.
 PROVIDER_TABLE_PAGE = "docs/sources.md"
@@ -106,7 +119,9 @@ def entry_problems(entry: ProviderEntry, repo: Path) -> list[str]:
     if (definitions.HANDLER_REFETCH in kinds) != (entry.refetch_client is not None):
         problems.append(f"{entry.id}: refetch routes need a refetch client, and a refetch client refetch routes")
     if not DEV_SECRETS.get(entry.id, "").strip():
-        problems.append(f"{entry.id}: no development secret for the local stack (inbox_local/dev_secrets.py)")
+        problems.append(
+            f"{entry.id}: no development secret for the local stack ({LOCAL_FOLDERS}/{entry.id}/{DEV_FILE})"
+        )
     return problems
 
 
@@ -124,9 +139,41 @@ def route_problems(provider: str, route: Route) -> list[str]:
     return []
 
 
+def _assigned(path: Path, name: str) -> ast.expr | None:
+    """What the module at `path` assigns to `name` at its top level (None: it assigns nothing to it, or does not
+    parse)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except SyntaxError:
+        return None
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+                return statement.value
+    return None
+
+
+def declared_id(path: Path) -> str | None:
+    """The literal `id` of the `ENTRY = ProviderEntry(id=...)` an entry module declares (None: it declares none)."""
+    value = _assigned(path, "ENTRY")
+    if isinstance(value, ast.Call):
+        for keyword in value.keywords:
+            if keyword.arg == "id" and isinstance(keyword.value, ast.Constant):
+                return str(keyword.value.value)
+    return None
+
+
+def has_dev_secret(path: Path) -> bool:
+    """Whether a dev module assigns a non-empty string to DEV_SECRET."""
+    value = _assigned(path, "DEV_SECRET")
+    return isinstance(value, ast.Constant) and isinstance(value.value, str) and bool(value.value.strip())
+
+
 def folder_problems(catalog: tuple[ProviderEntry, ...], repo: Path) -> list[str]:
-    """The two folders of every entry, with their files; an entry's references naming its own folder's modules; and
-    no provider folder, client or simulator that no entry accounts for."""
+    """The two folders of every entry, with their files; an entry's references naming its own folder's modules; each
+    folder's entry declaring the folder's name as its id, each local folder's dev module its secret; and no provider
+    folder, client or simulator that no entry accounts for."""
     problems: list[str] = []
     for entry in catalog:
         own = f"{LAMBDA_FOLDERS.as_posix().replace('/', '.')}.{entry.id}"
@@ -147,8 +194,17 @@ def folder_problems(catalog: tuple[ProviderEntry, ...], repo: Path) -> list[str]
     ids = {entry.id for entry in catalog}
     for side in (LAMBDA_FOLDERS, LOCAL_FOLDERS):
         for folder in sorted(path for path in (repo / side).iterdir() if path.is_dir() and path.name != "__pycache__"):
+            where = (side / folder.name).as_posix()
             if folder.name not in ids:
-                problems.append(f"{(side / folder.name).as_posix()}/ belongs to no catalog entry")
+                problems.append(f"{where}/ belongs to no catalog entry")
+            if side == LAMBDA_FOLDERS and (folder / ENTRY_FILE).is_file():
+                declared = declared_id(folder / ENTRY_FILE)
+                if declared != folder.name:
+                    problems.append(
+                        f"{where}/{ENTRY_FILE} declares the id {declared!r}: an entry's id is its folder's name"
+                    )
+            if side == LOCAL_FOLDERS and (folder / DEV_FILE).is_file() and not has_dev_secret(folder / DEV_FILE):
+                problems.append(f"{where}/{DEV_FILE} assigns no DEV_SECRET (a non-empty string)")
     return problems
 
 
@@ -238,6 +294,73 @@ def test_the_processor_routes_each_provider_as_its_catalog_entry_says(entry: Pro
     assert router.resolve(entry.id, "no.such.event.type") is None
 
 
+# ------------------------------------------------------------------------------ the catalog is found by folder
+
+
+@pytest.fixture
+def extra_provider_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
+    """Writes a provider folder `name` with this entry module text (none when empty) into a folder the
+    `shared.providers` package is also read from, as if it were one of its folders, for the time of one test."""
+    import shared.providers
+
+    monkeypatch.setattr(shared.providers, "__path__", [*shared.providers.__path__, str(tmp_path)])
+    written: list[str] = []
+
+    def write(name: str, entry_source: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").touch()
+        if entry_source:
+            (tmp_path / name / ENTRY_FILE).write_text(entry_source, encoding="utf-8")
+        written.append(f"shared.providers.{name}")
+        importlib.invalidate_caches()
+
+    yield write
+    for module in [m for m in sys.modules if any(m == w or m.startswith(f"{w}.") for w in written)]:
+        del sys.modules[module]
+
+
+def test_the_catalog_is_every_provider_folder_with_an_entry() -> None:
+    # Given the provider folders of the repository, When the catalog is gathered again
+    folders = sorted(p.parent.name for p in (REPO / LAMBDA_FOLDERS).glob(f"*/{ENTRY_FILE}"))
+    # Then it holds one entry per folder with an entry module, in the order of their ids, and is the package's
+    assert [entry.id for entry in definitions.discovered_entries()] == folders == list(definitions.PROVIDERS)
+    assert definitions.discovered_entries() == PROVIDER_CATALOG
+
+
+def test_a_folder_with_a_new_entry_joins_the_catalog_and_one_without_is_left_out(
+    extra_provider_folder: Callable[[str, str], None],
+) -> None:
+    # Given a new folder with an entry (Stripe's, under the folder's id) and a folder with none
+    extra_provider_folder(
+        "acme",
+        "from shared.providers.stripe.entry import ENTRY as STRIPE\nENTRY = STRIPE._replace(id='acme')\n",
+    )
+    extra_provider_folder("notes", "")
+    # When the catalog is gathered, Then the first joins it in its place by id, the second is no provider
+    assert [entry.id for entry in definitions.discovered_entries()] == sorted([*definitions.PROVIDERS, "acme"])
+
+
+@pytest.mark.parametrize(
+    ("entry_source", "refused"),
+    [
+        (
+            "from shared.providers.stripe.entry import ENTRY\n",
+            "declares the id 'stripe': an entry's id is its folder's",
+        ),
+        ("ENTRY = {'id': 'acme'}\n", "its ENTRY is not a ProviderEntry (dict)"),
+        ("PROVIDER = 'acme'\n", "its ENTRY is not a ProviderEntry (NoneType)"),
+    ],
+)
+def test_an_entry_not_named_as_its_folder_is_refused_when_the_catalog_is_gathered(
+    extra_provider_folder: Callable[[str, str], None], entry_source: str, refused: str
+) -> None:
+    # Given a provider folder whose entry module declares another provider's id, or no entry
+    extra_provider_folder("acme", entry_source)
+    # When the catalog is gathered, Then it is refused, naming the module and why
+    with pytest.raises(definitions.CatalogInvalid, match=re.escape(f"shared.providers.acme.entry: {refused}")):
+        definitions.discovered_entries()
+
+
 # ------------------------------------------------------------------------------ the checks catch a half-add
 
 
@@ -313,7 +436,7 @@ BROKEN = {
         _replaced("standard", routes=(Route(definitions.HANDLER_REFETCH, ("payment.*",)),)),
         "standard: refetch routes need a refetch client",
     ),
-    "a provider declared twice": ((*PROVIDER_CATALOG, PROVIDER_CATALOG[0]), "stripe: declared twice"),
+    "a provider declared twice": ((*PROVIDER_CATALOG, definitions.provider_entry("stripe")), "stripe: declared twice"),
     "no development secret": (
         (*PROVIDER_CATALOG, definitions.provider_entry("github")._replace(id="gitlab")),
         "gitlab: no development secret",
@@ -345,12 +468,16 @@ def test_a_half_added_provider_is_caught(catalog: tuple[ProviderEntry, ...], exp
 
 def _copy_of_the_tree(root: Path) -> Path:
     """What the checks read of the repository, copied under `root`: the provider folders' files (empty: the checks
-    look at which files exist) and the two documentation pages."""
+    look at which files exist, but for the entry and dev modules, whose id and secret they read) and the two
+    documentation pages."""
     for side in (LAMBDA_FOLDERS, LOCAL_FOLDERS):
         for path in (REPO / side).glob("*/*.py"):
             copy = root / path.relative_to(REPO)
             copy.parent.mkdir(parents=True, exist_ok=True)
-            copy.touch()
+            if path.name in {ENTRY_FILE, DEV_FILE}:
+                copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            else:
+                copy.touch()
     for page in (PROVIDER_TABLE_PAGE, "docs/providers.md"):
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         (root / page).write_text((REPO / page).read_text())
@@ -368,6 +495,15 @@ def _add(*relatives: str) -> Callable[[Path], None]:
             (root / relative).touch()
 
     return add
+
+
+def _edit(relative: str, old: str, new: str) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        text = (root / relative).read_text(encoding="utf-8")
+        assert old in text, f"{relative} holds no {old!r} to change"
+        (root / relative).write_text(text.replace(old, new), encoding="utf-8")
+
+    return edit
 
 
 def _drop_providers_row(provider: str) -> Callable[[Path], None]:
@@ -395,6 +531,26 @@ HALF_ADDED_TREES = {
     "a refetched provider without its simulator": (
         _remove("inbox_local/providers/efi/simulator.py"),
         "efi: inbox_local/providers/efi/simulator.py is missing",
+    ),
+    "a provider folder without its entry": (
+        _remove("shared/providers/paddle/entry.py"),
+        "paddle: shared/providers/paddle/entry.py is missing",
+    ),
+    "an entry whose id is not its folder's name": (
+        _edit("shared/providers/stone/entry.py", 'id="stone"', 'id="pagarme"'),
+        "shared/providers/stone/entry.py declares the id 'pagarme': an entry's id is its folder's name",
+    ),
+    "an entry that declares no ENTRY": (
+        _edit("shared/providers/iugu/entry.py", "ENTRY = ", "IUGU = "),
+        "shared/providers/iugu/entry.py declares the id None",
+    ),
+    "a sender folder without its development secret": (
+        _remove("inbox_local/providers/shopify/dev.py"),
+        "shopify: inbox_local/providers/shopify/dev.py is missing",
+    ),
+    "a dev module that assigns no secret": (
+        _edit("inbox_local/providers/eduzz/dev.py", "DEV_SECRET: Final = ", "SECRET: Final = "),
+        "inbox_local/providers/eduzz/dev.py assigns no DEV_SECRET",
     ),
     "a folder that is not a package": (
         _remove("shared/providers/stripe/__init__.py"),

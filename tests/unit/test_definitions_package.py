@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -12,20 +13,23 @@ from shared import definitions
 
 PACKAGE = Path(definitions.__file__).parent
 MODULES = sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__")
-# The concerns whose names the package re-exports (`from shared.definitions.X import *`); a module read by its own
-# name (`shared.definitions.s3_grants`) is not among them.
+# The modules whose names the package re-exports (`from shared.definitions.X import *`): its concerns, and the types
+# a provider's catalog entry is written in (which live beside the entries, shared/providers/entry_types.py). A module
+# read by its own name (`shared.definitions.s3_grants`) is not among them.
 RE_EXPORTED = sorted(
-    node.module.rpartition(".")[2]
+    node.module
     for node in ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8")).body
     if isinstance(node, ast.ImportFrom) and node.module and [alias.name for alias in node.names] == ["*"]
 )
+ENTRY_TYPES = "shared.providers.entry_types"
 MAX_MODULE_LINES = 600
 
 
 def _defined(module: str) -> set[str]:
-    """The public names a module of the package defines at its top level (not the ones it imports)."""
+    """The public names a module (dotted name) defines at its top level (not the ones it imports)."""
+    path = Path(str(importlib.import_module(module).__file__))
     names: set[str] = set()
-    for node in ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8")).body:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -36,15 +40,16 @@ def _defined(module: str) -> set[str]:
 
 
 def test_the_package_has_its_concerns() -> None:
-    # Given the package's modules, Then each concern has its own, and the package re-exports them
-    assert set(RE_EXPORTED) == {"resources", "lifecycle", "downstream", "catalog", "sources"}
-    assert set(RE_EXPORTED) < set(MODULES)
+    # Given the package's modules, Then each concern has its own, and the package re-exports them and the entry types
+    concerns = {"resources", "lifecycle", "downstream", "catalog", "sources"}
+    assert set(RE_EXPORTED) == {f"{definitions.__name__}.{concern}" for concern in concerns} | {ENTRY_TYPES}
+    assert concerns < set(MODULES)
 
 
 @pytest.mark.parametrize("module", RE_EXPORTED)
 def test_every_public_name_of_a_module_is_the_packages(module: str) -> None:
     # Given a module of the package, When the package is imported
-    submodule = getattr(definitions, module)
+    submodule = importlib.import_module(module)
     # Then every name the module defines is the package's, the very same object
     for name in _defined(module):
         assert getattr(definitions, name) is getattr(submodule, name), name

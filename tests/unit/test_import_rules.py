@@ -6,9 +6,12 @@ too):
 - `functions/` imports nothing of ours but `shared/`;
 - `shared/` imports nothing of ours outside `shared/` (not functions/, infra/, the local runtime, the CLI...);
 - `infra/` imports of `shared/` only the definitions package, `shared/definitions/` (the functions' S3 grants
-  included); so do the local stack's modules that emulate the deployed resources (LOCAL_RESOURCE_MODULES);
-- the definitions package imports only the standard library and its own modules (the stack, the local runtime and
-  every Lambda import it).
+  included), and the provider catalog's entries: each provider's entry module (`shared/providers/<id>/entry.py`) and
+  the types they are written in (`shared/providers/entry_types.py`); so do the local stack's modules that emulate
+  the deployed resources (LOCAL_RESOURCE_MODULES);
+- the definitions package imports only the standard library, its own modules and the entries (the stack, the local
+  runtime and every Lambda import it), and the entries only the standard library and their types: importing the
+  definitions loads nothing else, which a fresh interpreter proves.
 
 Cycles: only what runs when a module is imported counts (top-level statements, class bodies, decorators; not
 function bodies, not `if TYPE_CHECKING:` blocks). A function-level import is how one breaks a cycle on purpose,
@@ -21,6 +24,8 @@ one (the package is already in sys.modules while its `__init__` runs).
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Mapping
@@ -29,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from infra.assets import SourceModule, module_facts, package_modules
+from shared.definitions import PROVIDERS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Our top-level packages and modules (functions, shared, infra, inbox_local, inbox_cli, tests, bench, app...).
@@ -36,8 +42,12 @@ FIRST_PARTY = frozenset(
     {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")} | {path.stem for path in REPO_ROOT.glob("*.py")}
 )
 DEFINITIONS_MODULE = "shared.definitions"
-# What infra/ may import of shared/: the package of plain data the stack, the local stack and the Lambdas share.
-PURE_SHARED_MODULES = frozenset({DEFINITIONS_MODULE})
+ENTRY_TYPES_MODULE = "shared.providers.entry_types"
+# A provider's catalog entry: `shared.providers.<id>.entry` (an id is lower-case letters and digits).
+ENTRY_MODULE = re.compile(r"shared\.providers\.[a-z][a-z0-9]*\.entry")
+# What infra/ may import of shared/: the package of plain data the stack, the local stack and the Lambdas share, and
+# the provider entries it gathers (with their types).
+PURE_SHARED_MODULES = frozenset({DEFINITIONS_MODULE, ENTRY_TYPES_MODULE})
 # The local stack's modules that build and run its emulation of what the stack deploys (tables, queues, Pipes,
 # stream mappings, TTL, S3 access, secrets, names and environment): from the same definitions as infra/, and nothing
 # else of shared/. The rest of the local stack runs the functions' own code, as Lambda does (handlers, drivers).
@@ -72,11 +82,21 @@ def _only_shared(imported: str) -> bool:
     return imported.partition(".")[0] == "shared"
 
 
+def _is_or_is_in(imported: str, module: str) -> bool:
+    """Whether `imported` is `module` or one of its names (`from module import name`)."""
+    return imported == module or imported.startswith(f"{module}.")
+
+
+def _pure_shared(imported: str) -> bool:
+    """The definitions package, the entry types or a provider's entry module (or a name of one of them)."""
+    parts = imported.split(".")
+    entry = ".".join(parts[:4])
+    return any(_is_or_is_in(imported, module) for module in PURE_SHARED_MODULES) or bool(ENTRY_MODULE.fullmatch(entry))
+
+
 def _infra_rule(imported: str) -> bool:
     top = imported.partition(".")[0]
-    if top == "shared":
-        return any(imported == module or imported.startswith(f"{module}.") for module in PURE_SHARED_MODULES)
-    return top == "infra"
+    return _pure_shared(imported) if top == "shared" else top == "infra"
 
 
 def _local_resource_rule(imported: str) -> bool:
@@ -125,6 +145,9 @@ def test_a_local_resource_module_importing_lambda_code_is_reported(tmp_path: Pat
         ("infra", "from shared.settings import IngestSettings\n", "shared.settings.IngestSettings"),
         ("infra", "from shared.sources import declared_sources\n", "shared.sources.declared_sources"),
         ("infra", "import shared\n", "shared"),
+        ("infra", "from shared.providers.stripe.driver import driver\n", "shared.providers.stripe.driver.driver"),
+        ("infra", "from shared.providers import base\n", "shared.providers.base"),
+        ("infra", "import shared.providers.stripe\n", "shared.providers.stripe"),
         ("infra", "from functions.ingest import handler\n", "functions.ingest.handler"),
     ],
 )
@@ -144,11 +167,15 @@ def test_a_forbidden_import_is_reported(package: str, source: str, refused: str,
         "from shared.definitions import INBOX_TABLE\n",
         "from shared import definitions\n",
         "from shared.definitions.s3_grants import Bucket\n",
+        "from shared.providers.stripe.entry import ENTRY\n",
+        "from shared.providers.mercadopago import entry\n",
+        "from shared.providers.entry_types import ProviderEntry\n",
         "import json\n",
     ],
 )
 def test_infra_may_import_the_definitions_package(source: str, tmp_path: Path) -> None:
-    # Given an infra module importing the definitions package (or one of its modules) from shared/, or stdlib
+    # Given an infra module importing the definitions package (or one of its modules), a provider's entry or the
+    # entry types from shared/, or the standard library
     path = tmp_path / "infra" / "mod.py"
     path.parent.mkdir()
     path.write_text(source)
@@ -238,12 +265,51 @@ def test_an_import_cycle_is_found_and_a_function_level_import_breaks_it(tmp_path
     assert broken == []
 
 
-def test_the_definitions_package_imports_only_the_standard_library() -> None:
+def _ours(imported: set[str]) -> set[str]:
+    return {name for name in imported if name.partition(".")[0] not in sys.stdlib_module_names}
+
+
+def test_the_definitions_package_imports_only_the_standard_library_and_the_entries() -> None:
     # Given the imports of every module of the definitions package, wherever they are
     modules = package_modules(REPO_ROOT / "shared" / "definitions", DEFINITIONS_MODULE)
     assert {"shared.definitions", "shared.definitions.catalog", "shared.definitions.sources"} <= set(modules)
     for name, module in modules.items():
-        imported = set(module_facts(module, runtime_only=False).imports)
-        # Then each is the standard library's or the package's own (no boto3, no CDK, nothing else of ours)
-        ours = {n for n in imported if n.partition(".")[0] not in sys.stdlib_module_names}
-        assert {n for n in ours if not n.startswith(f"{DEFINITIONS_MODULE}.")} == set(), name
+        ours = _ours(set(module_facts(module, runtime_only=False).imports))
+        # Then each is the standard library's, the package's own, the entry types or the providers' package (whose
+        # folders the catalog lists; it imports nothing itself): no boto3, no CDK, nothing else of ours
+        allowed = {n for n in ours if n.startswith(f"{DEFINITIONS_MODULE}.") or _pure_shared(n)}
+        assert ours - allowed <= {"shared.providers"}, name
+
+
+def test_every_entry_imports_only_the_standard_library_and_its_types() -> None:
+    # Given every provider folder's entry module and the entry types
+    modules = package_modules(REPO_ROOT / "shared" / "providers", "shared.providers")
+    entries = {name: module for name, module in modules.items() if ENTRY_MODULE.fullmatch(name)}
+    assert len(entries) >= 20 and ENTRY_TYPES_MODULE in modules
+    for name, module in {**entries, ENTRY_TYPES_MODULE: modules[ENTRY_TYPES_MODULE]}.items():
+        imported = _ours(set(module_facts(module, runtime_only=False).imports))
+        # Then of ours, each imports the entry types at most
+        assert {n for n in imported if not _is_or_is_in(n, ENTRY_TYPES_MODULE)} == set(), name
+
+
+def _loaded_by(statement: str) -> set[str]:
+    """The modules of ours a fresh interpreter has loaded after `statement` (the standard library left out)."""
+    script = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
+    output = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    return {name for name in output.split() if name.partition(".")[0] in FIRST_PARTY}
+
+
+@pytest.mark.parametrize("statement", ["import shared.definitions", "import shared.providers.stripe.entry"])
+def test_importing_the_definitions_or_an_entry_loads_nothing_else_of_ours(statement: str) -> None:
+    # Given a fresh interpreter (as the stack or the local stack starts)  When it imports the definitions package,
+    # or a provider's entry first (no import cycle between an entry and the catalog that gathers it)
+    loaded = _loaded_by(statement)
+    # Then of ours it has loaded the definitions, the entry types, the entries and the packages on their way alone
+    providers = {name.split(".")[2] for name in loaded if ENTRY_MODULE.fullmatch(name)}
+    on_the_way = {"shared", "shared.providers"} | {f"shared.providers.{provider}" for provider in providers}
+    assert {name for name in loaded if not _pure_shared(name)} == on_the_way
+    assert "shared.providers.stripe.entry" in loaded
+    if statement == "import shared.definitions":
+        assert providers == set(PROVIDERS)

@@ -15,7 +15,7 @@ from cryptography.x509.oid import NameOID
 from inbox_cli.target import Target, _deployed_sources
 from inbox_local.mtls import DevCertificates, client_cert_of, ensure_dev_certificates, truststore_pem
 from inbox_local.server import ApiServer, api_gateway_event
-from shared.providers import ClientCertificate
+from shared.providers.base import ClientCertificate
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import pytest
 from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.senders import sender_for
 from shared import definitions
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver, provider_names
 from shared.rejections import (
     MinuteBudget,

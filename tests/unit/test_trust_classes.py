@@ -43,7 +43,7 @@ from shared.payments.status import PaymentStatus
 from shared.process.decide import Apply, Ignore, Touch
 from shared.process.handlers import default_router
 from shared.process.router import InboxEvent
-from shared.providers import NormalizedEvent, SigningSecrets, WebhookRequest
+from shared.providers.base import NormalizedEvent, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from shared.settings import IngestSettings
 from shared.sub_account import SubAccount

@@ -3,7 +3,7 @@ verifies and parses them).
 
 Woovi signs with its private key, which nobody else holds. The local stack's deliveries are signed with
 DEV_PRIVATE_KEY below, a development key published in this repository (so anyone can sign with it): its public
-half is the `woovi` development secret (inbox_local/dev_secrets.py), which the local stack stores as the source's
+half is the `woovi` development secret (dev.py, beside this module), which the local stack stores as the source's
 signing secret, and that is the only way a driver trusts it. A deployed stack's signing secret starts as a
 generated placeholder and holds a key only if an operator stores one; tests/unit/providers/test_woovi.py and
 tests/infra check that nothing deployed carries this key.

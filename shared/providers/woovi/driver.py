@@ -14,7 +14,7 @@ Which keys are trusted:
 - the source's signing secret (`current` and `previous`): any RSA public key written in it, as PEM or as base64 of
   the PEM (the form Woovi publishes beside the PEM), is trusted too. That is how an operator follows a rotation
   before a release pins the new key (`inbox secrets set SOURCE --kind signing --stack NAME < new-key.pem`), and how
-  the local stack trusts its development key (inbox_local/dev_secrets.py holds that key's public half; the sender in
+  the local stack trusts its development key (inbox_local/providers/woovi/dev.py holds its public half; the sender in
   inbox_local/providers/woovi/sender.py holds the private half). A value holding no key, like the stack's generated
   placeholder, adds none: a deployed stack trusts exactly the pinned keys until an operator stores another.
 - key sizes: an operator's key must have at least 2048 bits (`_public_keys.parse_rsa_public_keys`). Woovi's pinned

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.providers import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.cielo.driver import CHANGE_TYPES, ROUTED_EVENT_TYPES, driver
 
 SECRET = "merchant-registered-header-value"

@@ -24,9 +24,8 @@ from inbox_local.senders import sender_for
 from shared.inbox.model import inline_body
 from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._schemes import TokenScheme
-from shared.providers.base import parse_events
+from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest, parse_events
 from shared.providers.registry import get_driver, provider_names
 from shared.settings import IngestSettings
 

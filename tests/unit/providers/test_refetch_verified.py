@@ -23,7 +23,7 @@ from shared.definitions import (
     provider_entry,
 )
 from shared.ingest import IngestService, delivery_event_id
-from shared.providers import SigningSecrets, WebhookRequest
+from shared.providers.base import SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
 from shared.settings import IngestSettings
 from tests.ingest_fakes import UniqueKeyStore

@@ -6,7 +6,8 @@ import pytest
 
 from inbox_local.providers.generic.sender import GenericSender
 from inbox_local.senders import sender_for
-from shared.providers import SigningSecrets, registry
+from shared.providers import registry
+from shared.providers.base import SigningSecrets
 from shared.providers.generic.driver import GenericConfig, GenericHmacDriver
 from shared.providers.registry import UnknownProvider, provider_names, register_driver
 from shared.providers.stripe.driver import StripeDriver

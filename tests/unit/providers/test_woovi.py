@@ -17,8 +17,8 @@ from inbox_local.providers.woovi.sender import DEV_KEY_FINGERPRINT, DEV_PRIVATE_
 from shared.definitions import SourcesInvalid, SourceSpec, parse_sources
 from shared.inbox.store import PutOutcome
 from shared.ingest import IngestService
-from shared.providers import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers._public_keys import KeysUnavailable
+from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.woovi.driver import (
     LEGACY_HMAC_HEADER,
     PINNED_KEYS,

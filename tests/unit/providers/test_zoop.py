@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.providers import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.base import PayloadInvalid, SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.zoop.driver import driver
 
 SECRET = "zoop-webhook-authorization-value"
