@@ -74,13 +74,13 @@ class LatencyStore:
     def _wait(self) -> None:
         time.sleep(self.latency)
 
-    def load_event(self, pk: str) -> dict[str, Any] | None:
+    def load_event(self, pk: str, *, consistent: bool = True) -> dict[str, Any] | None:
         self._wait()
         with self._lock:
             item = self.events.get(pk)
             return dict(item) if item else None
 
-    def load_payment(self, key: str) -> Any:
+    def load_payment(self, key: str, *, consistent: bool = True) -> Any:
         self._wait()
         with self._lock:
             return self.payments.get(key)

@@ -125,7 +125,7 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         {
             "shared/gateway/",
             "shared/process/",
-            "shared/providers/",
+            *NO_PROVIDER_CODE,
             "shared/payments/",
             "shared/ingest.py",
             "shared/forwarding.py",
@@ -134,9 +134,16 @@ CARRIES: dict[str, tuple[set[str], set[str]]] = {
         },
     ),
     "sweeper": (
-        # the gateway registry is imported inside a function (supported_providers): it still rides along
-        {"shared/sweeper.py", "shared/gateway/registry.py", "shared/process/service.py"},
-        {"shared/ingest.py", "shared/forwarding.py", "shared/process/app.py", "shared/retention.py"},
+        # the gateway registry is imported inside a function (supported_providers): it still rides along; of the
+        # processor it sends to, only the queue messages (not the service that handles them)
+        {"shared/sweeper.py", "shared/gateway/registry.py", "shared/process/messages.py"},
+        {
+            "shared/ingest.py",
+            "shared/forwarding.py",
+            "shared/process/app.py",
+            "shared/process/service.py",
+            "shared/retention.py",
+        },
     ),
 }
 

@@ -266,9 +266,16 @@ def test_the_lifecycle_owner_is_pure_so_every_lambda_carries_it_cheaply():
         " print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # Then it loaded nothing but the standard library, the definitions package (its table) and itself: no boto3,
-    # no drivers
-    loaded = {name for name in ast.literal_eval(result.stdout.strip()) if not name.startswith("shared.definitions.")}
+    # Then it loaded nothing but the standard library, the definitions package (its table, and the catalog's entries
+    # with their types and folders) and itself: no boto3, no drivers
+    catalog = {"shared.providers", "shared.providers.entry_types"} | {
+        f"shared.providers.{provider}{part}" for provider in definitions.PROVIDERS for part in ("", ".entry")
+    }
+    loaded = {
+        name
+        for name in ast.literal_eval(result.stdout.strip())
+        if not name.startswith("shared.definitions.") and name not in catalog
+    }
     assert loaded == {"shared", "shared.definitions", "shared.inbox", "shared.inbox.lifecycle"}
 
 
