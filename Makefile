@@ -49,7 +49,7 @@ PYTEST_REPORT := --durations=15 --durations-min=2
 # its local stack, the last groups of the run), and a cold mypy (a fresh clone has no cache) takes ~75 CPU s that
 # fill it. Its output is printed after the tests', then pytest's closing line again; either failing fails the target.
 TEST_LOG := .test.log
-# The budget (issue 10, §5): every run says where it stands against it, so a change that slows the suite is seen
+# The budget: every run says where it stands against it, so a change that slows the suite is seen
 # in the run that makes it, not three issues later. Said, not asserted: a wall-clock limit would fail on a slower
 # machine, not on a slower suite (tests/README.md, "Where the time goes").
 TEST_BUDGET_SECONDS := 720
