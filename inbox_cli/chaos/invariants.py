@@ -4,8 +4,9 @@
    an event is stored once under the key its body derives, except for a refetch-verified provider (Cielo, Zoop:
    docs/providers.md), whose body has no identity: each delivery is its own item, so there "stored once" reads
    "stored at least once" (its `hinted` payments), and every stored delivery must settle;
-2. no payment transition was applied twice: a payment's `transitions` equals the number of its processed events,
-   and every other write is accounted for (see `no_transition_applied_twice`);
+2. no payment transition was applied twice: a payment's `transitions` equals the number of its processed webhook
+   events (plus the corrections its verifications applied), and every other write is accounted for (see
+   `no_transition_applied_twice`);
 3. every payment equals its gateway's truth;
 4. the dead-letter queue holds nothing of this run after the replay;
 5. every webhook the gateway sent was acknowledged in the end;
@@ -73,13 +74,20 @@ def no_transition_applied_twice(
     processed: Mapping[str, int],
     ignored: Mapping[str, int],
     ordered_by_event_time: Collection[str],
+    verifications: Mapping[str, int] | None = None,
 ) -> Invariant:
-    """Per payment key: its processed and ignored events, and whether its provider is ordered by event time.
+    """Per payment key: its processed and ignored webhook events, whether its provider is ordered by event time, and
+    the inbox's own verification items of it that settled (a payment confirmed from its signed payload).
 
-    A payment's `transitions` must equal its processed events. A refetched payment is written only by transitions,
-    so its `version` equals them too. A payment ordered by event time is also written, without a transition, when
-    an event newer than the last one states the status it already has (its watermark moves; the event is
-    ignored): its `version` is at least its transitions and at most its transitions plus its ignored events."""
+    A payment's `transitions` must equal its processed webhook events. A refetched payment is written only by
+    transitions, so its `version` equals them too. A payment ordered by event time is also written, without a
+    transition, when an event newer than the last one states the status it already has (its watermark moves; the
+    event is ignored): its `version` is at least its transitions and at most its transitions plus its ignored
+    events. A payment confirmed from a payload is verified later: each verification item may apply the gateway's
+    truth as one more transition (a correction), and the verification, by that item or by a later webhook's
+    refetch, writes `verified` without a transition: at most one more transition per verification item, and at
+    most one more write per verification item or ignored event."""
+    verifications = verifications or {}
     doubled = []
     for key, payment in sorted(payments.items()):
         count = processed.get(key, 0)
@@ -87,9 +95,10 @@ def no_transition_applied_twice(
             if count:
                 doubled.append({"payment": key, "processed_events": count, "stored": None})
             continue
+        verified_by = verifications.get(key, 0)
         extra_writes = payment.version - payment.transitions
-        allowed = ignored.get(key, 0) if key in ordered_by_event_time else 0
-        if payment.transitions != count or not 0 <= extra_writes <= allowed:
+        allowed = ignored.get(key, 0) if key in ordered_by_event_time or verified_by else 0
+        if not count <= payment.transitions <= count + verified_by or not 0 <= extra_writes <= allowed + verified_by:
             doubled.append(
                 {
                     "payment": key,

@@ -28,7 +28,7 @@ from inbox_cli.simulate import (
     wire,
 )
 from inbox_cli.target import Target
-from shared.definitions import REFETCH_VERIFIED_PROVIDERS
+from shared.definitions import REFETCH_VERIFIED_PROVIDERS, VERIFY_EVENT_TYPE
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore
 from shared.payments.model import Payment
@@ -254,9 +254,12 @@ class ChaosRun:
         acknowledged |= {item["pk"] for item in items if (item.get("provider"), item.get("resource_id")) in hinted}
         processed: Counter[str] = Counter()
         ignored: Counter[str] = Counter()
+        verifications: Counter[str] = Counter()  # the inbox's own verification items (confirmed from a payload)
         for item in items:
             key = f"{item['provider']}#{item['resource_id']}"
-            if item.get("status") == EventStatus.PROCESSED.value:
+            if item.get("event_type") == VERIFY_EVENT_TYPE:
+                verifications[key] += item.get("status") in (EventStatus.PROCESSED.value, EventStatus.IGNORED.value)
+            elif item.get("status") == EventStatus.PROCESSED.value:
                 processed[key] += 1
             elif item.get("status") == EventStatus.IGNORED.value:
                 ignored[key] += 1
@@ -265,7 +268,7 @@ class ChaosRun:
 
         checks = [
             invariants.acknowledged_events_settled(acknowledged, statuses, failed, hinted=hinted, stored=stored),
-            invariants.no_transition_applied_twice(payments, processed, ignored, by_event_time),
+            invariants.no_transition_applied_twice(payments, processed, ignored, by_event_time, verifications),
         ]
         outbox = recovery.outbox_sequences(list(payments))
         if outbox is None:

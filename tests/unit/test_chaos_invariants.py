@@ -96,6 +96,30 @@ def test_an_event_time_payment_written_more_often_than_its_events_allow_breaks_i
     assert not verdict.ok
 
 
+def test_a_payment_confirmed_from_its_payload_may_be_corrected_and_verified_once_per_verification():
+    # Given a payment confirmed from its payload whose one verification item corrected it (a transition of its own)
+    # and one whose verification agreed (a write of `verified`, no transition)
+    corrected = "stripe#pi_corrected"
+    payments = {corrected: payment(corrected, transitions=3, version=3), STRIPE: payment(STRIPE, version=3)}
+    processed = {corrected: 2, STRIPE: 2}
+    # When the invariant is checked with their verification items
+    verdict = no_transition_applied_twice(payments, processed, {}, set(), {corrected: 1, STRIPE: 1})
+    # Then it holds
+    assert verdict.ok and verdict.detail == "2/2 payments"
+
+
+def test_a_verification_explains_one_transition_or_write_not_more():
+    # Given payments with one verification item each: one with two transitions beyond its processed events, one
+    # with two writes beyond its transitions
+    twice = "stripe#pi_twice"
+    payments = {twice: payment(twice, transitions=4, version=4), STRIPE: payment(STRIPE, version=4)}
+    # When the invariant is checked, Then both break it
+    verdict = no_transition_applied_twice(payments, {twice: 2, STRIPE: 2}, {}, set(), {twice: 1, STRIPE: 1})
+    assert not verdict.ok and {example["payment"] for example in verdict.examples} == {twice, STRIPE}
+    # And without the verification items the agreeing payment's write is unexplained too
+    assert not no_transition_applied_twice({STRIPE: payment(STRIPE, version=3)}, {STRIPE: 2}, {}, set()).ok
+
+
 def test_processed_events_without_a_stored_payment_break_it():
     verdict = no_transition_applied_twice({STRIPE: None}, {STRIPE: 1}, {}, set())
     assert not verdict.ok and verdict.examples == [{"payment": STRIPE, "processed_events": 1, "stored": None}]
