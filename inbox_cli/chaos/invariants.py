@@ -80,8 +80,9 @@ def no_transition_applied_twice(
     the inbox's own verification items of it that settled (a payment confirmed from its signed payload).
 
     A payment's `transitions` must equal its processed webhook events. A refetched payment is written only by
-    transitions, so its `version` equals them too. A payment ordered by event time is also written, without a
-    transition, when an event newer than the last one states the status it already has (its watermark moves; the
+    transitions, so its `version` equals them too. A payment ordered by event time (a provider without an API, or
+    a payment a signed payload may confirm: a payload is applied by the event-time rules) is also written, without
+    a transition, when an event newer than the last one states the status it already has (its watermark moves; the
     event is ignored): its `version` is at least its transitions and at most its transitions plus its ignored
     events. A payment confirmed from a payload is verified later: each verification item may apply the gateway's
     truth as one more transition (a correction), and the verification, by that item or by a later webhook's

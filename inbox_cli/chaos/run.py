@@ -28,7 +28,7 @@ from inbox_cli.simulate import (
     wire,
 )
 from inbox_cli.target import Target
-from shared.definitions import REFETCH_VERIFIED_PROVIDERS, VERIFY_EVENT_TYPE
+from shared.definitions import REFETCH_VERIFIED_PROVIDERS, VERIFY_EVENT_TYPE, provider_entry
 from shared.inbox.model import EventStatus
 from shared.inbox.store import InboxStore
 from shared.payments.model import Payment
@@ -263,7 +263,11 @@ class ChaosRun:
                 processed[key] += 1
             elif item.get("status") == EventStatus.IGNORED.value:
                 ignored[key] += 1
-        by_event_time = {f"{p}#{r}" for p, r in resource_ids if not refetched(p)}
+        # Applied by event time: a provider without an API, and a payment a signed payload may confirm (its source
+        # at the default `when_behind`: a payload confirmation follows the event-time rules, watermark included)
+        by_event_time = {
+            f"{p}#{r}" for p, r in resource_ids if not refetched(p) or provider_entry(p).confirms_from_payload
+        }
         truths = self.simulation.gateways.truths()
 
         checks = [
