@@ -253,7 +253,11 @@ class LocalStack:
         self._stopping.set()
 
     def wait(self) -> None:
-        self._stopping.wait()
+        # In slices, not one blocking wait: a signal the kernel hands to another thread only sets CPython's flag,
+        # and a main thread blocked for good in a lock never returns to run its handler (a SIGINT went unanswered
+        # for 60 s in a test run); waking twice a second runs it.
+        while not self._stopping.wait(timeout=0.5):
+            pass
 
     def banner(self) -> str:
         url = self.endpoints.api_url
