@@ -27,10 +27,10 @@ BENCH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "lat
 
 
 # The last item_sizes measurement's log bytes (bench/results/latest.json; test_cost_model keeps them in agreement):
-# at INFO, a duplicate delivery's line (a stored event's is DEBUG: its item says it) over the scenario's deliveries,
-# and per processed event the batch's metrics (a processed or ignored event's line is DEBUG: its settled item says
-# it).
-LOG_BYTES_PER_DELIVERY = 91
+# at INFO, a duplicate delivery's line (a stored event's is DEBUG: its item says it): 91 bytes over the scenario's
+# 1.714 deliveries per event, so 218 per duplicate, priced at the model's own duplicate rate; and per processed event
+# the batch's metrics (a processed or ignored event's line is DEBUG: its settled item says it).
+LOG_BYTES_PER_DUPLICATE = 218
 LOG_BYTES_PER_PROCESSED_EVENT = 82
 
 # The API's access log (infra/constructs/ingest_api.py, ACCESS_LOG_FIELDS), one line per delivery in a log group of
@@ -75,14 +75,14 @@ class Assumptions:
     compressed_body_ratio: float = 0.19
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
-    processor_ms_per_event: float = 46.9  # measured: bench processor_batch, typical batch
+    processor_ms_per_event: float = 46.9  # without a measurement; `measured_assumptions` reads processor_batch's
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
-    # machine's load times the batches (the write units are deterministic, the batching is not); 3.1 in the last.
-    events_per_processor_batch: float = 3.1
+    # machine's load times the batches (the write units are deterministic, the batching is not); 3.3 in the last.
+    events_per_processor_batch: float = 3.3
     # Log bytes as CloudWatch ingests them at INFO (structured lines and EMF metric blobs), measured: see item_sizes.
     # A line per duplicate or refused delivery, per failed event, and the batch's metrics flushed once
     # (shared/observability.py); a stored event's and a settled event's lines are DEBUG.
-    log_bytes_per_delivery: int = LOG_BYTES_PER_DELIVERY  # the ingest's, averaged over the scenario's deliveries
+    log_bytes_per_duplicate: int = LOG_BYTES_PER_DUPLICATE  # the ingest's line for a duplicate delivery
     log_bytes_per_processed_event: int = LOG_BYTES_PER_PROCESSED_EVENT  # the processor's
     retention_days: int = definitions.DEFAULT_RETENTION_DAYS
     tracing: bool = False  # X-Ray active tracing (context value inbox_tracing; off by default)
@@ -103,11 +103,12 @@ class Assumptions:
     # event time (no API): no request, no slot, no write.
     gateway_requests_per_event: float = 1.2
     # The rate limit's conditional writes to the control table per processor batch: a batch's requests to a source
-    # are gathered into one write (`BatchSlots`); a request after the gathering (a group started when another
-    # finished, a retry), a wrong idle/busy guess or a refused write adds one. Measured (item_sizes, Stripe): 0.607
-    # writes per event at 0.339 batches per event, 1.79 per batch (0.589 at 0.357, 1.65, in another run; it was
-    # one write per request: 1.25 to 1.71 per event). Never more than one per request.
-    rate_limit_writes_per_batch: float = 2.0  # the last run: 0.661 per event at 0.321 batches per event
+    # are gathered into one write (`BatchSlots`; all of a batch's groups start together); a group's second request
+    # (a disputed charge's dispute list), a retry, a wrong idle/busy guess or a refused write adds one. Measured
+    # (item_sizes, Stripe): 0.536 writes per event at 0.304 batches per event, 1.76 per batch (0.518 at 0.304 and
+    # 0.589 at 0.339 in two more runs; with 4 groups at once it was 1.8 to 2.1 per batch). Never more than one per
+    # request.
+    rate_limit_writes_per_batch: float = 1.8
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).
     sources: int = len(definitions.default_sources())
@@ -326,7 +327,7 @@ class Usage:
     pipe_events: float  # events the dispatch Pipe passes (its filter drops the processor's own status changes)
     processor_invocations: float
     sqs_requests: float  # the Pipe's SendMessageBatch, the event source mapping's receive and delete
-    log_bytes_per_delivery: float
+    log_bytes_per_duplicate: float  # the ingest's INFO bytes per duplicate delivery (a stored one's line is DEBUG)
     log_bytes_per_processed_event: float
     stored_bytes: float  # the processed inbox item and the index entries that stay, with DynamoDB's overhead
 
@@ -372,7 +373,7 @@ def assumed_usage(a: Assumptions) -> Usage:
         pipe_events=1.0,
         processor_invocations=per_batch,
         sqs_requests=3 * per_batch,
-        log_bytes_per_delivery=a.log_bytes_per_delivery,
+        log_bytes_per_duplicate=a.log_bytes_per_duplicate,
         log_bytes_per_processed_event=a.log_bytes_per_processed_event,
         # what stays: the settled item and its events-by-group entry (keys only); the open-events entry is gone
         stored_bytes=(item_kb + KEYS_ONLY_ENTRY_KB) * 1024 + 2 * STORAGE_OVERHEAD_BYTES_PER_ITEM,
@@ -412,7 +413,13 @@ def measured_usage(results_path: Path | None = None) -> Usage | None:
         pipe_events=per["pipe_events"],
         processor_invocations=per["processor_invocations"],
         sqs_requests=per["sqs_requests"],
-        log_bytes_per_delivery=per["log_bytes_ingest_per_delivery"],
+        # measured over the scenario's deliveries, all of it the duplicates' lines: per duplicate
+        log_bytes_per_duplicate=round(
+            per["log_bytes_ingest_per_delivery"]
+            * scenario["deliveries_per_event"]
+            / max(scenario["deliveries_per_event"] - 1, 1e-9),
+            1,
+        ),
         log_bytes_per_processed_event=per["log_bytes_processor"],
         stored_bytes=stored,
     )
@@ -470,7 +477,8 @@ def monthly_cost(
         + events * a.body_kb / 1024 / 1024 * 0.3 * p["s3_standard_per_gb_month"],
         # the functions' lines and metrics (measured), and the API's access log line per delivery
         "CloudWatch Logs": (
-            deliveries * (u.log_bytes_per_delivery + ACCESS_LOG_BYTES_PER_DELIVERY)
+            duplicates * u.log_bytes_per_duplicate
+            + deliveries * ACCESS_LOG_BYTES_PER_DELIVERY
             + events * u.log_bytes_per_processed_event
         )
         / 1e9
@@ -582,7 +590,8 @@ FIXED_LINES = (
 
 def measured_assumptions(results_path: Path | None = None) -> Assumptions:
     """Defaults, with what the latest benchmark measured: the ingest duration (scaled for the network round trip
-    to DynamoDB that the in-process benchmark does not pay), and the measured scenario's body size and
+    to DynamoDB that the in-process benchmark does not pay), the processor's time per event of a typical batch
+    (bench/processor_batch.py, its round trips at assumed latencies), and the measured scenario's body size and
     transitions per event (the share of events that change a payment, as `inbox simulate` drove them)."""
     results_path = results_path or BENCH_RESULTS
     if not results_path.exists():
@@ -592,6 +601,9 @@ def measured_assumptions(results_path: Path | None = None) -> Assumptions:
     handler_ms = results.get("ingest_cost", {}).get("2 KB", {}).get("handler_median_ms")
     if handler_ms:
         measured["ingest_ms"] = round(handler_ms + 20.0, 1)
+    processor_ms = results.get("processor_batch", {}).get("typical", {}).get("after", {}).get("ms_per_event")
+    if processor_ms:
+        measured["processor_ms_per_event"] = processor_ms
     scenario = results.get("item_sizes", {}).get("scenario")
     if scenario:
         measured["body_kb"] = round(scenario["body_bytes"] / 1024, 2)

@@ -55,7 +55,11 @@ class WebhookInboxStack(Stack):
         self.storage = InboxStorage(
             self,
             "InboxStorage",
-            retention_days=settings.retention_days,
+            # Large bodies in S3 outlive the longest-kept inbox item (a provider that retries longer keeps its events
+            # longer).
+            retention_days=definitions.longest_retention_days(
+                settings.retention_days, definitions.declared_providers(sources)
+            ),
             warm_write_units=settings.inbox_warm_write_units,
             previous_resource_index=settings.previous_resource_index,
         )

@@ -31,6 +31,7 @@ from shared.definitions import (
     SourceSpec,
     TrustClass,
     provider_entry,
+    retained_days,
 )
 from shared.inbox.model import (
     INLINE_BODY_BREAK_EVEN_BYTES,
@@ -210,7 +211,7 @@ class IngestService:
             replay_query=driver.replay_query,
             body=body,
             received_at=received_at,
-            retention_days=self.settings.retention_days,
+            retention_days=retained_days(self.settings.retention_days, provider_entry(driver.name).redelivery_days),
             failure=failure,
             failure_proves_nothing=not trust_of(driver.name).binds_body,
         )

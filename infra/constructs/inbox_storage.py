@@ -11,7 +11,8 @@ Choices:
   `previous_resource_index` (context value ``inbox_previous_resource_index``) also keeps the events-by-resource
   index the events-by-group one replaced: the first of the two updates that move a deployed stack
   (docs/deploy.md, "Upgrading the inbox indexes").
-- Retention: items expire by TTL after ``retention_days``; large bodies live ``BODY_EXPIRY_MARGIN_DAYS`` longer,
+- Retention: items expire by TTL after at most ``retention_days`` (the longest any declared provider's items are
+  kept: definitions.longest_retention_days); large bodies live ``BODY_EXPIRY_MARGIN_DAYS`` longer,
   because TTL deletes lazily (typically within days of the expiry) and an item must never point at a body
   that is already gone.
 - Nothing here is deleted with the stack: the table has deletion protection and RETAIN, both buckets RETAIN.

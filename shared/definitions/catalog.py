@@ -20,6 +20,7 @@ from importlib import import_module
 from typing import Final
 
 import shared.providers
+from shared.definitions.resources import retained_days
 from shared.providers.entry_types import (
     BODY_BINDING_TRUST,
     HANDLER_REFETCH,
@@ -39,9 +40,14 @@ class CatalogInvalid(ValueError):
     """The provider catalog declares something the code cannot honour (raised when this module is imported)."""
 
 
+# A documented retry window longer than this is not one to keep every event for (Adyen's 30 is the longest).
+MAXIMUM_REDELIVERY_DAYS: Final = 90
+
+
 def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
     """What is wrong with `catalog`: a trust class that is not one, a `signed_fields` class that names no field (or
-    another class that names some), a refetch-verified provider (`none`) without a refetch API, or with a route
+    another class that names some), a `redelivery_days` that is not 0 to
+    MAXIMUM_REDELIVERY_DAYS days, a refetch-verified provider (`none`) without a refetch API, or with a route
     that does not refetch (its notifications prove nothing, so only a read from the gateway may move a payment)."""
     problems: list[str] = []
     for entry in catalog:
@@ -57,6 +63,12 @@ def catalog_problems(catalog: tuple[ProviderEntry, ...]) -> list[str]:
                 f"({', '.join(sorted(BODY_BINDING_TRUST))}) and whose routes refetch from an API may confirm from "
                 "the payload"
             )
+        if (
+            isinstance(entry.redelivery_days, bool)
+            or not isinstance(entry.redelivery_days, int)
+            or not (0 <= entry.redelivery_days <= MAXIMUM_REDELIVERY_DAYS)
+        ):
+            problems.append(f"{entry.id}: redelivery_days must be whole days, 0 to {MAXIMUM_REDELIVERY_DAYS}")
         if entry.trust != TRUST_NONE:
             continue
         if entry.refetch_client is None:
@@ -127,6 +139,12 @@ WEBHOOK_PATH_SUFFIXES: Final[tuple[str, ...]] = tuple(
 REFETCH_VERIFIED_PROVIDERS: Final[frozenset[str]] = frozenset(
     entry.id for entry in PROVIDER_CATALOG if entry.trust == TRUST_NONE
 )
+
+
+def longest_retention_days(retention_days: int, providers: tuple[str, ...]) -> int:
+    """The longest an inbox item of any of `providers` lives (`retained_days`): what a large body kept in S3 must
+    outlive."""
+    return max(retained_days(retention_days, provider_entry(provider).redelivery_days) for provider in providers)
 
 
 def provider_entry(provider: str) -> ProviderEntry:

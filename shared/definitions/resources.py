@@ -142,8 +142,21 @@ INGEST_MEMORY_MB: Final = 512
 
 # ------------------------------------------------------------------------------------------------ defaults
 DEFAULT_SIGNATURE_TOLERANCE_SECONDS: Final = 300
-DEFAULT_RETENTION_DAYS: Final = 30
+# How long an inbox item lives in DynamoDB before TTL removes it and the archiver writes it to S3 (docs/operations.md,
+# "Retention"): the window of deduplication, replay and the payment timeline. Two weeks cover every documented retry
+# window but Adyen's, and a provider whose window is longer keeps its events longer (`retained_days`).
+DEFAULT_RETENTION_DAYS: Final = 14
 MINIMUM_RETENTION_DAYS: Final = 7
+# Kept beyond a provider's documented retry window: its last retry may come late in its last day.
+REDELIVERY_MARGIN_DAYS: Final = 1
+
+
+def retained_days(retention_days: int, redelivery_days: int) -> int:
+    """How many days an event of a provider whose retries may come `redelivery_days` after it (its catalog entry's
+    `redelivery_days`) stays in the inbox: the deployment's retention, or longer where the provider retries longer."""
+    return max(retention_days, redelivery_days + REDELIVERY_MARGIN_DAYS if redelivery_days else 0)
+
+
 # DynamoDB items are limited to 400 KB; bodies above this go to S3 and the item references them.
 INLINE_BODY_LIMIT_BYTES: Final = 256 * 1024
 # DynamoDB TransactWriteItems: at most 100 actions, the items 4 MB in all, no two actions on one item

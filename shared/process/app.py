@@ -23,6 +23,7 @@ from shared.definitions import (
     ENV_QUEUE_URL,
     ENV_RETRY_BASE_SECONDS,
     MAX_PROCESSING_ATTEMPTS,
+    PROCESSOR_BATCH_SIZE,
     RETRY_BASE_SECONDS,
     source_of,
 )
@@ -41,12 +42,15 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_sqs import SQSClient
 
-# FIFO groups of one batch processed at once. A batch holds at most PROCESSOR_BATCH_SIZE (10) messages; each group's
-# time is the gateway's round trip and DynamoDB's, so threads overlap them. Bounded: the gateway connection pool
-# keeps 10 connections (shared/gateway/http.py) and each group may hold one; the source's rate limit and circuit
-# breaker are shared by the threads (both thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances;
-# a batch's groups take their rate-limit slots together (`BatchSlots`: their requests to a source, one write).
-MAX_CONCURRENT_GROUPS = 4
+# FIFO groups of one batch processed at once: all of them (a batch holds at most PROCESSOR_BATCH_SIZE messages, so
+# at most that many groups). Each group's time is the gateway's round trip and DynamoDB's, so threads overlap them,
+# and the groups that run together reach their refetch together: their rate-limit slots are taken in one write
+# (`BatchSlots` gathers the running groups only; a group started when another finished gathers, and writes, again:
+# with fewer workers than groups, `make bench`'s item_sizes measured ~1.6 to 2 writes per batch). Bounded: the
+# gateway connection pool keeps 10 connections (shared/gateway/http.py) and botocore's 10 (its default
+# max_pool_connections), one per group; the source's rate limit and circuit breaker are shared by the threads (both
+# thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances.
+MAX_CONCURRENT_GROUPS = PROCESSOR_BATCH_SIZE
 # Time kept for one message's DynamoDB writes (the settle's transaction, with the client's retries of a throttled
 # write), on top of its refetch: see message_reserve_seconds. A DynamoDB that stops answering is bounded by
 # shared/aws.py's own timeouts, not by this.

@@ -114,6 +114,11 @@ class ProviderEntry(NamedTuple):
     # and verify it from the API later (`confirm_from_payload` in sources.json; docs/providers.md, "Confirming
     # from the payload"). None: not eligible, every event waits for the refetch.
     payload_status_from: str | None = None
+    # How many days after an event the provider may still deliver it again: its documented retry window
+    # (docs/providers.md cites it). The inbox keeps the provider's events at least that long plus a day, whatever the
+    # deployment's `retention_days` (`definitions.retained_days`), so a late retry is still a duplicate, not an event
+    # to apply again. 0: no window longer than the minimum retention is documented.
+    redelivery_days: int = 0
 
     @property
     def confirms_from_payload(self) -> bool:

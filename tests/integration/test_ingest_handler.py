@@ -24,6 +24,7 @@ from inbox_local.server import (
     invoke_like_api_gateway,
     invoke_payload_bytes,
 )
+from shared import definitions
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, INLINE_BODY_BREAK_EVEN_BYTES, inline_body
 from shared.inbox.store import InboxStore, to_attributes
 from shared.ingest import IngestService, default_ingest_service, handle_api_event
@@ -84,7 +85,19 @@ class TestStoringEvents:
         assert item["headers"] == {"stripe-signature": request.headers["stripe-signature"]}
         assert item["dispatch_reason"] == "received"
         assert item["open_status"].startswith("pending#")
-        assert item["expires_at"] - int(time.time()) == pytest.approx(30 * 86_400, abs=5)
+        # And it lives the deployment's retention (Stripe retries for 3 days, well within it)
+        assert item["expires_at"] - int(time.time()) == pytest.approx(
+            definitions.DEFAULT_RETENTION_DAYS * 86_400, abs=5
+        )
+
+    def test_a_provider_that_retries_longer_than_the_retention_keeps_its_events_longer(self, aws_world):
+        # Given Adyen, which retries an unaccepted notification for up to 30 days, beyond the default retention
+        assert definitions.provider_entry("adyen").redelivery_days == 30 > definitions.DEFAULT_RETENTION_DAYS
+        # When one of its notifications is stored
+        assert deliver("adyen", signed_delivery("adyen", event_id="psp_1", resource_id="psp_1"))[0] == 200
+        # Then its item outlives Adyen's last retry by a day, so that retry is still a duplicate
+        [item] = stored_items(aws_world)
+        assert item["expires_at"] - int(time.time()) == pytest.approx(31 * 86_400, abs=5)
 
     def test_a_repeat_is_answered_as_a_duplicate_and_stored_once(self, aws_world):
         # Given an event already received

@@ -4,6 +4,7 @@ a time, a refetch per event) and after (groups at once, one refetch per payment 
 from __future__ import annotations
 
 from bench import processor_batch
+from shared import definitions
 
 
 def test_after_takes_one_refetch_per_payment_per_batch_and_nothing_fails():
@@ -17,4 +18,4 @@ def test_after_takes_one_refetch_per_payment_per_batch_and_nothing_fails():
     assert figures["typical"]["after"]["refetches_per_event"] == 1.0
     assert figures["burst"]["before"]["refetches_per_event"] == 1.0
     assert figures["burst"]["after"]["refetches_per_event"] == 0.4
-    assert figures["scenario"]["max_concurrent_groups"] == 4
+    assert figures["scenario"]["max_concurrent_groups"] == definitions.PROCESSOR_BATCH_SIZE  # every group at once

@@ -134,3 +134,37 @@ def test_the_archive_filter_passes_ttl_deletions_only():
     assert not passes_archive_filter({**ttl_removal, "userIdentity": {"type": "IAMUser", "principalId": "ops"}})
     assert not passes_archive_filter({"eventName": "REMOVE", "dynamodb": {"OldImage": {}}})  # an operator's delete
     assert not passes_archive_filter({**ttl_removal, "eventName": "MODIFY"})
+
+
+# ------------------------------------------------------------------------ how long an inbox item is kept
+
+
+@pytest.mark.parametrize(
+    ("retention_days", "redelivery_days", "kept"),
+    [
+        (14, 0, 14),  # no documented window: the deployment's retention
+        (14, 3, 14),  # Stripe's 3 days of retries fit in it
+        (14, 14, 15),  # Asaas's 14 days: one day more, so its last retry is still a duplicate
+        (14, 30, 31),  # Adyen's 30 days of retries outlast the retention
+        (60, 30, 60),  # a longer retention stays as set
+    ],
+)
+def test_a_provider_is_kept_at_least_its_retry_window_and_a_day(retention_days, redelivery_days, kept):
+    # Given a retention and a provider's documented retry window  When an event's lifetime is decided
+    # Then it is the retention, or the window and a day where that is longer
+    assert definitions.retained_days(retention_days, redelivery_days) == kept
+
+
+def test_large_bodies_outlive_the_longest_kept_provider_of_the_declaration():
+    # Given the default declaration (Adyen among it) and a Stripe-only one
+    # When the stack asks how long the longest-kept item lives  Then Adyen's window sets it only where declared
+    assert definitions.longest_retention_days(14, definitions.declared_providers(definitions.default_sources())) == 31
+    assert definitions.longest_retention_days(14, ("stripe",)) == 14
+
+
+@pytest.mark.parametrize("days", [-1, 91, 2.5, True])
+def test_the_catalog_refuses_a_retry_window_that_is_not_whole_days(days):
+    # Given a catalog entry whose retry window is negative, implausibly long or not a whole number of days
+    entry = definitions.provider_entry("stripe")._replace(redelivery_days=days)
+    # When the catalog is checked  Then it says what is wrong
+    assert "stripe: redelivery_days must be whole days, 0 to 90" in definitions.catalog_problems((entry,))

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from shared import definitions
 from shared.forwarding import ForwarderSettings, LogSettings
 from shared.payments.publishing import PublisherSettings
 from shared.process.app import ProcessorSettings
@@ -95,7 +96,11 @@ def test_settings_built_directly_are_held_to_the_same_ranges():
 
 def test_optional_values_default_when_unset_or_blank():
     ingest = IngestSettings.from_environ({**FUNCTIONS[IngestSettings], "INBOX_RETENTION_DAYS": " "})
-    assert (ingest.retention_days, ingest.secret_prefix, dict(ingest.signing_secret_ids)) == (30, "", {})
+    assert (ingest.retention_days, ingest.secret_prefix, dict(ingest.signing_secret_ids)) == (
+        definitions.DEFAULT_RETENTION_DAYS,
+        "",
+        {},
+    )
     archiver = ArchiverSettings.from_environ(FUNCTIONS[ArchiverSettings])
     assert (archiver.body_bucket, archiver.redact_fields) == (None, "")
     processor = ProcessorSettings.from_environ({**FUNCTIONS[ProcessorSettings], "CONTROL_TABLE": "control"})

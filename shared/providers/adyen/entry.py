@@ -30,4 +30,6 @@ ENTRY = ProviderEntry(
         "eventCode",
         "success",
     ),
+    # Adyen retries an unaccepted notification for up to 30 days (docs/providers.md).
+    redelivery_days=30,
 )

@@ -19,4 +19,6 @@ ENTRY = ProviderEntry(
         docs_url="https://docs.asaas.com/docs/about-webhooks",
     ),
     trust=TRUST_TOKEN,  # `asaas-access-token`: the token itself, nothing over the body
+    # Asaas keeps a paused queue's events 14 days (docs/providers.md).
+    redelivery_days=14,
 )

@@ -21,4 +21,6 @@ ENTRY = ProviderEntry(
     trust=TRUST_SIGNED_FIELDS,
     # The manifest `id:{data.id};request-id:{x-request-id};ts:{ts};`: the body is not signed.
     signed_fields=("data.id", "x-request-id", "ts"),
+    # Mercado Pago makes 5 attempts over about 4 days (docs/providers.md).
+    redelivery_days=4,
 )

@@ -22,4 +22,6 @@ ENTRY = ProviderEntry(
     refetch_rate_per_second=4.0,
     # Paddle-Signature binds `{ts}:{body}`, and an event's `data` is the entity's snapshot at its `occurred_at`.
     payload_status_from="shared.providers.paddle.client:payload_status",
+    # Paddle retries live deliveries up to 60 times over 3 days (docs/providers.md).
+    redelivery_days=3,
 )

@@ -30,4 +30,6 @@ ENTRY = ProviderEntry(
     # Snapshot events sign the whole body (`{t}.{body}`), carry the PaymentIntent as it was and a signed
     # `created`: a payment_intent.* event may confirm a payment before the refetch (thin events state nothing).
     payload_status_from="shared.providers.stripe.client:payload_status",
+    # Stripe retries live-mode deliveries for up to 3 days (docs/providers.md).
+    redelivery_days=3,
 )
