@@ -239,6 +239,11 @@ def print_processor_batch(figures: dict[str, Any]) -> None:
             f"  {label:28} {row['before']['ms_per_event']:>10} {row['after']['ms_per_event']:>9} "
             f"{row['after_vs_before']:>6}x {refetches:>31}"
         )
+    typical = figures["typical"]["after"]
+    print(
+        f"  CPU: the processor's own {typical.get('own_cpu_ms_per_event')} ms per event (typical batch), the AWS SDK "
+        f"{figures.get('sdk_cpu_ms_per_dynamodb_call')} ms per DynamoDB request (this machine's cores)"
+    )
 
 
 def print_confirm_burst(burst: dict[str, Any]) -> None:

@@ -22,6 +22,13 @@ returns as many messages of one group as it can.
 
 Reported per shape and way: milliseconds per event (the median batch's wall time over its events: a processor
 invocation's billed duration, beyond its fixed overhead) and refetches per event, and after / before.
+
+And the CPU in it, which a Lambda runs at a fraction of a core below 1,769 MB (the wall times above are this
+machine's full cores plus the assumed waits): `own_cpu_ms_per_event`, the CPU the processor's threads spent per event
+of the "after" batches (each group's thread CPU time; the gateway simulator's threads are not counted, nor is the
+latency store's, which stands in for the SDK), and `sdk_cpu_ms_per_dynamodb_call`, what the AWS SDK client spends
+per DynamoDB request (building, signing, sending, parsing: a real boto3 client's thread CPU time against a local
+endpoint that answers at once with a canned item), which the latency store does not spend.
 `python -m bench processor_batch` runs it alone (well under a minute).
 """
 
@@ -32,12 +39,17 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from unittest import mock
 
 GATEWAY_LATENCY_SECONDS = 0.1  # assumed: a refetch across the internet
 DYNAMODB_LATENCY_SECONDS = 0.008  # assumed: one DynamoDB request from Lambda in the same Region
 ROUNDS = 15  # batches per shape and way
+SDK_CALLS = 300  # DynamoDB requests timed for the SDK's CPU per request (after 50 to warm the client)
 SHAPES: dict[str, tuple[int, ...]] = {"typical": (1, 1, 1), "burst": (4, 3, 2, 1)}  # events per payment
 PROVIDER = "stripe"
 AMOUNT = 4990
@@ -175,6 +187,92 @@ def _batch(pks_by_payment: list[tuple[str, list[str]]]) -> dict[str, Any]:
     return {"Records": records}
 
 
+class _CannedDynamoDB(BaseHTTPRequestHandler):
+    """A DynamoDB endpoint that answers every request at once: GetItem with an inbox-sized item, the rest `{}`."""
+
+    ITEM = json.dumps(
+        {"Item": {"pk": {"S": "stripe#evt_1"}, "status": {"S": "pending"}, "body_zlib": {"B": "A" * 480}}}
+    ).encode()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = self.ITEM if self.headers.get("X-Amz-Target", "").endswith("GetItem") else b"{}"
+        self.send_response(200)
+        self.send_header("content-type", "application/x-amz-json-1.0")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def sdk_cpu_ms_per_dynamodb_call(calls: int = SDK_CALLS) -> float:
+    """The AWS SDK client's CPU per DynamoDB request (this thread's CPU time: building, signing, sending, reading
+    and parsing), over the processor's mix: a GetItem, a conditional UpdateItem, a three-item TransactWriteItems."""
+    import boto3  # noqa: PLC0415
+    from botocore.config import Config  # noqa: PLC0415
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CannedDynamoDB)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = boto3.session.Session().client(
+            "dynamodb",
+            region_name="us-east-1",
+            endpoint_url=f"http://127.0.0.1:{server.server_port}",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",  # noqa: S106 - a local endpoint that checks nothing
+            config=Config(retries={"mode": "standard", "max_attempts": 1}),
+        )
+        key = {"pk": {"S": "stripe#evt_1"}}
+        requests: list[Callable[[], Any]] = [
+            lambda: client.get_item(TableName="inbox", Key=key),
+            lambda: client.update_item(
+                TableName="inbox",
+                Key=key,
+                UpdateExpression="SET #s = :s",
+                ConditionExpression="#s = :p",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": {"S": "processed"}, ":p": {"S": "pending"}},
+            ),
+            lambda: client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": "payments", "Item": {"pk": {"S": "stripe#pi_1"}, "version": {"N": "2"}}}},
+                    {"Update": {"TableName": "inbox", "Key": key, "UpdateExpression": "REMOVE open_status"}},
+                    {"Put": {"TableName": "outbox", "Item": {"pk": {"S": "stripe#pi_1"}, "sk": {"S": "2"}}}},
+                ]
+            ),
+        ]
+        for index in range(50):
+            requests[index % len(requests)]()
+        started = time.thread_time()
+        for index in range(calls):
+            requests[index % len(requests)]()
+        return round((time.thread_time() - started) * 1000 / calls, 2)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _GroupCpu:
+    """The CPU time of the processor's group threads (shared/process/app.py `run_group`, wrapped while measuring)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def wrap(self, run_group: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return run_group(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.seconds += time.thread_time() - started
+
+        return timed
+
+
 def _client(simulator: Any, control: LatencyControlTable) -> Any:
     from shared.gateway.breaker import CircuitBreaker, GuardedClient  # noqa: PLC0415
     from shared.gateway.http import JsonHttpClient  # noqa: PLC0415
@@ -196,6 +294,7 @@ def measure(
     from inbox_local.gateway_simulator import running_simulator  # noqa: PLC0415
     from inbox_local.gateway_simulator.faults import Faults  # noqa: PLC0415
     from shared.payments.status import PaymentStatus  # noqa: PLC0415
+    from shared.process import app  # noqa: PLC0415
     from shared.process.app import MAX_CONCURRENT_GROUPS, process_batch  # noqa: PLC0415
     from shared.process.handlers import default_router  # noqa: PLC0415
     from shared.process.service import EventProcessor  # noqa: PLC0415
@@ -219,6 +318,7 @@ def measure(
         for shape, sizes in SHAPES.items():
             timings: dict[str, list[float]] = {way: [] for way in ways}
             requests = dict.fromkeys(ways, 0)
+            group_cpu = _GroupCpu()
             events = sum(sizes)
             for _ in range(rounds):
                 for way, options in ways.items():
@@ -234,8 +334,14 @@ def measure(
                             pks.append(item["pk"])
                         batch.append((resource_id, pks))
                     sent = simulator.stats().get("requests", 0)
+                    measuring = way == "after"
                     started = time.perf_counter()
-                    response = process_batch(_batch(batch), None, processor, **options)
+                    with (
+                        mock.patch.object(app, "run_group", group_cpu.wrap(app.run_group))
+                        if measuring
+                        else nullcontext()
+                    ):
+                        response = process_batch(_batch(batch), None, processor, **options)
                     timings[way].append(time.perf_counter() - started)
                     assert response == {"batchItemFailures": []}, response
                     requests[way] += simulator.stats().get("requests", 0) - sent
@@ -247,7 +353,9 @@ def measure(
                 for way in ways
             }
             figures["after_vs_before"] = round(figures["after"]["ms_per_event"] / figures["before"]["ms_per_event"], 3)
+            figures["after"]["own_cpu_ms_per_event"] = round(group_cpu.seconds * 1000 / (rounds * events), 2)
             results[shape] = {"events_per_batch": events, "payments_per_batch": len(sizes), **figures}
+    results["sdk_cpu_ms_per_dynamodb_call"] = sdk_cpu_ms_per_dynamodb_call()
     results["scenario"] = {
         "gateway_latency_ms_assumed": round(latency * 1000),
         "dynamodb_latency_ms_assumed": round(dynamodb_latency * 1000),

@@ -78,13 +78,13 @@ def _cost(declaration: str, forwarding: bool, figure: str) -> Formula:
     return lambda results: float(cost_report(results, declaration, forwarding)[figure])
 
 
-def _cost_lines(names: str) -> Formula:
+def _cost_lines(names: str, *, forwarding: bool = True) -> Formula:
     """The sum of cost lines (names joined by `;`), $ per million webhooks for the default declaration with
-    forwarding on (the scenario docs/cost.md prices line by line)."""
+    forwarding on (the scenario docs/cost.md prices line by line), or off."""
     wanted = [name.strip() for name in names.split(";")]
 
     def compute(results: Path) -> float:
-        lines = cost_report(results, "all_sources", True)["lines"]
+        lines = cost_report(results, "all_sources", forwarding)["lines"]
         missing = [name for name in wanted if name not in lines]
         if missing:
             raise KeyError(f"no cost line {', '.join(map(repr, missing))} (lines: {', '.join(lines)})")
@@ -101,24 +101,66 @@ FORMULAS: dict[str, Formula] = {
 }
 
 
+def processor_lambda_ms(results: Path, shape: str, way: str) -> float:
+    """The processor's time per event of a batch shape on Lambda, at its memory (inbox_cli/cost.py `lambda_ms`): the
+    benchmark's wall time beyond its own CPU is waiting; its CPU (the processor's own, measured on the "after" way
+    of the shape, and the AWS SDK's for the DynamoDB requests per event item_sizes counts) runs at the function's
+    share of a vCPU. The "before" way ran its groups one at a time."""
+    from inbox_cli.cost import lambda_ms  # noqa: PLC0415
+    from shared.definitions import PROCESSOR_MEMORY_MB  # noqa: PLC0415
+
+    figures = json.loads(results.read_text())
+    batch = figures["processor_batch"]
+    row = batch[shape]
+    own = float(row["after"]["own_cpu_ms_per_event"])
+    requests = figures["item_sizes"]["detail_per_event"]["requests"]
+    calls = sum(count for name, count in requests.items() if name.startswith("processor: dynamodb."))
+    cpu = own + calls * float(batch["sdk_cpu_ms_per_dynamodb_call"])
+    concurrent = row["payments_per_batch"] if way == "after" else 1
+    return lambda_ms(float(row[way]["ms_per_event"]) - own, cpu, PROCESSOR_MEMORY_MB, concurrent=concurrent)
+
+
 def _processor_events_per_s(shape: str, way: str) -> Formula:
-    """Events a second the processor's concurrency allows at the measured ms per event of a batch shape
+    """Events a second the processor's concurrency allows at a batch shape's time per event on Lambda
     (`PROCESSOR_MAX_CONCURRENCY` batches at once, each taking its events one after the other: scale.md)."""
 
     def compute(results: Path) -> float:
         from shared.definitions import PROCESSOR_MAX_CONCURRENCY  # noqa: PLC0415
 
-        figures = json.loads(results.read_text())
-        ms_per_event = lookup(figures, f"processor_batch.{shape}.{way}.ms_per_event")
-        return float(PROCESSOR_MAX_CONCURRENCY * 1000 / ms_per_event)
+        return float(PROCESSOR_MAX_CONCURRENCY * 1000 / processor_lambda_ms(results, shape, way))
 
     return compute
 
+
+# The Black Friday burst of docs/scale.md: 5,000 webhooks a second for 10 minutes, 1.25 deliveries per event.
+BURST_EVENTS = 2_400_000
 
 FORMULAS |= {
     f"scale.processor_events_per_s.{shape}.{way}": _processor_events_per_s(shape, way)
     for shape in ("typical", "burst")
     for way in ("before", "after")
+}
+
+
+def _processor_lambda_ms(shape: str) -> Formula:
+    return lambda results: processor_lambda_ms(results, shape, "after")
+
+
+def _burst_confirm_hours(shape: str) -> Formula:
+    """Hours the processor takes to confirm the burst's events at a batch shape's events per second on Lambda."""
+    return lambda results: BURST_EVENTS / _processor_events_per_s(shape, "after")(results) / 3600
+
+
+def _cost_assumption(name: str) -> Formula:
+    """An assumption `inbox cost` priced the default declaration with (forwarding off), e.g. a Lambda duration."""
+    return lambda results: float(cost_report(results, "all_sources", False)["assumptions"][name])
+
+
+FORMULAS |= {f"scale.processor_lambda_ms.{shape}.after": _processor_lambda_ms(shape) for shape in ("typical", "burst")}
+FORMULAS |= {f"scale.burst_confirm_hours.{shape}": _burst_confirm_hours(shape) for shape in ("typical", "burst")}
+FORMULAS |= {
+    f"cost.assumption.{name}": _cost_assumption(name)
+    for name in ("ingest_ms", "processor_ms_per_event", "ingest_cpu_ms", "processor_cpu_ms_per_event")
 }
 FORMULAS["cost.xray_traces_with_tracing"] = lambda results: float(
     cost_report(results, "all_sources", True, tracing=True)["lines"]["X-Ray traces"]
@@ -134,14 +176,18 @@ def _xray_million_traces(results: Path) -> float:
 
 
 FORMULAS["cost.xray_million_traces_with_tracing"] = _xray_million_traces
-# A sum of the cost model's lines: `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, ...)`
+# A sum of the cost model's lines: `=cost.line.DynamoDB reads`, `=cost.line.EventBridge Pipes; SQS FIFO (send, ...)`;
+# `=cost.line_forwarding_off.` the same with forwarding off (the default deployment).
 COST_LINES = "cost.line."
+COST_LINES_FORWARDING_OFF = "cost.line_forwarding_off."
 
 
 def formula(name: str) -> Formula | None:
     """The formula registered under `name` (FORMULAS, or a sum of the cost model's lines), None when there is none."""
     if name.startswith(COST_LINES) and name != COST_LINES:
         return _cost_lines(name.removeprefix(COST_LINES))
+    if name.startswith(COST_LINES_FORWARDING_OFF) and name != COST_LINES_FORWARDING_OFF:
+        return _cost_lines(name.removeprefix(COST_LINES_FORWARDING_OFF), forwarding=False)
     return FORMULAS.get(name)
 
 

@@ -74,8 +74,12 @@ class Assumptions:
     # the dictionary); the benchmark's bodies, grown with the documented fields, median 353 (0.19).
     compressed_body_ratio: float = 0.19
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
-    ingest_ms: float = 25.0  # billed duration per ingest invocation (Lambda, not the local benchmark)
-    processor_ms_per_event: float = 46.9  # without a measurement; `measured_assumptions` reads processor_batch's
+    # Billed durations on Lambda, at the functions' memory (without a measurement; `measured_assumptions` derives
+    # them from the benchmarks with `lambda_ms`: the CPU measured here runs at memory / 1,769 MB of a vCPU).
+    ingest_ms: float = 17.4  # per ingest invocation (the last measurement's, at 512 MB)
+    processor_ms_per_event: float = 72.0  # per processed event (the last measurement's, at 384 MB)
+    ingest_cpu_ms: float = 0.0  # of which CPU, at a full core (what the measurement found; 0: not measured)
+    processor_cpu_ms_per_event: float = 0.0
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
     # machine's load times the batches (the write units are deterministic, the batching is not); 3.3 in the last.
     events_per_processor_batch: float = 3.3
@@ -588,22 +592,54 @@ FIXED_LINES = (
 )
 
 
+# Lambda allots CPU in proportion to memory: "At 1,769 MB, a function has the equivalent of one vCPU"
+# (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
+LAMBDA_ONE_VCPU_MB = 1769
+
+
+def lambda_ms(wait_ms: float, cpu_ms: float, memory_mb: int, *, concurrent: float = 1.0) -> float:
+    """A Lambda's time for work that waits `wait_ms` and computes `cpu_ms` at a full core, at `memory_mb` (its CPU
+    slowed to memory / LAMBDA_ONE_VCPU_MB of a vCPU). With `concurrent` units of such work in threads (a batch's
+    groups), one unit's CPU overlaps the others' waits, but the instance's CPU is shared: per unit, the longer of its
+    own wait plus its share of the CPU, and its CPU alone."""
+    slowdown = max(1.0, LAMBDA_ONE_VCPU_MB / memory_mb)
+    return max(wait_ms + cpu_ms * slowdown / concurrent, cpu_ms * slowdown)
+
+
 def measured_assumptions(results_path: Path | None = None) -> Assumptions:
-    """Defaults, with what the latest benchmark measured: the ingest duration (scaled for the network round trip
-    to DynamoDB that the in-process benchmark does not pay), the processor's time per event of a typical batch
-    (bench/processor_batch.py, its round trips at assumed latencies), and the measured scenario's body size and
+    """Defaults, with what the latest benchmark measured: the ingest's and the processor's billed durations on Lambda
+    (`lambda_ms`: their CPU measured here, at the functions' share of a vCPU, and their waits: the ingest's one
+    DynamoDB round trip, the processor's time per event of a typical batch beyond its CPU, bench/processor_batch.py,
+    both at its assumed latencies), and the measured scenario's body size and
     transitions per event (the share of events that change a payment, as `inbox simulate` drove them)."""
     results_path = results_path or BENCH_RESULTS
     if not results_path.exists():
         return Assumptions()
     results = json.loads(results_path.read_text())
     measured: dict[str, Any] = {}
-    handler_ms = results.get("ingest_cost", {}).get("2 KB", {}).get("handler_median_ms")
-    if handler_ms:
-        measured["ingest_ms"] = round(handler_ms + 20.0, 1)
-    processor_ms = results.get("processor_batch", {}).get("typical", {}).get("after", {}).get("ms_per_event")
-    if processor_ms:
-        measured["processor_ms_per_event"] = processor_ms
+    batch = results.get("processor_batch", {})
+    sdk_ms = batch.get("sdk_cpu_ms_per_dynamodb_call")
+    dynamodb_ms = batch.get("scenario", {}).get("dynamodb_latency_ms_assumed")
+    ingest = results.get("ingest_cost", {}).get("2 KB", {})
+    if sdk_ms and dynamodb_ms and ingest.get("handler_median_ms"):
+        # the handler's own CPU (its time beyond a bare put on the same in-process backend) and the SDK's for its
+        # one PutItem; one assumed DynamoDB round trip
+        own = max(0.0, ingest["handler_median_ms"] - ingest["bare_putitem_median_ms"])
+        measured["ingest_cpu_ms"] = round(own + sdk_ms, 2)
+        measured["ingest_ms"] = round(lambda_ms(dynamodb_ms, own + sdk_ms, definitions.INGEST_MEMORY_MB), 1)
+    typical = batch.get("typical", {})
+    requests = results.get("item_sizes", {}).get("detail_per_event", {}).get("requests", {})
+    own_cpu = typical.get("after", {}).get("own_cpu_ms_per_event")
+    if sdk_ms and own_cpu is not None and requests:
+        # the processor's own CPU per event and the SDK's for its DynamoDB requests (item_sizes counts them); what
+        # the batch's wall time was beyond its own CPU is waiting (the assumed round trips)
+        calls = sum(count for name, count in requests.items() if name.startswith("processor: dynamodb."))
+        cpu = own_cpu + calls * sdk_ms
+        wait = typical["after"]["ms_per_event"] - own_cpu
+        measured["processor_cpu_ms_per_event"] = round(cpu, 2)
+        measured["processor_ms_per_event"] = round(
+            lambda_ms(wait, cpu, definitions.PROCESSOR_MEMORY_MB, concurrent=typical["payments_per_batch"]), 1
+        )
     scenario = results.get("item_sizes", {}).get("scenario")
     if scenario:
         measured["body_kb"] = round(scenario["body_bytes"] / 1024, 2)
