@@ -412,8 +412,9 @@ REGISTRY: dict[str, tuple[Run, ...]] = {
             "the same fuzzing, default example count",
         ),
     ),
-    "inbox simulate --payments 100": (Run(OPERATE + "test_simulate_100_payments_as_the_measured_figure"),),
-    ".venv/bin/inbox simulate --payments 100": (Run(OPERATE + "test_simulate_100_payments_as_the_measured_figure"),),
+    ".venv/bin/inbox simulate --payments 100": (
+        Run(OPERATE + "test_simulate_100_payments_prints_its_throughput_and_latency"),
+    ),
     ".venv/bin/python -m bench end_to_end": (
         Run(
             "tests/e2e/test_readme_bench.py::test_bench_end_to_end_measures_and_keeps_the_other_sections",
