@@ -4,7 +4,6 @@ renders and reads one provider's shape. Shapes import this module and `model` on
 
 from __future__ import annotations
 
-import base64
 import secrets
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -12,6 +11,7 @@ from typing import Any, Protocol
 from inbox_local.config import signing_secret
 from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens, Webhook
 from inbox_local.senders import sender_for
+from shared.gateway.http import basic_authorization
 from shared.payments.status import PaymentStatus
 from shared.providers.base import parse_events, utc_from_epoch
 from shared.providers.registry import get_driver
@@ -98,8 +98,7 @@ def bearer(request: ApiRequest, key: str) -> bool:
 
 def basic_user(request: ApiRequest, key: str) -> bool:
     """HTTP Basic with the key as user and an empty password (Pagar.me v5, iugu)."""
-    token = base64.b64encode(f"{key}:".encode()).decode("ascii")
-    return same(request.headers.get("authorization"), f"Basic {token}")
+    return same(request.headers.get("authorization"), basic_authorization(key))
 
 
 def sample_webhook(
