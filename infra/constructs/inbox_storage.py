@@ -26,6 +26,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.buckets import data_bucket, private_bucket
 from shared import definitions
 
 BODY_EXPIRY_MARGIN_DAYS = 7
@@ -83,29 +84,17 @@ class InboxStorage(Construct):
 
         # The destination of the body bucket's server access logs. It is not logged itself (that would only log
         # log deliveries); cdk-nag's S1 recognises a log destination bucket as compliant.
-        self.access_logs_bucket = s3.Bucket(
+        self.access_logs_bucket = private_bucket(
             self,
             "AccessLogsBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # the only encryption S3 server access logging delivers to
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_RETENTION_DAYS))],
-            removal_policy=RemovalPolicy.RETAIN,
         )
 
-        self.body_bucket = s3.Bucket(
+        self.body_bucket = data_bucket(
             self,
             "BodyBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="body-bucket/",
+            access_logs=self.access_logs_bucket,
+            access_log_prefix="body-bucket/",
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-bodies-after-retention",
@@ -113,7 +102,5 @@ class InboxStorage(Construct):
                     noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 ),
-                s3.LifecycleRule(id="remove-expired-delete-markers", expired_object_delete_marker=True),
             ],
-            removal_policy=RemovalPolicy.RETAIN,
         )
