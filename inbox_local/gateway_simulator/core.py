@@ -32,7 +32,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from inbox_local.gateway_simulator import catalog
 from inbox_local.gateway_simulator.admin import admin_route
 from inbox_local.gateway_simulator.faults import Faults
-from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, Webhook, gateway_steps, path_to
+from inbox_local.gateway_simulator.model import (
+    ALPHANUMERIC,
+    GatewayStep,
+    SimulatedPayment,
+    Webhook,
+    gateway_steps,
+    path_to,
+)
 from inbox_local.gateway_simulator.server import QuietServer, make_handler
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, ProviderShape
 from shared.gateway.base import PaymentSnapshot
@@ -293,7 +300,7 @@ class GatewaySimulator:
             refund = self._refund_amount(p, target, refund_amount)
             if target is S.DISPUTED:
                 p.status_before_dispute = current
-            webhooks = shape.step(p, current, target, refund, when, self._token)
+            webhooks = shape.step(p, GatewayStep(current, target, refund, when), self._token)
             p.status = target
             p.history.append((target, when))
             return webhooks

@@ -35,6 +35,16 @@ Tokens = Callable[[int, str], str]
 """`tokens(length, alphabet)`: reproducible random text (the simulator's seeded id source)."""
 
 
+class GatewayStep(NamedTuple):
+    """One gateway step the core asks a shape to make: the payment goes from `current` to `target` at `when` (epoch
+    s), refunding `refund` minor units (0 unless the target is a refund)."""
+
+    current: PaymentStatus
+    target: PaymentStatus
+    refund: int
+    when: int
+
+
 class Webhook(NamedTuple):
     """One notification the gateway would send: its type, the exact body, and when it happened (epoch s)."""
 

@@ -4,14 +4,14 @@ renders and reads one provider's shape. Shapes import this module and `model` on
 
 from __future__ import annotations
 
-import base64
 import secrets
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from inbox_local.config import signing_secret
-from inbox_local.gateway_simulator.model import SimulatedPayment, Tokens, Webhook
+from inbox_local.gateway_simulator.model import GatewayStep, SimulatedPayment, Tokens, Webhook
 from inbox_local.senders import sender_for
+from shared.gateway.http import basic_authorization
 from shared.payments.status import PaymentStatus
 from shared.providers.base import parse_events, utc_from_epoch
 from shared.providers.registry import get_driver
@@ -73,16 +73,8 @@ class ProviderShape(Protocol):
 
     def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]: ...
 
-    def step(
-        self,
-        p: SimulatedPayment,
-        current: PaymentStatus,
-        target: PaymentStatus,
-        refund: int,
-        when: int,
-        tokens: Tokens,
-    ) -> list[Webhook]:
-        """Move the provider's own state one step (p.status still reads `current`); the webhooks it sends."""
+    def step(self, p: SimulatedPayment, move: GatewayStep, tokens: Tokens) -> list[Webhook]:
+        """Move the provider's own state one step (p.status still reads `move.current`); the webhooks it sends."""
         ...
 
     def provider_status(self, p: SimulatedPayment) -> str: ...
@@ -98,8 +90,7 @@ def bearer(request: ApiRequest, key: str) -> bool:
 
 def basic_user(request: ApiRequest, key: str) -> bool:
     """HTTP Basic with the key as user and an empty password (Pagar.me v5, iugu)."""
-    token = base64.b64encode(f"{key}:".encode()).decode("ascii")
-    return same(request.headers.get("authorization"), f"Basic {token}")
+    return same(request.headers.get("authorization"), basic_authorization(key))
 
 
 def sample_webhook(
@@ -135,17 +126,9 @@ class SampledLifecycle:
         webhook = sample_webhook(self.name, p, PaymentStatus.PENDING, p.created, self.event_id(tokens))
         return [webhook] if webhook else []
 
-    def step(
-        self,
-        p: SimulatedPayment,
-        current: PaymentStatus,
-        target: PaymentStatus,
-        refund: int,
-        when: int,
-        tokens: Tokens,
-    ) -> list[Webhook]:
-        p.amount_refunded += refund
-        webhook = sample_webhook(self.name, p, target, when, self.event_id(tokens))
+    def step(self, p: SimulatedPayment, move: GatewayStep, tokens: Tokens) -> list[Webhook]:
+        p.amount_refunded += move.refund
+        webhook = sample_webhook(self.name, p, move.target, move.when, self.event_id(tokens))
         return [webhook] if webhook else []
 
 

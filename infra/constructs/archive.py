@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnElement, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_s3 as s3
@@ -37,6 +37,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS, StackSettings
+from infra.constructs.buckets import data_bucket
 from infra.constructs.dispatch_pipe import LIST_STREAMS_REASON, grant_stream_read
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.python_function import PythonFunction
@@ -55,17 +56,11 @@ class Archive(Construct):
         if stream_arn is None:
             raise ValueError("the inbox table has no stream: TTL deletions cannot be archived")
 
-        self.bucket = s3.Bucket(
+        self.bucket = data_bucket(
             self,
             "ArchiveBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            server_access_logs_bucket=inbox.access_logs_bucket,
-            server_access_logs_prefix="archive-bucket/",
+            access_logs=inbox.access_logs_bucket,
+            access_log_prefix="archive-bucket/",
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="archive-storage-classes",
@@ -87,9 +82,7 @@ class Archive(Construct):
                     noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 ),
-                s3.LifecycleRule(id="remove-expired-delete-markers", expired_object_delete_marker=True),
             ],
-            removal_policy=RemovalPolicy.RETAIN,
         )
 
         self.failure_queue = sqs.Queue(

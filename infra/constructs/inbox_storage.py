@@ -3,10 +3,8 @@ bodies too large to sit in an item. Key names, indexes and TTL come from shared/
 local runtime builds its moto table from.
 
 Choices:
-- Encryption: the table uses the AWS managed key (``aws/dynamodb``): every use of the key is visible in
-  CloudTrail and nothing has to be granted to each reader (the Pipe, the processor, the sweeper, the CLI). A
-  customer managed key would add a key policy to maintain and kms:Decrypt grants everywhere for no control we
-  need (no cross-account access, no crypto-shredding). The bucket uses SSE-S3 for the same reason.
+- The table is a kept one (tables.py: on-demand, the AWS managed key, point-in-time recovery, deletion protection,
+  RETAIN); the body bucket a data bucket (buckets.py: SSE-S3, versioned, access-logged, RETAIN).
 - Indexes project the few attributes their readers use, never the body (definitions.INBOX_INDEX_PROJECTIONS).
   `previous_resource_index` (context value ``inbox_previous_resource_index``) also keeps the events-by-resource
   index the events-by-group one replaced: the first of the two updates that move a deployed stack
@@ -22,17 +20,18 @@ Choices:
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.buckets import data_bucket, private_bucket
+from infra.constructs.tables import table
 from shared import definitions
 
 BODY_EXPIRY_MARGIN_DAYS = 7
 NONCURRENT_VERSION_DAYS = 7  # an overwritten or deleted body stays recoverable this long
 ACCESS_LOG_RETENTION_DAYS = 90
-POINT_IN_TIME_RECOVERY_DAYS = 35  # the maximum DynamoDB offers
 
 
 class InboxStorage(Construct):
@@ -48,20 +47,13 @@ class InboxStorage(Construct):
         super().__init__(scope, construct_id)
         warm = None if warm_write_units is None else dynamodb.WarmThroughput(write_units_per_second=warm_write_units)
 
-        self.table = dynamodb.Table(
+        self.table = table(
             self,
             "InboxTable",
-            partition_key=dynamodb.Attribute(name=definitions.INBOX_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            partition_key=definitions.INBOX_PARTITION_KEY,
+            kept=True,
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
             time_to_live_attribute=definitions.INBOX_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True,
-                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=True,
-            removal_policy=RemovalPolicy.RETAIN,
             warm_throughput=warm,
         )
         indexes = [
@@ -84,29 +76,17 @@ class InboxStorage(Construct):
 
         # The destination of the body bucket's server access logs. It is not logged itself (that would only log
         # log deliveries); cdk-nag's S1 recognises a log destination bucket as compliant.
-        self.access_logs_bucket = s3.Bucket(
+        self.access_logs_bucket = private_bucket(
             self,
             "AccessLogsBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # the only encryption S3 server access logging delivers to
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_RETENTION_DAYS))],
-            removal_policy=RemovalPolicy.RETAIN,
         )
 
-        self.body_bucket = s3.Bucket(
+        self.body_bucket = data_bucket(
             self,
             "BodyBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="body-bucket/",
+            access_logs=self.access_logs_bucket,
+            access_log_prefix="body-bucket/",
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-bodies-after-retention",
@@ -114,7 +94,5 @@ class InboxStorage(Construct):
                     noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 ),
-                s3.LifecycleRule(id="remove-expired-delete-markers", expired_object_delete_marker=True),
             ],
-            removal_policy=RemovalPolicy.RETAIN,
         )

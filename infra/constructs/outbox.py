@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -66,10 +66,10 @@ from constructs import Construct
 
 from infra.config import StackSettings
 from infra.constructs.dispatch_pipe import ON_PARTIAL_BATCH_ITEM_FAILURE, StreamPipeEssentials
-from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
 from infra.constructs.payments_storage import PaymentsStorage
 from infra.constructs.python_function import PythonFunction
 from infra.constructs.secrets import retained_secret
+from infra.constructs.tables import table
 from infra.nag import acknowledge
 from shared import definitions
 
@@ -148,21 +148,14 @@ class Outbox(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
 
-        self.table = dynamodb.Table(
+        self.table = table(
             self,
             "OutboxTable",
-            partition_key=dynamodb.Attribute(name=definitions.OUTBOX_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=definitions.OUTBOX_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            partition_key=definitions.OUTBOX_PARTITION_KEY,
+            sort_key=(definitions.OUTBOX_SORT_KEY, dynamodb.AttributeType.NUMBER),
+            kept=True,
             stream=dynamodb.StreamViewType(definitions.OUTBOX_STREAM_VIEW_TYPE),
             time_to_live_attribute=definitions.OUTBOX_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True,
-                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=True,
-            removal_policy=RemovalPolicy.RETAIN,
         )
         stream_arn = self.table.table_stream_arn
         if stream_arn is None:  # pragma: no cover - the table above has a stream
@@ -230,21 +223,13 @@ class Outbox(Construct):
             "automatic rotation would break verification. Rotation is an operator step without downtime: the old "
             "value moves to 'previous' and both sign until the receiver has the new one.",
         )
-        self.forward_log = dynamodb.Table(
+        self.forward_log = table(
             self,
             "ForwardLogTable",
-            partition_key=dynamodb.Attribute(
-                name=definitions.FORWARD_LOG_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            sort_key=dynamodb.Attribute(name=definitions.FORWARD_LOG_SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            partition_key=definitions.FORWARD_LOG_PARTITION_KEY,
+            sort_key=(definitions.FORWARD_LOG_SORT_KEY, dynamodb.AttributeType.STRING),
+            kept=False,
             time_to_live_attribute=definitions.FORWARD_LOG_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True,
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=False,
-            removal_policy=RemovalPolicy.DESTROY,
         )
         forwarder = PythonFunction(
             self,

@@ -3,9 +3,9 @@ gateways' shared circuit breakers). Keys come from shared/definitions/resources.
 tables do.
 
 Choices:
-- Payments: on-demand, point-in-time recovery (35 days, the maximum), the AWS managed key (same reasoning as the
-  inbox, see inbox_storage.py), deletion protection and RETAIN. It is the money-state everyone reads: it is never
-  deleted with the stack. No stream: nothing consumes payment changes yet (adding one later is an in-place update).
+- Payments: a kept table (tables.py: on-demand, point-in-time recovery for 35 days, the maximum, the AWS managed
+  key, deletion protection and RETAIN). It is the money-state everyone reads: it is never deleted with the stack.
+  No stream: nothing consumes payment changes yet (adding one later is an in-place update).
   One sparse index, ``definitions.RECONCILE_INDEX``: payments in an intermediate status, for the sweeper.
 - Control: on-demand and the AWS managed key too, but disposable: a breaker and a rate limit per source, rebuilt
   within seconds of being lost, and (with forwarding) a checkpoint per payment forwarded, so it has neither deletion
@@ -17,11 +17,10 @@ Choices:
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra.constructs.inbox_storage import POINT_IN_TIME_RECOVERY_DAYS
+from infra.constructs.tables import table
 from shared import definitions
 
 
@@ -29,21 +28,7 @@ class PaymentsStorage(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
 
-        self.payments_table = dynamodb.Table(
-            self,
-            "PaymentsTable",
-            partition_key=dynamodb.Attribute(
-                name=definitions.PAYMENTS_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True,
-                recovery_period_in_days=POINT_IN_TIME_RECOVERY_DAYS,
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.payments_table = table(self, "PaymentsTable", partition_key=definitions.PAYMENTS_PARTITION_KEY, kept=True)
         # The sparse index the sweeper reconciles from (definitions.RECONCILE_INDEX explains); keys only.
         for index_name, partition_key, sort_key in definitions.PAYMENTS_GLOBAL_INDEXES:
             self.payments_table.add_global_secondary_index(
@@ -53,18 +38,10 @@ class PaymentsStorage(Construct):
                 projection_type=dynamodb.ProjectionType(definitions.RECONCILE_INDEX_PROJECTION),
             )
 
-        self.control_table = dynamodb.Table(
+        self.control_table = table(
             self,
             "ControlTable",
-            partition_key=dynamodb.Attribute(
-                name=definitions.CONTROL_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            partition_key=definitions.CONTROL_PARTITION_KEY,
+            kept=False,
             time_to_live_attribute=definitions.CONTROL_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True,
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=False,
-            removal_policy=RemovalPolicy.DESTROY,
         )

@@ -13,7 +13,7 @@ Choices:
   after ``INBOX_REJECTED_RETENTION_DAYS`` (3 by default); PITR would keep every refused delivery (bodies of
   senders, redacted or not) restorable for up to 35 days after its TTL removed it, the opposite of the short
   retention the log promises. Nothing is lost that matters: a genuine event is never in this table.
-- The AWS managed key, as the inbox (inbox_storage.py explains). No stream: nothing consumes it. Deleted with the
+- The AWS managed key, as every table (tables.py explains). No stream: nothing consumes it. Deleted with the
   stack (no deletion protection, DESTROY): it holds nothing worth keeping.
 - Named ``<stack>-rejected`` rather than by CloudFormation, so that the ingest's environment carries the name as
   text (see above). The price of a fixed name: a change CloudFormation can only make by replacing the table (its
@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.constructs.secrets import retained_secret
+from infra.constructs.tables import table
 from infra.nag import acknowledge
 from shared import definitions
 
@@ -47,21 +47,14 @@ class RejectedLog(Construct):
         # characters of the 4 KB the ingest's environment shares with the secret maps (tests/infra/
         # test_deploy_again.py), and a deleted table's name is free again at once (unlike a secret's).
         self.table_name = f"{stack_name}{definitions.REJECTED_TABLE_SUFFIX}"
-        self.table = dynamodb.Table(
+        self.table = table(
             self,
             "RejectedTable",
             table_name=self.table_name,
-            partition_key=dynamodb.Attribute(
-                name=definitions.REJECTED_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            partition_key=definitions.REJECTED_PARTITION_KEY,
+            kept=False,
+            point_in_time_recovery=False,
             time_to_live_attribute=definitions.REJECTED_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=False
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=False,
-            removal_policy=RemovalPolicy.DESTROY,
         )
         self.table.add_global_secondary_index(
             index_name=definitions.REJECTED_BY_DAY_INDEX,

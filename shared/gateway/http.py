@@ -27,6 +27,7 @@ connections warm across invocations.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import random as _random
@@ -43,6 +44,7 @@ import urllib3
 from shared.backoff import Backoff, Jitter
 from shared.gateway.base import GatewayRejected, GatewayUnavailable, ResourceNotFound
 from shared.observability import logger
+from shared.payments.status import PaymentStatus
 
 CONNECT_TIMEOUT_SECONDS = 2.0
 READ_TIMEOUT_SECONDS = 5.0
@@ -73,6 +75,52 @@ class GatewayResponseInvalid(GatewayRejected):
 
     Retrying returns the same answer: our mapping is out of date or the base URL points at the wrong thing.
     """
+
+
+def basic_authorization(user: str, password: str = "") -> str:
+    """An HTTP Basic `Authorization` value (RFC 7617): `Basic ` and the base64 of `user:password`. Gateways that
+    take their API key as the user leave the password empty."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def centavos(document: Mapping[str, Any], key: str, where: str) -> int | None:
+    """An amount a gateway answers in integer minor units (centavos): None when absent; GatewayResponseInvalid when
+    it is anything but a non-negative integer (`where` names the object, provider first: "iugu invoice")."""
+    value = document.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise GatewayResponseInvalid(f"{where}.{key} is not an amount in centavos")
+    return value
+
+
+def status_word(document: Mapping[str, Any], where: str) -> str:
+    """The `status` an answer states; GatewayResponseInvalid when it states none (`where`: "iugu invoice")."""
+    status = document.get("status")
+    if not isinstance(status, str) or not status:
+        raise GatewayResponseInvalid(f"{where} has no status")
+    return status
+
+
+def mapped_status(table: Mapping[str, PaymentStatus], status: str, where: str) -> PaymentStatus:
+    """What a gateway's status word is in canonical terms; GatewayResponseInvalid for a word the table does not know
+    (our mapping is out of date: retrying returns the same answer)."""
+    try:
+        return table[status]
+    except KeyError:
+        raise GatewayResponseInvalid(f"{where} status {status[:40]!r} is not mapped") from None
+
+
+def answered_currency(value: object, default: str | None) -> str | None:
+    """The currency an answer states, upper case; `default` when it states none."""
+    return value.upper() if isinstance(value, str) and value else default
+
+
+def check_answered(answered_id: object, asked_id: str, *, provider: str, what: str) -> None:
+    """GatewayResponseInvalid when the answer is about another resource than the one asked for (an answer without
+    an id is taken as the one asked for: the path named it)."""
+    if answered_id not in (None, asked_id):
+        raise GatewayResponseInvalid(f"{provider} answered a different {what} than the one asked for")
 
 
 class RequestThrottle(Protocol):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from shared.providers._schemes import SchemeVerified
-from shared.providers.base import PayloadInvalid, WebhookRequest, body_digest_id, utc_from_epoch
+from shared.providers.base import PayloadInvalid, utc_from_epoch
 
 # The header the merchant registers on the gateway, with the source's signing secret as its value.
 SECRET_HEADER = "x-inbox-secret"  # noqa: S105 - a header name, not a secret
@@ -35,17 +35,10 @@ def resource_id_of(value: object, where: str) -> str:
 class RefetchVerifiedDriver(SchemeVerified):
     """Base of a refetch-verified driver: its `authentication` is a header secret (a TokenScheme row), nothing in
     the URL or the body is signed, and a delivery's time is when it arrived (a time in an unsigned body proves
-    nothing). A subclass names itself, its `authentication` and its `replay_headers`, and reads its hint in `parse`."""
-
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
+    nothing). A subclass names itself and its `authentication`, and reads its hint in `parse`."""
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
 
     def received_at(self) -> datetime:
         return utc_from_epoch(self._clock())
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)

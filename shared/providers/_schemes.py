@@ -25,7 +25,7 @@ import hashlib
 import hmac
 import string
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.providers._signing import (
     check_timestamp,
@@ -36,7 +36,7 @@ from shared.providers._signing import (
     signature_list,
     usable_secrets,
 )
-from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
+from shared.providers.base import DriverDefaults, SignatureInvalid, SigningSecrets, WebhookRequest
 
 ALGORITHMS = ("sha1", "sha256", "sha512")  # hashlib names, passed to hmac as the digest
 ENCODINGS = ("hex", "base64")
@@ -395,11 +395,23 @@ class TimestampedListScheme:
         check_timestamp(timestamp, now=now, tolerance_seconds=tolerance_seconds)
 
 
-class SchemeVerified:
-    """Base of a driver whose proof of origin is a row of this engine: `verify` is its `authentication`."""
+class SchemeVerified(DriverDefaults):
+    """Base of a driver whose proof of origin is a row of this engine: `verify` is its `authentication`, and what
+    the row says about replay (its headers and query parameters, whether it signs a timestamp) is the driver's,
+    unless the driver's class states its own (a driver may keep more headers than its scheme)."""
 
     name: str
     authentication: Scheme
+    replay_headers: tuple[str, ...]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        scheme = cls.__dict__.get("authentication")
+        if scheme is None:
+            return
+        for fact in ("replay_headers", "replay_query", "signs_timestamp"):
+            if fact not in cls.__dict__:
+                setattr(cls, fact, getattr(scheme, fact))
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         self.authentication.verify(request, secrets, provider=self.name, now=now, tolerance_seconds=tolerance_seconds)

@@ -113,6 +113,20 @@ class ProviderDriver(Protocol):
         ...
 
 
+class DriverDefaults:
+    """What a driver has unless it says otherwise: nothing of the URL kept to re-verify, no body field redacted, no
+    signed timestamp, and the digest of a body that does not parse as its last-resort id (`body_digest_id`).
+
+    A driver that inherits it still names itself and its `replay_headers`, and implements `verify` and `parse`."""
+
+    replay_query: tuple[str, ...] = ()
+    secret_body_fields: tuple[str, ...] = ()
+    signs_timestamp: bool = False
+
+    def fallback_event_id(self, request: WebhookRequest) -> str:
+        return body_digest_id(request.body)
+
+
 class MultiEventDriver(ProviderDriver, Protocol):
     """A driver whose one delivery may carry several events (Adyen's `notificationItems`, Efí's `{"pix": [...]}`).
 

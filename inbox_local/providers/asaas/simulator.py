@@ -28,7 +28,7 @@ import string
 from datetime import UTC, datetime
 from typing import Any
 
-from inbox_local.gateway_simulator.model import HEX_LOWER, SimulatedPayment, Tokens, Webhook
+from inbox_local.gateway_simulator.model import HEX_LOWER, GatewayStep, SimulatedPayment, Tokens, Webhook
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, same
 from inbox_local.providers.asaas.sender import sao_paulo
 from shared.payments.status import PaymentStatus
@@ -132,15 +132,8 @@ class AsaasShape:
     def creation_webhooks(self, p: SimulatedPayment, tokens: Tokens) -> list[Webhook]:
         return [self.event("PAYMENT_CREATED", p, p.created, tokens)]
 
-    def step(
-        self,
-        p: SimulatedPayment,
-        current: PaymentStatus,
-        target: PaymentStatus,
-        refund: int,
-        when: int,
-        tokens: Tokens,
-    ) -> list[Webhook]:
+    def step(self, p: SimulatedPayment, move: GatewayStep, tokens: Tokens) -> list[Webhook]:
+        current, target, refund, when = move
         if target is S.PENDING:
             p.asaas_status = "PENDING"
             return [self.event("PAYMENT_UPDATED", p, when, tokens)]

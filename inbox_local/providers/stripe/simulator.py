@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inbox_local.gateway_simulator.model import ALPHANUMERIC, SimulatedPayment, Tokens, Webhook
+from inbox_local.gateway_simulator.model import ALPHANUMERIC, GatewayStep, SimulatedPayment, Tokens, Webhook
 from inbox_local.gateway_simulator.shape import Answer, ApiRequest, PaymentLookup, bearer
 from inbox_local.providers.stripe.sender import snapshot_event, thin_event
 from shared.payments.status import PaymentStatus
@@ -278,15 +278,8 @@ class StripeShape:
             return [self._event(p, "payment_intent.succeeded", intent(p), when, tokens)]
         return None
 
-    def step(
-        self,
-        p: SimulatedPayment,
-        current: PaymentStatus,
-        target: PaymentStatus,
-        refund: int,
-        when: int,
-        tokens: Tokens,
-    ) -> list[Webhook]:
+    def step(self, p: SimulatedPayment, move: GatewayStep, tokens: Tokens) -> list[Webhook]:
+        current, target, refund, when = move
         own_step = self._charge_step if is_charge_payment(p) else self._intent_step
         webhooks = own_step(p, current, target, when, tokens)
         if webhooks is not None:

@@ -74,13 +74,13 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    DriverDefaults,
     MultiEventDriver,
     NormalizedEvent,
     PayloadInvalid,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -193,14 +193,11 @@ def canonical_status(item: JsonObject, event_code: str, success: bool) -> str | 
     return on_success if success else on_failure
 
 
-class AdyenDriver:
+class AdyenDriver(DriverDefaults):
     name: str = "adyen"
     # The signature travels in the body: no header is needed to re-verify. (Adyen can add basic auth: that
     # Authorization header holds a credential and is never stored.)
     replay_headers: tuple[str, ...] = ()
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
     # Adyen's NotificationResponse: `notificationResponse: "[accepted]"` acknowledges a webhook (any 2xx does
     # since 2024; the field costs nothing and satisfies an integration still configured the old way).
     accept_fields: dict[str, str] = {"notificationResponse": "[accepted]"}
@@ -267,9 +264,6 @@ class AdyenDriver:
             amount=amount,
             currency=get_currency(amount_object, "currency", "amount.currency"),
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: MultiEventDriver = AdyenDriver()

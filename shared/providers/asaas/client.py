@@ -39,12 +39,18 @@ GatewayRejected.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
-from shared.gateway.http import GatewayHttpRejected, GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, ResourceNotFound, no_sub_accounts
+from shared.gateway.http import (
+    GatewayHttpRejected,
+    GatewayResponseInvalid,
+    check_answered,
+    mapped_status,
+    path_segment,
+    status_word,
+)
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
 
@@ -105,18 +111,13 @@ def refunded_amount(payment: dict[str, Any]) -> int:
 
 def asaas_status(payment: dict[str, Any], *, amount: int | None, amount_refunded: int) -> tuple[PaymentStatus, str]:
     """(canonical status, provider status) for an Asaas payment object."""
-    status = payment.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("asaas payment has no status")
+    status = status_word(payment, "asaas payment")
     if payment.get("deleted") is True:
         return S.CANCELED, f"{status}/deleted"
     chargeback = payment.get("chargeback")
     if isinstance(chargeback, dict) and chargeback.get("status") in CHARGEBACK_LOST:
         return S.CHARGED_BACK, f"{status}/chargeback:{chargeback['status']}"
-    try:
-        canonical = STATUS_MAP[status]
-    except KeyError:
-        raise GatewayResponseInvalid(f"asaas payment status {status[:40]!r} is not mapped") from None
+    canonical = mapped_status(STATUS_MAP, status, "asaas payment")
     if canonical is S.PAID and amount_refunded > 0:
         if amount is not None and amount_refunded >= amount:
             return S.REFUNDED, f"{status}/refunded"
@@ -124,12 +125,8 @@ def asaas_status(payment: dict[str, Any], *, amount: int | None, amount_refunded
     return canonical, status
 
 
-class AsaasClient:
+class AsaasClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -140,8 +137,7 @@ class AsaasClient:
             if error.status == 400 and error.error_codes and all(map(_means_not_found, error.error_codes)):
                 raise ResourceNotFound(f"asaas answered 400 ({', '.join(error.error_codes)}) for {path}") from None
             raise
-        if payment.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("asaas answered a different payment than the one asked for")
+        check_answered(payment.get("id"), resource_id, provider=PROVIDER, what="payment")
 
         value = payment.get("value")
         amount = to_minor_units(value, "payment.value") if value is not None else None

@@ -43,7 +43,6 @@ from shared.providers.base import (
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -102,10 +101,6 @@ AUTHENTICATION = TokenScheme(headers=(TOKEN_HEADER,), called="access token")
 class AsaasDriver(SchemeVerified):
     name: str = "asaas"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the only auth header is the secret
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body, parse_float=Decimal)
@@ -126,9 +121,6 @@ class AsaasDriver(SchemeVerified):
             amount=amount,
             currency=CURRENCY,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = AsaasDriver()

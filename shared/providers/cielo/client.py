@@ -28,11 +28,10 @@ as a refund (by `CapturedAmount`/`VoidedAmount`) is inferred: a captured payment
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, credential_pair, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, credential_pair, no_sub_accounts
+from shared.gateway.http import GatewayResponseInvalid, answered_currency, centavos, check_answered, path_segment
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
 
@@ -55,15 +54,7 @@ PAYMENT_STATUS: dict[int, tuple[PaymentStatus, str]] = {
     20: (S.PENDING, "Scheduled"),
 }
 _VOIDS = frozenset({10, 11})
-
-
-def _centavos(payment: dict[str, Any], key: str) -> int | None:
-    value = payment.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GatewayResponseInvalid(f"cielo Payment.{key} is not an amount in centavos")
-    return value
+_PAYMENT = "cielo Payment"  # the object an amount's error names
 
 
 def sale_status(payment: dict[str, Any]) -> tuple[PaymentStatus, str, int]:
@@ -74,22 +65,18 @@ def sale_status(payment: dict[str, Any]) -> tuple[PaymentStatus, str, int]:
     canonical, name = PAYMENT_STATUS[code]
     if code not in _VOIDS:
         return canonical, name, 0
-    captured = _centavos(payment, "CapturedAmount") or 0
-    voided = _centavos(payment, "VoidedAmount") or 0
+    captured = centavos(payment, "CapturedAmount", _PAYMENT) or 0
+    voided = centavos(payment, "VoidedAmount", _PAYMENT) or 0
     if not captured:  # nothing was captured: a void cancels, a refund returns the whole amount
-        return (canonical, name, _centavos(payment, "Amount") or 0) if code == 11 else (canonical, name, 0)
+        return (canonical, name, centavos(payment, "Amount", _PAYMENT) or 0) if code == 11 else (canonical, name, 0)
     refunded = min(voided or captured, captured)
     if refunded < captured:
         return S.PARTIALLY_REFUNDED, f"{name}/partial", refunded
     return S.REFUNDED, name, refunded
 
 
-class CieloClient:
+class CieloClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -100,15 +87,13 @@ class CieloClient:
         payment = sale.get("Payment")
         if not isinstance(payment, dict):
             raise GatewayResponseInvalid("cielo sale has no Payment")
-        if payment.get("PaymentId") not in (None, resource_id):
-            raise GatewayResponseInvalid("cielo answered a different payment than the one asked for")
+        check_answered(payment.get("PaymentId"), resource_id, provider=PROVIDER, what="payment")
         status, provider_status, refunded = sale_status(payment)
-        currency = payment.get("Currency")
         return PaymentSnapshot(
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
-            amount=_centavos(payment, "Amount"),
-            currency=currency.upper() if isinstance(currency, str) and currency else CURRENCY,
+            amount=centavos(payment, "Amount", _PAYMENT),
+            currency=answered_currency(payment.get("Currency"), CURRENCY),
             amount_refunded=refunded,
         )

@@ -67,7 +67,6 @@ def event_type_of(change_type: int) -> str:
 class CieloDriver(RefetchVerifiedDriver):
     name: str = "cielo"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the header is the secret
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body)

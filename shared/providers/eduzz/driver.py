@@ -46,7 +46,6 @@ from shared.providers.base import (
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
 )
 
 SIGNATURE_HEADER = "x-signature"
@@ -116,10 +115,6 @@ def _minor_units(price: JsonObject, currency: str) -> int | None:
 class EduzzDriver(SchemeVerified):
     name: str = "eduzz"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # the MAC, never the key
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body, parse_float=Decimal)
@@ -142,9 +137,6 @@ class EduzzDriver(SchemeVerified):
             amount=_minor_units(price, currency),
             currency=currency,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = EduzzDriver()

@@ -24,7 +24,6 @@ GatewayRejected; 429/5xx -> GatewayUnavailable (shared/gateway/http.py).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -47,6 +46,7 @@ from shared.gateway.http import (
     GatewayResponseInvalid,
     HttpPool,
     JsonHttpClient,
+    basic_authorization,
     path_segment,
 )
 from shared.payments.status import PaymentStatus
@@ -189,10 +189,10 @@ class EfiClient:
             cached = self._tokens.get(credentials.fingerprint)
             if cached is not None and cached[1] > now:
                 return cached[0]
-        basic = base64.b64encode(f"{credentials.client_id}:{credentials.client_secret}".encode()).decode("ascii")
+        basic = basic_authorization(credentials.client_id, credentials.client_secret)
         answer = self._http.post_json(
             TOKEN_PATH,
-            headers={"Authorization": f"Basic {basic}", "Content-Type": "application/json"},
+            headers={"Authorization": basic, "Content-Type": "application/json"},
             body=b'{"grant_type": "client_credentials"}',
             pool=pool,
         )

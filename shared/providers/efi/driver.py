@@ -54,7 +54,6 @@ from shared.providers.base import (
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -146,8 +145,6 @@ class EfiDriver(SchemeVerified):
     authentication = AUTHENTICATION
     replay_headers: tuple[str, ...] = ()  # nothing signs the body: a stored event is re-verified by neither proof
     replay_query: tuple[str, ...] = ()  # `hmac` is the secret itself
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         certificate = request.client_certificate
@@ -211,9 +208,6 @@ class EfiDriver(SchemeVerified):
                 )
             )
         return events
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: MultiEventDriver = EfiDriver()

@@ -52,6 +52,7 @@ from shared.providers._signing import (
     parse_epoch_seconds,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
@@ -201,12 +202,11 @@ def _text_at(document: JsonObject, path: str | None) -> str | None:
     return value
 
 
-class GenericHmacDriver:
+class GenericHmacDriver(DriverDefaults):
     """A data-configured HMAC driver. `config=None` reads `INBOX_GENERIC_CONFIG` (once, at construction)."""
 
     replay_headers: tuple[str, ...]
     replay_query: tuple[str, ...] = ()  # the configurable schemes sign headers and body, never the URL
-    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool
 
     def __init__(self, config: GenericConfig | None = None, *, name: str = "generic") -> None:

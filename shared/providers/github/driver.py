@@ -66,9 +66,6 @@ class GitHubDriver(SchemeVerified):
     name: str = "github"
     authentication = AUTHENTICATION
     replay_headers: tuple[str, ...] = (*AUTHENTICATION.replay_headers, DELIVERY_HEADER, EVENT_HEADER)
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
@@ -88,9 +85,6 @@ class GitHubDriver(SchemeVerified):
             resource_id=None,
             occurred_at=utc_from_epoch(self._clock()),
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = GitHubDriver()

@@ -45,7 +45,6 @@ from shared.providers.base import (
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -105,11 +104,8 @@ AUTHENTICATION = TokenScheme(headers=(TOKEN_HEADER,), called="hottok", described
 class HotmartDriver(SchemeVerified):
     name: str = "hotmart"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: the only auth header is the secret
-    replay_query: tuple[str, ...] = ()
     # The token is repeated inside the (unsigned) body: its value is redacted from the stored body.
     secret_body_fields: tuple[str, ...] = ("hottok",)
-    signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body, parse_float=Decimal)
@@ -148,9 +144,6 @@ class HotmartDriver(SchemeVerified):
             amount=amount,
             currency=currency,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 def _value(status: PaymentStatus | None) -> str | None:

@@ -33,7 +33,6 @@ from shared.providers.base import (
     NormalizedEvent,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
     utc_from_epoch,
 )
@@ -72,10 +71,7 @@ INVOICE_STATUS: dict[str, PaymentStatus] = {
 class IuguDriver(SchemeVerified):
     name: str = "iugu"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: Authorization carries the token itself
     replay_query: tuple[str, ...] = ()  # so does ?token=
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
@@ -95,9 +91,6 @@ class IuguDriver(SchemeVerified):
             occurred_at=utc_from_epoch(self._clock()),
             provider_status=INVOICE_STATUS[status].value if status in INVOICE_STATUS else None,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = IuguDriver()

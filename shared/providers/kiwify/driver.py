@@ -61,13 +61,13 @@ from shared.providers._signing import (
 )
 from shared.providers.asaas.driver import parse_asaas_time
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -171,11 +171,10 @@ def _cents(value: Any, where: str) -> int | None:
     raise PayloadInvalid(f"field {where} must be an amount in centavos")
 
 
-class KiwifyDriver:
+class KiwifyDriver(DriverDefaults):
     name: str = "kiwify"
     replay_headers: tuple[str, ...] = (BANKING_SIGNATURE_HEADER, BANKING_TIMESTAMP_HEADER)
     replay_query: tuple[str, ...] = SALES_AUTHENTICATION.replay_query  # an HMAC, not the token: safe to keep
-    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = False  # sales webhooks sign none (Banking ones do, and are checked)
 
     def __init__(self, banking_keys: KeySource | None = None) -> None:
@@ -287,9 +286,6 @@ class KiwifyDriver:
             amount=amount,
             currency=CURRENCY,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 def _fact_time_field(sale: JsonObject, status: str) -> str | None:

@@ -34,12 +34,11 @@ amount when `refunded` states none). provider_status: "status/status_detail" whe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
+from shared.gateway.http import GatewayResponseInvalid, answered_currency, mapped_status, path_segment, status_word
 from shared.payments.status import PaymentStatus
 from shared.providers._money import decimal_to_minor_units
 from shared.sub_account import SubAccount
@@ -77,16 +76,11 @@ def mercadopago_status(
     payment: dict[str, Any], *, amount: int | None, amount_refunded: int
 ) -> tuple[PaymentStatus, str]:
     """(canonical status, provider status) for a Mercado Pago payment."""
-    status = payment.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("mercadopago payment has no status")
+    status = status_word(payment, "mercadopago payment")
     detail = payment.get("status_detail")
     detail = detail if isinstance(detail, str) and detail else None
     label = f"{status}/{detail}" if detail else status
-    try:
-        canonical = STATUS_MAP[status]
-    except KeyError:
-        raise GatewayResponseInvalid(f"mercadopago payment status {status[:40]!r} is not mapped") from None
+    canonical = mapped_status(STATUS_MAP, status, "mercadopago payment")
     if canonical is S.PAID:
         if amount_refunded > 0 and amount is not None and amount_refunded >= amount:
             return S.REFUNDED, label
@@ -97,12 +91,8 @@ def mercadopago_status(
     return canonical, label
 
 
-class MercadoPagoClient:
+class MercadoPagoClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -115,8 +105,7 @@ class MercadoPagoClient:
         if answered_id is not None and str(answered_id) != resource_id:
             raise GatewayResponseInvalid("mercadopago answered a different payment than the one asked for")
 
-        currency = payment.get("currency_id")
-        currency = currency.upper() if isinstance(currency, str) and currency else None
+        currency = answered_currency(payment.get("currency_id"), None)
         value = payment.get("transaction_amount")
         amount = to_minor_units(value, currency or "", "transaction_amount") if value is not None else None
         refunded_value = payment.get("transaction_amount_refunded")

@@ -57,13 +57,13 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
 )
 
 SIGNATURE_HEADER = "x-signature"
@@ -140,13 +140,11 @@ def signed_event_id(request: WebhookRequest) -> str:
     return "s_" + hashlib.sha256(";".join(parts).encode("utf-8")).hexdigest()[:40]
 
 
-class MercadoPagoDriver:
+class MercadoPagoDriver(DriverDefaults):
     name: str = "mercadopago"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER, REQUEST_ID_HEADER)
     # The signed data.id travels in the URL: kept with the event so that it re-verifies exactly as received.
     replay_query: tuple[str, ...] = (DATA_ID_QUERY, TYPE_QUERY)
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         candidates = usable_secrets(secrets, self.name)
@@ -192,9 +190,6 @@ class MercadoPagoDriver:
     @staticmethod
     def _occurred_at(body: JsonObject) -> datetime:
         return iso_to_utc(require_str(body, "date_created", "date_created"), "date_created")
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = MercadoPagoDriver()

@@ -35,11 +35,17 @@ amount_refunded = breakdown.refund. provider_status: the transaction status, ref
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
+from shared.gateway.http import (
+    GatewayResponseInvalid,
+    answered_currency,
+    check_answered,
+    mapped_status,
+    path_segment,
+    status_word,
+)
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
 
@@ -95,13 +101,8 @@ def _breakdown(transaction: dict[str, Any]) -> dict[str, Any]:
 
 def paddle_status(transaction: dict[str, Any], *, amount: int | None) -> tuple[PaymentStatus, str, int]:
     """(canonical status, provider status, amount refunded) for a Paddle transaction with its adjustments totals."""
-    status = transaction.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("paddle transaction has no status")
-    try:
-        canonical = STATUS_MAP[status]
-    except KeyError:
-        raise GatewayResponseInvalid(f"paddle transaction status {status[:40]!r} is not mapped") from None
+    status = status_word(transaction, "paddle transaction")
+    canonical = mapped_status(STATUS_MAP, status, "paddle transaction")
     breakdown = _breakdown(transaction)
     refunded = minor_units(breakdown.get("refund"), "adjustments_totals.breakdown.refund", default=0) or 0
     charged_back = minor_units(breakdown.get("chargeback"), "adjustments_totals.breakdown.chargeback", default=0)
@@ -116,12 +117,8 @@ def paddle_status(transaction: dict[str, Any], *, amount: int | None) -> tuple[P
     return S.PAID, status, 0
 
 
-class PaddleClient:
+class PaddleClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -134,18 +131,16 @@ class PaddleClient:
         transaction = document.get("data")
         if not isinstance(transaction, dict):
             raise GatewayResponseInvalid("paddle answered no transaction (no data object)")
-        if transaction.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("paddle answered a different transaction than the one asked for")
+        check_answered(transaction.get("id"), resource_id, provider=PROVIDER, what="transaction")
 
         totals = _totals(transaction)
         amount = minor_units(totals.get("grand_total", totals.get("total")), "details.totals.grand_total")
         status, provider_status, refunded = paddle_status(transaction, amount=amount)
-        currency = transaction.get("currency_code")
         return PaymentSnapshot(
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
             amount=amount,
-            currency=currency.upper() if isinstance(currency, str) and currency else None,
+            currency=answered_currency(transaction.get("currency_code"), None),
             amount_refunded=refunded,
         )

@@ -44,7 +44,6 @@ from shared.providers.base import (
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
 )
 
 # Paddle's SDKs: items split on ";", blanks around values dropped.
@@ -84,10 +83,6 @@ def _grand_total(data: JsonObject) -> int | None:
 class PaddleDriver(SchemeVerified):
     name: str = "paddle"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers
-    replay_query: tuple[str, ...] = AUTHENTICATION.replay_query  # nothing in the URL is signed
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = AUTHENTICATION.signs_timestamp
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         event = load_json_object(request.body)
@@ -119,9 +114,6 @@ class PaddleDriver(SchemeVerified):
             amount=amount,
             currency=currency,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = PaddleDriver()

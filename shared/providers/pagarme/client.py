@@ -34,12 +34,19 @@ Money: integer centavos in both versions. Currency: the charge's (upper case); v
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, ResourceNotFound, no_sub_accounts
+from shared.gateway.http import (
+    GatewayResponseInvalid,
+    answered_currency,
+    basic_authorization,
+    centavos,
+    check_answered,
+    mapped_status,
+    path_segment,
+    status_word,
+)
 from shared.payments.status import PaymentStatus
 from shared.providers.pagarme.driver import CHARGE_STATUS, TRANSACTION_STATUS
 from shared.sub_account import SubAccount
@@ -53,15 +60,6 @@ S = PaymentStatus
 AUTHORIZED_TRANSACTION_STATUSES = frozenset({"authorized_pending_capture"})
 
 
-def _cents(document: dict[str, Any], key: str, where: str) -> int | None:
-    value = document.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GatewayResponseInvalid(f"pagarme {where}.{key} is not an amount in centavos")
-    return value
-
-
 def _refund_refinement(canonical: PaymentStatus, status: str, paid: int, refunded: int) -> tuple[PaymentStatus, str]:
     if refunded <= 0 or canonical is not S.PAID:
         return canonical, status
@@ -72,16 +70,11 @@ def _refund_refinement(canonical: PaymentStatus, status: str, paid: int, refunde
 
 def charge_status(charge: dict[str, Any]) -> tuple[PaymentStatus, str, int]:
     """(canonical status, provider status, amount refunded) of a v5 charge."""
-    status = charge.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("pagarme charge has no status")
-    try:
-        canonical = CHARGE_STATUS[status]
-    except KeyError:
-        raise GatewayResponseInvalid(f"pagarme charge status {status[:40]!r} is not mapped") from None
-    amount = _cents(charge, "amount", "charge") or 0
-    paid = _cents(charge, "paid_amount", "charge") or 0
-    canceled = _cents(charge, "canceled_amount", "charge") or 0
+    status = status_word(charge, "pagarme charge")
+    canonical = mapped_status(CHARGE_STATUS, status, "pagarme charge")
+    amount = centavos(charge, "amount", "pagarme charge") or 0
+    paid = centavos(charge, "paid_amount", "pagarme charge") or 0
+    canceled = centavos(charge, "canceled_amount", "pagarme charge") or 0
     if canonical is S.PENDING and status == "pending":
         last = charge.get("last_transaction")
         if isinstance(last, dict) and last.get("status") in AUTHORIZED_TRANSACTION_STATUSES:
@@ -99,27 +92,18 @@ def charge_status(charge: dict[str, Any]) -> tuple[PaymentStatus, str, int]:
 
 def transaction_status(transaction: dict[str, Any]) -> tuple[PaymentStatus, str, int]:
     """(canonical status, provider status, amount refunded) of a v4 transaction."""
-    status = transaction.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("pagarme transaction has no status")
-    try:
-        canonical = TRANSACTION_STATUS[status]
-    except KeyError:
-        raise GatewayResponseInvalid(f"pagarme transaction status {status[:40]!r} is not mapped") from None
-    amount = _cents(transaction, "amount", "transaction") or 0
-    refunded = _cents(transaction, "refunded_amount", "transaction") or 0
+    status = status_word(transaction, "pagarme transaction")
+    canonical = mapped_status(TRANSACTION_STATUS, status, "pagarme transaction")
+    amount = centavos(transaction, "amount", "pagarme transaction") or 0
+    refunded = centavos(transaction, "refunded_amount", "pagarme transaction") or 0
     if canonical is S.REFUNDED:
         return S.REFUNDED, status, refunded or amount
     canonical, provider_status = _refund_refinement(canonical, status, amount, refunded)
     return canonical, provider_status, refunded if canonical in (S.REFUNDED, S.PARTIALLY_REFUNDED) else 0
 
 
-class PagarmeClient:
+class PagarmeClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -128,8 +112,7 @@ class PagarmeClient:
             return self._charge_snapshot(resource_id, charge)
         if resource_id.startswith("or_"):
             order = self._get_v5(f"/core/v5/orders/{path_segment(resource_id)}")
-            if order.get("id") not in (None, resource_id):
-                raise GatewayResponseInvalid("pagarme answered a different order than the one asked for")
+            check_answered(order.get("id"), resource_id, provider=PROVIDER, what="order")
             charges = order.get("charges")
             if isinstance(charges, list) and any(isinstance(charge, dict) for charge in charges):
                 last = [charge for charge in charges if isinstance(charge, dict)][-1]
@@ -140,20 +123,18 @@ class PagarmeClient:
         raise ResourceNotFound(f"{resource_id[:40]!r} is not a Pagar.me charge, order or transaction id")
 
     def _get_v5(self, path: str) -> dict[str, Any]:
-        token = base64.b64encode(f"{self._api_key()}:".encode()).decode("ascii")
-        return self._http.get_json(path, headers={"Authorization": f"Basic {token}"})
+        return self._http.get_json(path, headers={"Authorization": basic_authorization(self._api_key())})
 
     def _charge_snapshot(self, resource_id: str, charge: dict[str, Any], *, check_id: bool = True) -> PaymentSnapshot:
-        if check_id and charge.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("pagarme answered a different charge than the one asked for")
+        if check_id:
+            check_answered(charge.get("id"), resource_id, provider=PROVIDER, what="charge")
         status, provider_status, refunded = charge_status(charge)
-        currency = charge.get("currency")
         return PaymentSnapshot(
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
-            amount=_cents(charge, "amount", "charge"),
-            currency=currency.upper() if isinstance(currency, str) and currency else CURRENCY,
+            amount=centavos(charge, "amount", "pagarme charge"),
+            currency=answered_currency(charge.get("currency"), CURRENCY),
             amount_refunded=refunded,
         )
 
@@ -168,7 +149,7 @@ class PagarmeClient:
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
-            amount=_cents(transaction, "amount", "transaction"),
+            amount=centavos(transaction, "amount", "pagarme transaction"),
             currency=CURRENCY,
             amount_refunded=refunded,
         )

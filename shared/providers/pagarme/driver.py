@@ -64,13 +64,13 @@ from shared.providers._signing import (
     require_str,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
     utc_from_epoch,
 )
@@ -183,7 +183,7 @@ def _last_charge(data: JsonObject) -> JsonObject | None:
     return objects[-1] if objects else None
 
 
-class PagarmeDriver:
+class PagarmeDriver(DriverDefaults):
     """Pagar.me's platform. `name` is the provider id it serves: another gateway built on the same platform (Stone's
     Connect Stone accounts are Pagar.me accounts, shared/providers/stone/driver.py) is this driver under its own name,
     with its own key variables (`jwks_variables(name)`) and its own secrets."""
@@ -191,9 +191,6 @@ class PagarmeDriver:
     name: str = "pagarme"
     # Signatures, not secrets: both are kept so that a stored event can be re-verified.
     replay_headers: tuple[str, ...] = (ASYMMETRIC_HEADER, *HUB_AUTHENTICATION.replay_headers)
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def __init__(
         self, key_source: KeySource | None = None, *, clock: Callable[[], float] = time.time, name: str = "pagarme"
@@ -315,9 +312,6 @@ class PagarmeDriver:
             amount=amount if is_payment else None,
             currency=CURRENCY if is_payment else None,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = PagarmeDriver()

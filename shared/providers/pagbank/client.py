@@ -20,11 +20,17 @@ Money: `amount.value`, integer centavos; `amount.summary.refunded` is the refund
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, ResourceNotFound, no_sub_accounts
+from shared.gateway.http import (
+    GatewayResponseInvalid,
+    answered_currency,
+    centavos,
+    check_answered,
+    path_segment,
+    status_word,
+)
 from shared.payments.status import PaymentStatus
 from shared.providers.pagbank.driver import canonical_status
 from shared.sub_account import SubAccount
@@ -36,30 +42,18 @@ CURRENCY = "BRL"
 S = PaymentStatus
 
 
-def _cents(document: dict[str, Any], key: str, where: str) -> int:
-    value = document.get(key, 0)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GatewayResponseInvalid(f"pagbank {where}.{key} is not an amount in centavos")
-    return value
-
-
 def charge_status(charge: dict[str, Any]) -> tuple[PaymentStatus, str, int | None, int, str | None]:
     """(canonical, provider status, amount, amount refunded, currency) of a PagBank charge."""
-    status = charge.get("status")
-    if not isinstance(status, str) or not status:
-        raise GatewayResponseInvalid("pagbank charge has no status")
+    status = status_word(charge, "pagbank charge")
     amount_object = charge.get("amount")
     if not isinstance(amount_object, dict):
         raise GatewayResponseInvalid("pagbank charge has no amount")
     summary = amount_object.get("summary") if isinstance(amount_object.get("summary"), dict) else {}
     assert isinstance(summary, dict)
-    amount = _cents(amount_object, "value", "charge.amount") if "value" in amount_object else None
-    paid = _cents(summary, "paid", "charge.amount.summary")
-    refunded = _cents(summary, "refunded", "charge.amount.summary")
-    currency = amount_object.get("currency")
-    currency = currency.upper() if isinstance(currency, str) and currency else CURRENCY
+    amount = (centavos(amount_object, "value", "pagbank charge.amount") or 0) if "value" in amount_object else None
+    paid = centavos(summary, "paid", "pagbank charge.amount.summary") or 0
+    refunded = centavos(summary, "refunded", "pagbank charge.amount.summary") or 0
+    currency = answered_currency(amount_object.get("currency"), CURRENCY)
     canonical = canonical_status(status, amount=amount, paid=paid, refunded=refunded)
     if canonical is None:
         raise GatewayResponseInvalid(f"pagbank charge status {status[:40]!r} is not mapped")
@@ -69,12 +63,8 @@ def charge_status(charge: dict[str, Any]) -> tuple[PaymentStatus, str, int | Non
     return canonical, status, amount, 0, currency
 
 
-class PagbankClient:
+class PagbankClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -90,8 +80,7 @@ class PagbankClient:
             charge = objects[-1] if objects else None
         else:
             raise ResourceNotFound(f"{resource_id[:40]!r} is not a PagBank order or charge id")
-        if document.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("pagbank answered a different resource than the one asked for")
+        check_answered(document.get("id"), resource_id, provider=PROVIDER, what="resource")
         if charge is None:  # an order nobody has tried to pay yet
             return PaymentSnapshot(resource_id, S.PENDING, "CREATED", None, CURRENCY)
         status, provider_status, amount, refunded, currency = charge_status(charge)

@@ -47,13 +47,13 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
     SignatureInvalid,
     SigningSecrets,
     WebhookRequest,
-    body_digest_id,
     derive_event_id,
 )
 
@@ -124,12 +124,9 @@ def _charge_of(resource: JsonObject, kind: str) -> tuple[JsonObject | None, str]
     return (objects[-1], "charges[-1].") if objects else (None, "charges")
 
 
-class PagbankDriver:
+class PagbankDriver(DriverDefaults):
     name: str = "pagbank"
     replay_headers: tuple[str, ...] = (SIGNATURE_HEADER,)  # a digest of token+body, not the token
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:
         candidates = usable_secrets(secrets, self.name)
@@ -182,9 +179,6 @@ class PagbankDriver:
             if text is not None:
                 return iso_to_utc(text, f"{prefix}{field}")
         return iso_to_utc(require_str(resource, "created_at", "created_at"), "created_at")
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = PagbankDriver()

@@ -167,9 +167,6 @@ class ShopifyDriver(SchemeVerified):
         SHOP_DOMAIN_HEADER,
         API_VERSION_HEADER,
     )
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is signed
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         # Every Shopify delivery names its topic; without one (a changed copy) the body is still what it is, under
@@ -212,9 +209,6 @@ class ShopifyDriver(SchemeVerified):
             amount=amount,
             currency=currency,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 NO_TOPIC = "unknown"  # the event type of a delivery without a topic header (routed nowhere)

@@ -47,6 +47,7 @@ from shared.providers._signing import (
     usable_secrets,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
@@ -110,11 +111,9 @@ def _header(request: WebhookRequest, index: int) -> str | None:
     return None
 
 
-class StandardWebhooksDriver:
+class StandardWebhooksDriver(DriverDefaults):
     name: str = "standard"
     replay_headers: tuple[str, ...] = tuple(name for family in HEADER_FAMILIES for name in family)
-    replay_query: tuple[str, ...] = ()  # nothing in the URL is part of the signature
-    secret_body_fields: tuple[str, ...] = ()
     signs_timestamp: bool = True
 
     def verify(self, request: WebhookRequest, secrets: SigningSecrets, *, now: float, tolerance_seconds: int) -> None:

@@ -67,11 +67,10 @@ provider_status: the intent status, refined by what decided it, e.g. "succeeded/
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFound
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, GatewayRejected, PaymentSnapshot, ResourceNotFound
+from shared.gateway.http import GatewayResponseInvalid, answered_currency, check_answered, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.stripe.account import is_account_id, is_account_reference
 from shared.sub_account import SubAccount
@@ -223,12 +222,8 @@ def _latest_dispute(listing: dict[str, Any]) -> dict[str, Any] | None:
     return max(disputes, key=lambda item: item["created"] if isinstance(item.get("created"), int) else 0)
 
 
-class StripeClient:
+class StripeClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         headers = {
@@ -245,8 +240,7 @@ class StripeClient:
             headers=headers,
             query=[("expand[]", "latest_charge")],
         )
-        if intent.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("stripe answered a different payment intent than the one asked for")
+        check_answered(intent.get("id"), resource_id, provider=PROVIDER, what="payment intent")
 
         charge: dict[str, Any] | None = None
         dispute: dict[str, Any] | None = None
@@ -261,13 +255,12 @@ class StripeClient:
         amount = intent.get("amount")
         if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
             raise GatewayResponseInvalid("stripe payment intent amount is not an integer")
-        currency = intent.get("currency")
         return PaymentSnapshot(
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
             amount=amount,
-            currency=currency.upper() if isinstance(currency, str) and currency else None,
+            currency=answered_currency(intent.get("currency"), None),
             amount_refunded=_int(charge, "amount_refunded", "charge") if charge is not None else 0,
         )
 
@@ -308,13 +301,12 @@ class StripeClient:
         amount = charge.get("amount")
         if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
             raise GatewayResponseInvalid("stripe charge amount is not an integer")
-        currency = charge.get("currency")
         return PaymentSnapshot(
             resource_id=charge_id,
             status=status,
             provider_status=provider_status,
             amount=amount,
-            currency=currency.upper() if isinstance(currency, str) and currency else None,
+            currency=answered_currency(charge.get("currency"), None),
             amount_refunded=_int(charge, "amount_refunded", "charge"),
         )
 

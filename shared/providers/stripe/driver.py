@@ -59,7 +59,6 @@ from shared.providers.base import (
     PayloadInvalid,
     ProviderDriver,
     WebhookRequest,
-    body_digest_id,
 )
 from shared.providers.stripe.account import is_account_id, is_account_reference
 from shared.sub_account import SubAccount
@@ -162,10 +161,6 @@ def _parse_thin(event: JsonObject) -> NormalizedEvent:
 class StripeDriver(SchemeVerified):
     name: str = "stripe"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers
-    replay_query: tuple[str, ...] = AUTHENTICATION.replay_query  # nothing in the URL is part of the signature
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = AUTHENTICATION.signs_timestamp
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         event = load_json_object(request.body)
@@ -224,9 +219,6 @@ class StripeDriver(SchemeVerified):
             currency=get_currency(obj, "currency", "data.object.currency"),
             account=_account(event),
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 driver: ProviderDriver = StripeDriver()

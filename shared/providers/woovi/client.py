@@ -10,11 +10,10 @@ is not modelled (its events are stored and ignored; docs/providers.md). Money: `
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
+from shared.gateway.http import GatewayResponseInvalid, centavos, check_answered, path_segment
 from shared.providers.woovi.driver import CHARGE_STATUS, CURRENCY
 from shared.sub_account import SubAccount
 
@@ -26,24 +25,17 @@ def charge_snapshot(resource_id: str, charge: dict[str, Any]) -> PaymentSnapshot
     status = charge.get("status")
     if not isinstance(status, str) or status not in CHARGE_STATUS:
         raise GatewayResponseInvalid(f"woovi charge status {str(status)[:40]!r} is not mapped")
-    value = charge.get("value")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise GatewayResponseInvalid("woovi charge.value is not an amount in centavos")
     return PaymentSnapshot(
         resource_id=resource_id,
         status=CHARGE_STATUS[status],
         provider_status=status,
-        amount=value,
+        amount=centavos(charge, "value", "woovi charge"),
         currency=CURRENCY,
     )
 
 
-class WooviClient:
+class WooviClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
@@ -53,6 +45,5 @@ class WooviClient:
         charge = document.get("charge")
         if not isinstance(charge, dict):
             raise GatewayResponseInvalid("woovi answered no charge")
-        if charge.get("correlationID") not in (None, resource_id):
-            raise GatewayResponseInvalid("woovi answered a different charge than the one asked for")
+        check_answered(charge.get("correlationID"), resource_id, provider=PROVIDER, what="charge")
         return charge_snapshot(resource_id, charge)

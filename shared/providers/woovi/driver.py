@@ -59,6 +59,7 @@ from shared.providers._signing import (
     require_str,
 )
 from shared.providers.base import (
+    DriverDefaults,
     NormalizedEvent,
     PayloadInvalid,
     ProviderDriver,
@@ -184,11 +185,8 @@ def hmac_keys(secrets: SigningSecrets) -> SigningSecrets:
     return SigningSecrets(keys[0], keys[1] if len(keys) > 1 else None)
 
 
-class WooviDriver:
+class WooviDriver(DriverDefaults):
     name: str = "woovi"
-    replay_query: tuple[str, ...] = ()
-    secret_body_fields: tuple[str, ...] = ()
-    signs_timestamp: bool = False
 
     def __init__(self, *, legacy_signature: bool = False) -> None:
         self.legacy_signature = legacy_signature
@@ -257,9 +255,6 @@ class WooviDriver:
             amount=amount,
             currency=currency,
         )
-
-    def fallback_event_id(self, request: WebhookRequest) -> str:
-        return body_digest_id(request.body)
 
 
 def _time_of(body: JsonObject) -> datetime:

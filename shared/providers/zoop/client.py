@@ -25,13 +25,17 @@ Money: `amount` in reais, a decimal string ("10.00") or number; read as integer 
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import PaymentSnapshot, credential_pair, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, JsonHttpClient, path_segment
+from shared.gateway.base import ApiKeyClient, PaymentSnapshot, credential_pair, no_sub_accounts
+from shared.gateway.http import (
+    GatewayResponseInvalid,
+    answered_currency,
+    basic_authorization,
+    check_answered,
+    path_segment,
+)
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
 
@@ -82,31 +86,24 @@ def transaction_status(transaction: dict[str, Any]) -> tuple[PaymentStatus, str]
     return canonical, status
 
 
-class ZoopClient:
+class ZoopClient(ApiKeyClient):
     provider: str = PROVIDER
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
     def fetch_payment(self, resource_id: str, *, account: SubAccount | None = None) -> PaymentSnapshot:
         no_sub_accounts(self.provider, account)
         marketplace, key = credential_pair(self._api_key(), PROVIDER, "MARKETPLACE_ID", "API_KEY")
-        token = base64.b64encode(f"{key}:".encode()).decode("ascii")
         transaction = self._http.get_json(
             f"/v1/marketplaces/{path_segment(marketplace)}/transactions/{path_segment(resource_id)}",
-            headers={"Authorization": f"Basic {token}"},
+            headers={"Authorization": basic_authorization(key)},
         )
-        if transaction.get("id") not in (None, resource_id):
-            raise GatewayResponseInvalid("zoop answered a different transaction than the one asked for")
+        check_answered(transaction.get("id"), resource_id, provider=PROVIDER, what="transaction")
         status, provider_status = transaction_status(transaction)
         amount = centavos(transaction.get("amount"))
-        currency = transaction.get("currency")
         return PaymentSnapshot(
             resource_id=resource_id,
             status=status,
             provider_status=provider_status,
             amount=amount,
-            currency=currency.upper() if isinstance(currency, str) and currency else CURRENCY,
+            currency=answered_currency(transaction.get("currency"), CURRENCY),
             amount_refunded=(amount or 0) if status is S.REFUNDED else 0,
         )

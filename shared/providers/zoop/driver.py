@@ -43,7 +43,6 @@ _MAX_TYPE_LENGTH = 100
 class ZoopDriver(RefetchVerifiedDriver):
     name: str = "zoop"
     authentication = AUTHENTICATION
-    replay_headers: tuple[str, ...] = AUTHENTICATION.replay_headers  # none: both carriers are the secret
 
     def parse(self, request: WebhookRequest) -> NormalizedEvent:
         body = load_json_object(request.body)
