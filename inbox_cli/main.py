@@ -385,7 +385,8 @@ def sources() -> None:
 @click.option("--stack", "stack", default=None, help="Same as `inbox --stack NAME sources list`.")
 @click.pass_context
 def list_sources(ctx: click.Context, as_json: bool, stack: str | None) -> None:
-    """Each source's name, provider, URL and whether its secrets are set (never their values).
+    """Each source's name, provider, URL, whether its secrets are set (never their values), and when it confirms a
+    payment from its signed payload (`confirm`).
 
     Locally: the sources of sources.json (or one per provider), where each secret comes from (INBOX_SECRET_<SOURCE>
     or the development secret; INBOX_API_KEY_<SOURCE> or the gateway simulator). Deployed: the stack's sources, and

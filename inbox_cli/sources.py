@@ -43,7 +43,7 @@ EMPTY = "empty"  # written, but with no `current` (signing) or an empty key
 NOT_IN_STACK = "not in stack"
 NO_API = None  # the provider has no refetch API: no key to set
 
-SOURCE_COLUMNS = ["name", "provider", "url", "signing_secret", "api_key"]
+SOURCE_COLUMNS = ["name", "provider", "url", "signing_secret", "api_key", "confirm"]
 
 
 class SecretsRefused(ValueError):
@@ -52,8 +52,10 @@ class SecretsRefused(ValueError):
 
 # ------------------------------------------------------------------------------------------------------ list
 def source_rows(target: Target, secrets: SecretsManagerClient | None = None) -> list[dict[str, Any]]:
-    """One row per source of the target: name, provider, url, signing_secret, api_key (None: no API), and
-    secrets_set (the signing secret, and the API key where there is an API, are set)."""
+    """One row per source of the target: name, provider, url, signing_secret, api_key (None: no API),
+    secrets_set (the signing secret, and the API key where there is an API, are set), and confirm: when a payment
+    is confirmed from its signed payload before the refetch verifies it (`confirm_from_payload`, with its
+    `confirm_behind_seconds` for `when_behind`; docs/sources.md)."""
     rows = []
     for source in target.sources:
         if target.local:
@@ -77,9 +79,16 @@ def source_rows(target: Target, secrets: SecretsManagerClient | None = None) -> 
                 "signing_secret": signing,
                 "api_key": api_key,
                 "secrets_set": ready,
+                "confirm": confirm_setting(source),
             }
         )
     return rows
+
+
+def confirm_setting(source: SourceSpec) -> str:
+    """`never`, `always`, or `when_behind (30 s)`: the source's confirm_from_payload as it applies."""
+    mode = source.confirm_mode
+    return f"{mode} ({source.behind_seconds} s)" if mode == definitions.CONFIRM_WHEN_BEHIND else mode
 
 
 def _local_state(variable: str, fallback: str) -> str:

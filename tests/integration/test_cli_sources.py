@@ -123,8 +123,10 @@ def test_sources_list_of_a_deployed_stack_shows_each_url_and_that_the_secrets_ar
         "signing_secret": "placeholder",
         "api_key": "placeholder",
         "secrets_set": False,
+        "confirm": "when_behind (30 s)",  # Stripe may confirm from its signed payload: the default for it
     }
-    # And a provider without a refetch API has no API key at all
+    # And a provider without a refetch API has no API key at all, and never confirms from a payload
+    assert rows["kiwify"]["confirm"] == "never"
     assert rows["kiwify"]["api_key"] is None
     # And no secret value is in the output
     assert PLACEHOLDER not in invoke(f"inbox --stack {STACK_NAME} sources list").output
