@@ -1,4 +1,5 @@
-"""Wiring of the processor Lambda: settings from the environment, the SQS retry queue, the record handler."""
+"""The processor Lambda: its composition root (`build_processor`: settings, store, routes, SQS retry queue) and
+its batch handling (FIFO groups, partial batch responses)."""
 
 from __future__ import annotations
 
