@@ -45,9 +45,9 @@ SHARED_CLIENTS = AwsClients()  # what a Lambda's root is built with
 
 
 class Wrap(Protocol):
-    """Applied by a root to each store and client it builds before handing it out; returns what to hand out in
-    its place, of the same type. The local stack's fault injection wraps the ingest's inbox store and the
-    processor's store this way (inbox_local/faults.py)."""
+    """Applied by a root to each part it builds that talks to AWS (a store, the retry queue, a log, the publisher)
+    before handing it out; returns what to hand out in its place, of the same type. The local stack's fault
+    injection wraps the ingest's inbox store and the processor's store this way (inbox_local/faults.py)."""
 
     def __call__(self, part: T, /) -> T: ...
 
