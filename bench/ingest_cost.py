@@ -62,7 +62,7 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         # The ingest reads the source's signing secret from Secrets Manager, as the local stack stores it.
         store_signing_secrets(boto3.client("secretsmanager"), names.secret_prefix, [SourceSpec("standard", "standard")])
         aws.reset_clients()
-        default_ingest_service.cache_clear()
+        default_ingest_service.reset()
         bare = boto3.client("dynamodb")
         driver, sender = get_driver("standard"), sender_for("standard")
         context = LocalLambdaContext("ingest")

@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
 
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from inbox_local.runtime import LocalStack
 
 ADMIN_PATH = "/_local/faults"
+T = TypeVar("T")
 Handler = Callable[[dict[str, Any], Any], Any]
 
 
@@ -191,12 +192,27 @@ class FaultInjector:
 
     # ---------------------------------------------------------------------------------- (a) ingest storage
 
-    def throttled_inbox_store(self, store: InboxStore, client: Callable[[], DynamoDBClient]) -> InboxStore:
-        """The same table and bucket, through a DynamoDB client whose PutItem may be throttled."""
-        proxy: DynamoDBClient = _ThrottlingDynamoDB(client, self)  # type: ignore[assignment]
-        return InboxStore(store.table_name, store.bucket_name, dynamodb=proxy)
+    def wrap_ingest(self, part: T) -> T:
+        """The ingest root's Wrap (shared/roots.py): its inbox store, through a DynamoDB client whose writes may be
+        throttled; everything else as it is."""
+        if isinstance(part, InboxStore):
+            return cast(T, self.throttled_inbox_store(part))
+        return part
+
+    def throttled_inbox_store(self, store: InboxStore) -> InboxStore:
+        """The same table, bucket and S3 client, through the store's own DynamoDB client, whose PutItem and
+        TransactWriteItems may be throttled."""
+        proxy: DynamoDBClient = _ThrottlingDynamoDB(lambda: store.dynamodb, self)  # type: ignore[assignment]
+        return store.through(proxy)
 
     # ---------------------------------------------------------------------------------- (b) the processor
+
+    def wrap_processor(self, part: T) -> T:
+        """The processor root's Wrap: its store, whose settle transaction may be preceded or followed by the
+        invocation's death; everything else as it is."""
+        if isinstance(part, ProcessingStore):
+            return cast(T, self.crashing_store(part))
+        return part
 
     def crashing_store(self, store: ProcessingStore) -> ProcessingStore:
         return _CrashingProcessingStore(store, self)
@@ -459,13 +475,14 @@ class _CrashingProcessingStore(ProcessingStore):
 
 
 def install(stack: LocalStack) -> FaultInjector:
-    """Wire an injector (every fault off) into a started stack: the ingest's store, the processor's store and
-    invocation, the Pipe, the gateway simulator. Call before the API server starts serving."""
+    """Wire an injector (every fault off) into a started stack: the ingest and the processor run with the roots
+    built here with its Wrap (installed as their handlers' roots: shared/roots.py `Root.install`), the processor's
+    invocations through `wrap_processor_handler`, the Pipe and the gateway simulator under its knobs. Call before the
+    API server starts serving."""
     import boto3  # noqa: PLC0415
 
-    from shared import aws  # noqa: PLC0415
-    from shared.ingest import default_ingest_service  # noqa: PLC0415
-    from shared.process.app import default_processor  # noqa: PLC0415
+    from shared.ingest import default_ingest_service, ingest_service_from_environ  # noqa: PLC0415
+    from shared.process.app import default_processor, processor_from_environ  # noqa: PLC0415
 
     injector = FaultInjector(
         simulator=stack.simulator,
@@ -474,10 +491,8 @@ def install(stack: LocalStack) -> FaultInjector:
         queue_url=stack.resources.get("queue_url"),
         max_attempts=int(os.environ.get(definitions.ENV_MAX_ATTEMPTS) or definitions.MAX_PROCESSING_ATTEMPTS),
     )
-    ingest = default_ingest_service()  # built once per process (cached), as in a Lambda instance
-    ingest.store = injector.throttled_inbox_store(ingest.store, aws.dynamodb)
-    processor = default_processor()
-    processor.store = injector.crashing_store(processor.store)
+    default_ingest_service.install(ingest_service_from_environ(wrap=injector.wrap_ingest))
+    default_processor.install(processor_from_environ(wrap=injector.wrap_processor))
     if stack.queue_mapping is not None:
         stack.queue_mapping.handler = injector.wrap_processor_handler(stack.queue_mapping.handler)
     return injector

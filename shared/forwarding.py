@@ -55,6 +55,7 @@ from shared.definitions import (
 )
 from shared.forwarding_log import SENDER_FORWARDER, Answer, ForwardLog, endpoint_label, is_accepted
 from shared.providers.standard.driver import SCHEME, compute_signature, decode_secret
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
@@ -347,8 +348,10 @@ def forward_stream_batch(
     events = outbox_events(records)
     if not events:
         return {"forwarded": 0}  # nothing to sign: no secret read, no checkpoint read
-    forwarder = forwarder or _default_forwarder()
-    checkpoints = checkpoints or _default_checkpoints()
+    if forwarder is None or checkpoints is None:
+        root = default_forwarder_root()
+        forwarder = forwarder or root.forwarder()
+        checkpoints = checkpoints or root.checkpoints()
     needed = worst_delivery_seconds(forwarder) + FORWARDER_START_MARGIN_SECONDS
     sent = forward_in_order(
         events,
@@ -375,7 +378,13 @@ def forward_log_from_environ(
     """The forwarding log named by INBOX_FORWARD_LOG_TABLE (None when unset), its TTL from
     INBOX_FORWARD_LOG_RETENTION_DAYS: the forwarder Lambda's and the local publisher's alike."""
     env = os.environ if environ is None else environ
-    settings = LogSettings.from_environ(env)
+    return forward_log(LogSettings.from_environ(env), dynamodb, sender=sender)
+
+
+def forward_log(
+    settings: LogSettings, dynamodb: DynamoDBClient, *, sender: str = SENDER_FORWARDER
+) -> ForwardLog | None:
+    """The forwarding log of `settings` on `dynamodb` (None when no table is configured)."""
     if not settings.forward_log_table:
         return None
     return ForwardLog(
@@ -397,23 +406,58 @@ class LogSettings(EnvironmentSettings):
     )
 
 
-def _default_forwarder() -> Forwarder:
-    # Not cached: the secret pair is (by Powertools, five minutes), so a rotation is picked up without a restart.
-    settings = ForwarderSettings.from_environ()
-    log = forward_log_from_environ(_log_dynamodb())
-    return Forwarder.from_secret(
-        settings.forward_url,
-        settings.forward_secret_name,
-        max_attempts=FORWARDER_ATTEMPTS,
-        timeout_seconds=FORWARDER_POST_TIMEOUT_SECONDS,
-        record=log.record if log else None,
-    )
+@dataclass(frozen=True, slots=True)
+class ForwarderRoot:
+    """The forwarder Lambda's composition root, built once per instance (`build_forwarder`). What it hands out is
+    made for each batch: the forwarder, because its secret pair is cached by Powertools for five minutes, so a
+    rotation is picked up without a restart; the checkpoints, because another container may have delivered this
+    partition's later records since, and a stale in-memory checkpoint would send them again."""
+
+    settings: ForwarderSettings
+    dynamodb: DynamoDBClient  # the checkpoints'
+    log: ForwardLog | None  # every attempt recorded, when the stack has a forwarding log
+    wrap: Wrap = unwrapped
+
+    def forwarder(self) -> Forwarder:
+        """SecretUnavailable when the forwarding secret cannot be read: the Pipe retries the batch."""
+        forwarder = Forwarder.from_secret(
+            self.settings.forward_url,
+            self.settings.forward_secret_name,
+            max_attempts=FORWARDER_ATTEMPTS,
+            timeout_seconds=FORWARDER_POST_TIMEOUT_SECONDS,
+            record=self.log.record if self.log else None,
+        )
+        return self.wrap(forwarder)
+
+    def checkpoints(self) -> ForwardCheckpoints:
+        return self.wrap(ForwardCheckpoints(self.dynamodb, self.settings.control_table))
 
 
-def _default_checkpoints() -> ForwardCheckpoints:
-    # A fresh view per batch (the client is shared): another container may have delivered this partition's
-    # later records since, and a stale in-memory checkpoint would send them again.
-    return ForwardCheckpoints(_dynamodb(), ForwarderSettings.from_environ().control_table)
+def build_forwarder(
+    settings: ForwarderSettings,
+    log_settings: LogSettings,
+    *,
+    clients: AwsClients = SHARED_CLIENTS,
+    wrap: Wrap = unwrapped,
+) -> ForwarderRoot:
+    """The forwarder's composition root: where to POST and the secret to sign with (`settings`), the checkpoints on
+    `clients.dynamodb` and the forwarding log of `log_settings` on `clients.dynamodb_best_effort` (unless given:
+    the forwarder's own clients, below). `wrap` is applied to each forwarder and checkpoints it hands out."""
+    log = None
+    if log_settings.forward_log_table:
+        log_client = clients.dynamodb_best_effort if clients.dynamodb_best_effort is not None else _log_dynamodb()
+        log = forward_log(log_settings, log_client)
+    dynamodb = clients.dynamodb if clients.dynamodb is not None else _dynamodb()
+    return ForwarderRoot(settings, dynamodb, log, wrap)
+
+
+def forwarder_from_environ(wrap: Wrap = unwrapped) -> ForwarderRoot:
+    """The forwarder's root as the Lambda builds it: its settings from the environment, its own AWS clients."""
+    return build_forwarder(ForwarderSettings.from_environ(), LogSettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first batch with an event to send.
+default_forwarder_root: Root[ForwarderRoot] = Root(forwarder_from_environ)
 
 
 @cache

@@ -58,6 +58,7 @@ from shared.providers.base import (
 )
 from shared.providers.registry import get_driver
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.secrets import SecretUnavailable, SigningSecretSource
 from shared.settings import IngestSettings
 from shared.sources import Sources, UnknownSource, declared_sources, sender_allowed
@@ -532,14 +533,40 @@ def _note_refusal(
         logger.warning("rejected delivery not noted", extra={"source": source, "error": type(error).__name__})
 
 
-@cache
-def default_ingest_service() -> IngestService:
-    """The service wired from the environment, built once per Lambda instance (on the first request)."""
-    settings = IngestSettings.from_environ()
+def build_ingest_service(
+    settings: IngestSettings,
+    *,
+    rejection_log: RejectionLogSettings | None = None,
+    clients: AwsClients = SHARED_CLIENTS,
+    secrets: SecretsSource | None = None,
+    sources: Sources | None = None,
+    wrap: Wrap = unwrapped,
+) -> IngestService:
+    """The ingest's composition root: the inbox store on the table and bucket of `settings`, the sources' signing
+    secrets (Secrets Manager, unless `secrets` is given), the declared sources (INBOX_SOURCES, unless `sources` is
+    given) and, with `rejection_log`, the rejected-delivery log (without it refusals are only logged and counted).
+    `wrap` is applied to the store, the secrets and the log before the service gets them."""
+    store = InboxStore(settings.inbox_table, settings.body_bucket, dynamodb=clients.dynamodb, s3=clients.s3)
+    if secrets is None:
+        secrets = SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids)
+    rejections = None
+    if rejection_log is not None:
+        rejections = wrap(RejectionLog(rejection_log, dynamodb=clients.dynamodb_best_effort))
     return IngestService(
         settings,
-        InboxStore(settings.inbox_table, settings.body_bucket),
-        SigningSecretSource(settings.secret_prefix, ids=settings.signing_secret_ids),
-        sources=declared_sources(),
-        rejections=RejectionLog(RejectionLogSettings.from_environ()),
+        wrap(store),
+        wrap(secrets),
+        sources=sources if sources is not None else declared_sources(),
+        rejections=rejections,
     )
+
+
+def ingest_service_from_environ(wrap: Wrap = unwrapped) -> IngestService:
+    """The ingest's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_ingest_service(
+        IngestSettings.from_environ(), rejection_log=RejectionLogSettings.from_environ(), wrap=wrap
+    )
+
+
+# The handler's: built once per Lambda instance, on the first request.
+default_ingest_service: Root[IngestService] = Root(ingest_service_from_environ)

@@ -28,6 +28,7 @@ from shared.definitions import ENV_INBOX_TABLE, REPLAYABLE_STATUSES, EventStatus
 from shared.inbox.model import iso_utc
 from shared.inbox.store import InboxStore
 from shared.observability import logger
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, text
 
 # The page bound of the workflow (infra/replay_definition.MAX_PAGE_SIZE), held here too: a page is work an
@@ -85,9 +86,26 @@ def utc_now() -> str:
     return iso_utc(datetime.now(UTC))
 
 
+def build_replay_store(
+    settings: ReplaySettings, *, clients: AwsClients = SHARED_CLIENTS, wrap: Wrap = unwrapped
+) -> InboxStore:
+    """The replay page task's composition root: the inbox store on the table of `settings`, which `wrap` is
+    applied to. Its only collaborator: the page's writes are the inbox lifecycle's (`InboxStore.replay`)."""
+    return wrap(InboxStore(settings.inbox_table, dynamodb=clients.dynamodb))
+
+
+def replay_store_from_environ(wrap: Wrap = unwrapped) -> InboxStore:
+    """The page task's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_replay_store(ReplaySettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first page.
+default_replay_store: Root[InboxStore] = Root(replay_store_from_environ)
+
+
 def handle(event: Any, store: InboxStore | None = None) -> list[dict[str, Any]]:
     """The page task's entry point: the page applied to the inbox table of the function's settings."""
-    store = store or InboxStore(ReplaySettings.from_environ().inbox_table)
+    store = store or default_replay_store()
     entries = replay_page(event, store=store, now=utc_now)
     replayed = sum(1 for entry in entries if entry["outcome"] == "replayed")
     # Which events were replayed is in the execution's history (the task's output); the log says how many.

@@ -41,7 +41,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
@@ -58,8 +57,9 @@ from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, inline_body
 from shared.inbox.store import from_attributes
 from shared.observability import count_for_provider, logger
 from shared.redaction import parse_redact_fields, redact
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, text
-from shared.sources import declared_sources
+from shared.sources import Sources, declared_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -308,19 +308,37 @@ class ArchiverSettings(EnvironmentSettings):
     redact_fields: str = text(ENV_REDACT_FIELDS, "")  # comma-separated keys (parse_redact_fields)
 
 
-@cache
-def default_archiver() -> Archiver:
-    settings = ArchiverSettings.from_environ()
-    return Archiver(
+def build_archiver(
+    settings: ArchiverSettings,
+    *,
+    clients: AwsClients = SHARED_CLIENTS,
+    sources: Sources | None = None,
+    wrap: Wrap = unwrapped,
+) -> Archiver:
+    """The archiver's composition root: the archive and body buckets of `settings`, the deployment's redacted
+    fields and each source's own (the declared sources, unless `sources` is given). `wrap` is applied to it."""
+    declared = sources if sources is not None else declared_sources()
+    archiver = Archiver(
         settings.archive_bucket,
         settings.body_bucket,
         redact_fields=parse_redact_fields(settings.redact_fields),
         source_redact_fields={
             source.name: parse_redact_fields(",".join(source.redact_fields))
-            for source in declared_sources().by_name.values()
+            for source in declared.by_name.values()
             if source.redact_fields
         },
+        s3=clients.s3,
     )
+    return wrap(archiver)
+
+
+def archiver_from_environ(wrap: Wrap = unwrapped) -> Archiver:
+    """The archiver's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_archiver(ArchiverSettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first batch.
+default_archiver: Root[Archiver] = Root(archiver_from_environ)
 
 
 def archive_stream_batch(event: Mapping[str, Any], archiver: Archiver | None = None) -> dict[str, Any]:

@@ -33,7 +33,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -68,6 +67,7 @@ from shared.observability import logger, put_gauge
 from shared.payments.model import UNVERIFIED_PARTITION
 from shared.payments.status import INTERMEDIATE_STATUSES
 from shared.process.messages import ReconcileMessage
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, text, whole
 
 if TYPE_CHECKING:
@@ -483,19 +483,33 @@ class Sweeper:
         return len(response.get("Successful", []))
 
 
-@cache
-def default_sweeper() -> Sweeper:
-    from shared.gateway.registry import supported_providers  # noqa: PLC0415 - keeps urllib3 off the import path
-    from shared.sources import declared_sources  # noqa: PLC0415
+def build_sweeper(
+    settings: SweeperSettings,
+    *,
+    clients: AwsClients = SHARED_CLIENTS,
+    reconcile_sources: Iterable[SourceSpec] | None = None,
+    wrap: Wrap = unwrapped,
+) -> Sweeper:
+    """The sweeper's composition root: its store on the tables of `settings`, the queue it sends to, and the
+    sources whose payments it reconciles (unless given: the declared sources whose provider has an API to refetch
+    from, which gateway_client() has a client for). `wrap` is applied to the store."""
+    if reconcile_sources is None:
+        from shared.gateway.registry import supported_providers  # noqa: PLC0415 - keeps urllib3 off the import path
+        from shared.sources import declared_sources  # noqa: PLC0415
 
-    settings = SweeperSettings.from_environ()
-    refetching = set(supported_providers())
-    return Sweeper(
-        settings,
-        SweepStore(settings.inbox_table, settings.payments_table),
-        # The declared sources whose provider has an API to refetch from (gateway_client() has a client for each).
-        reconcile_sources=[s for s in declared_sources().by_name.values() if s.provider in refetching],
-    )
+        refetching = set(supported_providers())
+        reconcile_sources = [s for s in declared_sources().by_name.values() if s.provider in refetching]
+    store = SweepStore(settings.inbox_table, settings.payments_table, dynamodb=clients.dynamodb)
+    return Sweeper(settings, wrap(store), sqs=clients.sqs, reconcile_sources=reconcile_sources)
+
+
+def sweeper_from_environ(wrap: Wrap = unwrapped) -> Sweeper:
+    """The sweeper's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_sweeper(SweeperSettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first run.
+default_sweeper: Root[Sweeper] = Root(sweeper_from_environ)
 
 
 def sweep(context: Any = None, sweeper: Sweeper | None = None) -> dict[str, Any]:

@@ -101,16 +101,17 @@ def _aws_limits() -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_clients() -> Iterator[None]:
-    """Cached boto3 clients must not outlive the moto mock they were made under."""
+    """Cached boto3 clients, and the functions' roots that hold them, must not outlive the moto mock they were made
+    under."""
     from shared import aws
-    from shared.ingest import default_ingest_service
+    from shared.roots import reset_roots
 
     aws.reset_clients()
-    default_ingest_service.cache_clear()
+    reset_roots()
     _forget_powertools_parameters()
     yield
     aws.reset_clients()
-    default_ingest_service.cache_clear()
+    reset_roots()
     _forget_powertools_parameters()
 
 

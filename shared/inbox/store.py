@@ -90,6 +90,11 @@ class InboxStore:
     def s3(self) -> S3Client:
         return self._s3 or aws.s3()
 
+    def through(self, dynamodb: DynamoDBClient) -> InboxStore:
+        """The same table, bucket and S3 client, through another DynamoDB client (the local stack's fault injection
+        hands the ingest one whose writes may be throttled)."""
+        return InboxStore(self.table_name, self.bucket_name, dynamodb=dynamodb, s3=self._s3)
+
     def put_new(self, item: dict[str, Any]) -> PutOutcome:
         """Store the item unless its key exists. The key, not a read-then-write, is what deduplicates."""
         try:

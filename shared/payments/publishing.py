@@ -18,12 +18,12 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared.backoff import Backoff
 from shared.definitions import ENV_EVENT_BUS_NAME, OUTBOX_EVENT_SOURCE
 from shared.payments.outbox import event_from_stream_record
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, text
 
 if TYPE_CHECKING:
@@ -95,15 +95,29 @@ class PublisherSettings(EnvironmentSettings):
     event_bus_name: str = text(ENV_EVENT_BUS_NAME)
 
 
-@cache
-def _default_publisher() -> BusPublisher:
-    import boto3  # noqa: PLC0415 - the Lambda's client, created once per container
+def build_publisher(
+    settings: PublisherSettings, *, clients: AwsClients = SHARED_CLIENTS, wrap: Wrap = unwrapped
+) -> BusPublisher:
+    """The publisher's composition root: the bus of `settings`, through the EventBridge client of `clients` (the
+    shared one, made here: the publisher's first batch needs it). `wrap` is applied to the publisher."""
+    events = clients.events
+    if events is None:
+        from shared import aws  # noqa: PLC0415 - boto3 stays off the import path of what reads outbox events
 
-    settings = PublisherSettings.from_environ()
-    return BusPublisher(events=boto3.client("events"), bus_name=settings.event_bus_name)
+        events = aws.events()
+    return wrap(BusPublisher(events=events, bus_name=settings.event_bus_name))
+
+
+def publisher_from_environ(wrap: Wrap = unwrapped) -> BusPublisher:
+    """The publisher's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_publisher(PublisherSettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first batch.
+default_publisher: Root[BusPublisher] = Root(publisher_from_environ)
 
 
 def publish_outbox_batch(records: list[dict[str, Any]], publisher: BusPublisher | None = None) -> dict[str, int]:
     """The publisher Lambda's work: one Pipe batch onto the bus."""
-    published = (publisher or _default_publisher()).publish(records)
+    published = (publisher or default_publisher()).publish(records)
     return {"published": published}

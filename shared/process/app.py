@@ -1,4 +1,5 @@
-"""Wiring of the processor Lambda: settings from the environment, the SQS retry queue, the record handler."""
+"""The processor Lambda: its composition root (`build_processor`: settings, store, routes, SQS retry queue) and
+its batch handling (FIFO groups, partial batch responses)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
@@ -36,11 +36,14 @@ from shared.process.handlers import ClientLookup, RefetchPaymentHandler, default
 from shared.process.messages import Delivery, DispatchMessage, ReconcileMessage, parse_message
 from shared.process.router import Router
 from shared.process.service import EventProcessor, Outcome, RetryLater
+from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.settings import EnvironmentSettings, number, text, whole
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_sqs import SQSClient
+
+    from shared.process.confirm import PayloadConfirmation
 
 # FIFO groups of one batch processed at once: all of them (a batch holds at most PROCESSOR_BATCH_SIZE messages, so
 # at most that many groups). Each group's time is the gateway's round trip and DynamoDB's, so threads overlap them,
@@ -125,21 +128,48 @@ def build_router(clients: ClientLookup, handler_modules: str = "") -> Router:
     return router
 
 
-@cache
-def default_processor() -> EventProcessor:
-    from shared.gateway.registry import gateway_client  # noqa: PLC0415 - keeps urllib3 off the import path
-    from shared.process.confirm import declared_confirmation  # noqa: PLC0415
+def build_processor(
+    settings: ProcessorSettings,
+    *,
+    clients: AwsClients = SHARED_CLIENTS,
+    gateway_client: ClientLookup | None = None,
+    confirmation: PayloadConfirmation | None = None,
+    wrap: Wrap = unwrapped,
+) -> EventProcessor:
+    """The processor's composition root: its store on the tables of `settings`, the routes (ours, then the user's
+    handler modules), the SQS retry queue, and the gateway clients its routes and reconciliations refetch with (the
+    declared sources' registry, unless `gateway_client` is given), which confirm events from their payload as the
+    declared sources say (unless `confirmation` is given). `wrap` is applied to the store and the queue."""
+    if gateway_client is None:
+        from shared.gateway.registry import gateway_client as registry  # noqa: PLC0415 - urllib3 off the import path
 
-    settings = ProcessorSettings.from_environ()
+        gateway_client = registry
+    if confirmation is None:
+        from shared.process.confirm import declared_confirmation  # noqa: PLC0415
+
+        confirmation = declared_confirmation()
+    store = ProcessingStore(
+        settings.inbox_table, settings.payments_table, dynamodb=clients.dynamodb, outbox_table=settings.outbox_table
+    )
+    queue = SqsRetryQueue(settings.queue_url, settings.dead_letter_queue_url, sqs=clients.sqs)
     return EventProcessor(
-        ProcessingStore(settings.inbox_table, settings.payments_table, outbox_table=settings.outbox_table),
+        wrap(store),
         build_router(gateway_client, settings.handler_modules),
-        SqsRetryQueue(settings.queue_url, settings.dead_letter_queue_url),
+        wrap(queue),
         max_attempts=settings.max_attempts,
         retry_base_seconds=settings.retry_base_seconds,
         reconciler=RefetchPaymentHandler(gateway_client),
-        confirmation=declared_confirmation(),
+        confirmation=confirmation,
     )
+
+
+def processor_from_environ(wrap: Wrap = unwrapped) -> EventProcessor:
+    """The processor's root as the Lambda builds it: its settings from the environment, the shared AWS clients."""
+    return build_processor(ProcessorSettings.from_environ(), wrap=wrap)
+
+
+# The handler's: built once per Lambda instance, at the first batch.
+default_processor: Root[EventProcessor] = Root(processor_from_environ)
 
 
 class QueueRecord:

@@ -30,9 +30,9 @@ def world(aws_world: Any) -> Iterator[Any]:
     """The integration world with the local S3 answering the functions from their grants, as the local stack's."""
     invocation.install()
     s3_access.install({aws_world.names.body_bucket: Bucket.BODIES, aws_world.names.archive_bucket: Bucket.ARCHIVE})
-    retention.default_archiver.cache_clear()
+    retention.default_archiver.reset()
     yield aws_world
-    retention.default_archiver.cache_clear()
+    retention.default_archiver.reset()
     s3_access.uninstall_buckets(aws_world.names.body_bucket, aws_world.names.archive_bucket)
 
 

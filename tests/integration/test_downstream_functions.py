@@ -19,6 +19,7 @@ from shared import definitions, forwarding
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, forward_stream_batch
 from shared.payments.outbox import published_event
 from shared.payments.publishing import BusPublisher, PublishFailed, outbox_events, publish_outbox_batch
+from shared.roots import AwsClients
 from tests.integration.test_outbox import (
     PREVIOUS_SECRET,
     SECRET,
@@ -150,10 +151,6 @@ def test_the_publisher_handler_reads_its_bus_from_the_environment(
     three_payments(aws_world)
     drain = bus_with_a_queue(aws_world)
     monkeypatch.setenv("INBOX_EVENT_BUS_NAME", BUS)
-    monkeypatch.setattr(
-        "shared.payments.publishing._default_publisher",
-        lambda: BusPublisher(events=aws_world.session.client("events"), bus_name=BUS),
-    )
     assert publisher_handler.lambda_handler(stream_records(aws_world), lambda_context) == {"published": 12}
     assert len(drain()) == 12
 
@@ -217,7 +214,14 @@ def test_the_forwarder_handler_signs_with_both_secrets_of_its_secrets_manager_pa
     monkeypatch.setenv(definitions.ENV_FORWARD_URL, receiver.url)
     monkeypatch.setenv(definitions.ENV_FORWARD_SECRET_NAME, "stack/forward-signing")
     monkeypatch.setenv(definitions.ENV_CONTROL_TABLE, aws_world.names.control_table)
-    monkeypatch.setattr("shared.forwarding._dynamodb", lambda: aws_world.session.client("dynamodb"))
+    dynamodb = aws_world.session.client("dynamodb")
+    forwarding.default_forwarder_root.install(
+        forwarding.build_forwarder(
+            forwarding.ForwarderSettings.from_environ(),
+            forwarding.LogSettings.from_environ(),
+            clients=AwsClients(dynamodb=dynamodb),
+        )
+    )
     # When the handler gets the Pipe's batch
     answer = forwarder_handler.lambda_handler(stream_records(aws_world), lambda_context)
     # Then all twelve arrived, and each verifies with either secret alone (the official library)

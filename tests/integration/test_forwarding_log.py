@@ -18,11 +18,12 @@ from inbox_cli.outbox import outbox_records, resend
 from inbox_cli.target import Target
 from inbox_local.lambda_context import LocalLambdaContext
 from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
-from shared import definitions
+from shared import definitions, forwarding
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder
 from shared.forwarding_log import SENDER_RESEND, Answer, ForwardLog
 from shared.payments.outbox import transition_id
 from shared.payments.status import PaymentStatus as S
+from shared.roots import AwsClients
 from tests.integration.processing_support import FakeGateway
 from tests.integration.test_downstream_functions import stream_records
 from tests.integration.test_outbox import PREVIOUS_SECRET, SECRET, lifecycle, three_payments
@@ -97,8 +98,13 @@ def test_the_forwarder_lambda_records_each_attempt_and_the_cli_lists_them(
     monkeypatch.setenv(definitions.ENV_FORWARD_URL, endpoint.url)
     monkeypatch.setenv(definitions.ENV_FORWARD_SECRET_NAME, "stack/forward-signing")
     monkeypatch.setenv(definitions.ENV_FORWARD_LOG_RETENTION_DAYS, "3")
-    monkeypatch.setattr("shared.forwarding._dynamodb", lambda: dynamodb(aws_world))
-    monkeypatch.setattr("shared.forwarding._log_dynamodb", lambda: dynamodb(aws_world))
+    forwarding.default_forwarder_root.install(
+        forwarding.build_forwarder(
+            forwarding.ForwarderSettings.from_environ(),
+            forwarding.LogSettings.from_environ(),
+            clients=AwsClients(dynamodb=dynamodb(aws_world), dynamodb_best_effort=dynamodb(aws_world)),
+        )
+    )
     monkeypatch.setattr("shared.forwarding.Forwarder.sleep", staticmethod(lambda _seconds: None), raising=False)
     endpoint.fail_first = 2
     # When the Pipe hands the batch over

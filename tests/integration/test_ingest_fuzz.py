@@ -42,7 +42,7 @@ from inbox_local.server import api_gateway_event
 from shared import aws
 from shared.definitions import REFETCH_VERIFIED_PROVIDERS, SourceSpec
 from shared.inbox.store import InboxStore
-from shared.ingest import default_ingest_service, trust_of
+from shared.ingest import default_ingest_service, ingest_service_from_environ, trust_of
 from shared.payments.status import PaymentStatus
 from shared.providers.base import (
     PayloadInvalid,
@@ -414,8 +414,7 @@ def test_a_validly_signed_delivery_is_stored_exactly_once(inbox, provider, data)
 def test_only_a_storage_failure_answers_5xx_and_then_nothing_is_kept(inbox, provider, data):
     # Given DynamoDB throttling every PutItem of the ingest (the local stack's own fault injection)
     injector = FaultInjector()
-    service = default_ingest_service()
-    service.store = injector.throttled_inbox_store(service.store, aws.dynamodb)
+    default_ingest_service.install(ingest_service_from_environ(wrap=injector.wrap_ingest))
     injector.configure({"ingest_throttle_rate": 1.0})
     body = data.draw(bodies_for(provider))
     signed = data.draw(st.booleans())

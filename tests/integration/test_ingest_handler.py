@@ -27,9 +27,10 @@ from inbox_local.server import (
 from shared import definitions
 from shared.inbox.model import BODY_ZLIB_ATTRIBUTE, INLINE_BODY_BREAK_EVEN_BYTES, inline_body
 from shared.inbox.store import InboxStore, to_attributes
-from shared.ingest import IngestService, default_ingest_service, handle_api_event
+from shared.ingest import build_ingest_service, default_ingest_service, handle_api_event
 from shared.providers.base import WebhookRequest
 from shared.providers.registry import get_driver
+from shared.roots import AwsClients
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -417,12 +418,8 @@ class _FailingDynamoDB:
 def test_storage_failure_answers_5xx_writes_nothing_and_the_retry_is_stored_once(aws_world, code):
     # Given DynamoDB refuses writes
     real = default_ingest_service()
-    failing_store = InboxStore(
-        real.store.table_name,
-        real.store.bucket_name,
-        dynamodb=cast("DynamoDBClient", _FailingDynamoDB(aws_world.session.client("dynamodb"), code)),
-    )
-    failing = IngestService(real.settings, failing_store, real.secrets)
+    refusing = cast("DynamoDBClient", _FailingDynamoDB(aws_world.session.client("dynamodb"), code))
+    failing = build_ingest_service(real.settings, clients=AwsClients(dynamodb=refusing))
     request = signed_delivery("stripe", event_id="evt_throttled")
     event = _api_event("stripe", request.body, request.headers)
     # When a delivery arrives

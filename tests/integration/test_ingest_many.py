@@ -13,7 +13,6 @@ from moto.dynamodb.models import DynamoDBBackend
 from inbox_local.dev_secrets import DEV_SECRETS
 from inbox_local.faults import FaultInjector
 from inbox_local.senders import sender_for
-from shared import aws
 from shared.definitions import MAX_EVENTS_PER_DELIVERY, MULTI_EVENT_INLINE_BODY_BUDGET_BYTES
 from shared.inbox.model import inline_body
 from shared.inbox.store import InboxStore, PutOutcome, StorageUnavailable
@@ -221,7 +220,7 @@ def test_the_local_stacks_throttle_fault_cancels_a_delivery_of_several_events_wh
     # Given the local stack's ingest throttle (the fault `inbox chaos` and the ingest fuzz use) on every write: it
     # used to throttle PutItem only, so a delivery of several events (one TransactWriteItems) went through it
     injector = FaultInjector()
-    store = injector.throttled_inbox_store(InboxStore(aws_world.names.inbox_table), aws.dynamodb)
+    store = injector.throttled_inbox_store(InboxStore(aws_world.names.inbox_table))
     injector.configure({"ingest_throttle_rate": 1.0})
     items = _items_of(aws_world, adyen_delivery("A", "B"))
     # When the delivery's events are stored, Then the transaction is cancelled as a throttled one is (a 5xx the

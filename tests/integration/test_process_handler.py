@@ -28,10 +28,10 @@ def gateway(aws_world, monkeypatch):
         monkeypatch.setenv("INBOX_QUEUE_URL", aws_world.resources["queue_url"])
         monkeypatch.setenv("INBOX_DLQ_URL", aws_world.resources["dead_letter_url"])
         reset_gateway_clients()
-        default_processor.cache_clear()
+        default_processor.reset()
         yield simulator
         reset_gateway_clients()
-        default_processor.cache_clear()
+        default_processor.reset()
 
 
 def enqueue(aws_world, pk: str, group: str) -> None:

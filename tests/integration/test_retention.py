@@ -29,9 +29,9 @@ KEY = re.compile(r"^archive/provider=(\w+)/date=(\d{4}-\d{2}-\d{2})/(\d+)-(\d+)\
 
 @pytest.fixture(autouse=True)
 def _fresh_archiver():
-    retention.default_archiver.cache_clear()
+    retention.default_archiver.reset()
     yield
-    retention.default_archiver.cache_clear()
+    retention.default_archiver.reset()
 
 
 def keep(

@@ -209,10 +209,10 @@ def test_the_sweeper_lambda_returns_its_summary(aws_world, monkeypatch):
     from shared import sweeper
 
     monkeypatch.setenv("INBOX_QUEUE_URL", aws_world.resources["queue_url"])
-    sweeper.default_sweeper.cache_clear()
+    sweeper.default_sweeper.reset()
     try:
         scheduled = {"source": "aws.events", "detail-type": "Scheduled Event"}
         result = lambda_handler(scheduled, cast(Any, LocalLambdaContext("sweeper")))
     finally:
-        sweeper.default_sweeper.cache_clear()
+        sweeper.default_sweeper.reset()
     assert set(result) >= {"redispatched", "stuck", "oldest_age_s", "failed", "reconciled", "truncated"}

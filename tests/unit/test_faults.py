@@ -112,7 +112,7 @@ def test_a_throttled_put_reaches_the_real_store_as_a_dynamodb_throttling_error()
     # Given the ingest's store behind the injector, throttling every PutItem
     client = RecordingDynamoDB()
     injector = FaultInjector()
-    store = injector.throttled_inbox_store(InboxStore("inbox", "bodies"), lambda: client)  # type: ignore[arg-type, return-value]
+    store = injector.throttled_inbox_store(InboxStore("inbox", "bodies", dynamodb=client))  # type: ignore[arg-type]
     injector.configure({"ingest_throttle_rate": 1.0})
     # When an item is put, Then the real store maps DynamoDB's throttling to StorageUnavailable (the handler's 503)
     with pytest.raises(StorageUnavailable, match="ProvisionedThroughputExceededException"):
