@@ -18,12 +18,14 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+# `max_attempts` in a Config's `retries` counts the retries, `total_max_attempts` every attempt (botocore's Config):
+# 3 retries, 4 attempts in all.
 _CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
 
 # Best-effort writes (the rejected-delivery log): one attempt, short timeouts. The ingest answers a refused
 # delivery 401 whether or not its record was written, and must answer well within its own timeout.
-_BEST_EFFORT_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 1})
+_BEST_EFFORT_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 1})
 # The SDK's own timeouts and retries: the publisher's bus client, whose batch the Pipe retries whole on a failure.
 _SDK_DEFAULTS = Config()
 
