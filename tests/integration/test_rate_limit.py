@@ -235,17 +235,22 @@ def test_a_batch_of_several_payments_takes_its_slots_in_one_write(aws_world, gat
     records = paid_events(aws_world, gateway, 4)
     processor, _ = instance(aws_world, gateway, SlotLog())
 
-    # When the processor handles the batch (its groups four at a time)
+    # When the processor handles the batch (every group at once)
     response = process_batch({"Records": records}, None, processor)
 
     # Then every event is processed, with one request each to the gateway and one control-table write in all
     assert response == {"batchItemFailures": []}
     assert sum(s["requests"] for s in gateway.rate_stats()["seconds"]) == 4
     assert limiter_counts(aws_world) == (4, 1)
-    # And a fifth payment, started when one of the first four finished, gathers again: two writes for five
+    # And a batch of five payments, all five groups at once, takes its five slots in one write too
     records = paid_events(aws_world, gateway, 5)
     assert process_batch({"Records": records}, None, processor) == {"batchItemFailures": []}
-    assert limiter_counts(aws_world) == (9, 3)
+    assert limiter_counts(aws_world) == (9, 2)
+    # And with fewer workers than groups, a fifth payment started when one of the first four finished gathers
+    # again: two writes for five
+    records = paid_events(aws_world, gateway, 5)
+    assert process_batch({"Records": records}, None, processor, max_concurrent_groups=4) == {"batchItemFailures": []}
+    assert limiter_counts(aws_world) == (14, 4)
 
 
 def test_two_instances_processing_batches_at_once_keep_the_source_within_its_rate(aws_world, gateway, atomic_writes):
