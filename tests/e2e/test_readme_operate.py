@@ -115,22 +115,9 @@ def operated() -> Iterator[Operated]:
             os.killpg(receiver.pid, signal.SIGKILL)
 
 
-def stored_statuses(operated: Operated, stripe_event_ids: list[str]) -> dict[str, str | None]:
-    """Each Stripe event's status as the stack's inbox table holds it (a consistent GetItem each, in this process:
-    an `inbox` call per event and look is an interpreter each)."""
-    dynamodb = boto3.client(
-        "dynamodb",
-        endpoint_url=f"http://127.0.0.1:{operated.stack.env['INBOX_AWS_PORT']}",
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
-    statuses: dict[str, str | None] = {}
-    for event_id in stripe_event_ids:
-        key = {"pk": {"S": f"stripe#{event_id}"}}
-        item = dynamodb.get_item(TableName=LocalNames().inbox_table, Key=key, ConsistentRead=True).get("Item", {})
-        statuses[event_id] = item.get("status", {}).get("S")
-    return statuses
+def stored_statuses(operated: Operated, stripe_event_ids: list[str]) -> dict[str, Any]:
+    """Each Stripe event's status as the stack's inbox table holds it, read in this process."""
+    return {event_id: operated.stack.stored_event("stripe", event_id).get("status") for event_id in stripe_event_ids}
 
 
 def outbox_records(operated: Operated) -> list[dict[str, Any]]:
