@@ -41,6 +41,30 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def embedded_aws_client(env: dict[str, str], service: str) -> Any:
+    """A boto3 client of the embedded AWS of the stack started with `env` (its INBOX_AWS_PORT)."""
+    import boto3
+
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=f"http://127.0.0.1:{env['INBOX_AWS_PORT']}",
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def read_stored_event(dynamodb: Any, source: str, event_id: str) -> dict[str, Any]:
+    """The inbox item of `source`'s event (a consistent GetItem in this process), {} while there is none."""
+    from inbox_local.config import LocalNames
+    from shared.inbox.store import from_attributes
+
+    answer = dynamodb.get_item(
+        TableName=LocalNames().inbox_table, Key={"pk": {"S": f"{source}#{event_id}"}}, ConsistentRead=True
+    )
+    return from_attributes(answer["Item"]) if "Item" in answer else {}
+
+
 @dataclass
 class RunningStack:
     url: str
@@ -55,26 +79,12 @@ class RunningStack:
     def client(self, service: str) -> Any:
         """A boto3 client of the stack's embedded AWS, made once: what a test reads while it waits."""
         if service not in self._clients:
-            import boto3
-
-            self._clients[service] = boto3.client(  # type: ignore[call-overload]
-                service,
-                endpoint_url=f"http://127.0.0.1:{self.env['INBOX_AWS_PORT']}",
-                region_name="us-east-1",
-                aws_access_key_id="local",
-                aws_secret_access_key="local",
-            )
+            self._clients[service] = embedded_aws_client(self.env, service)
         return self._clients[service]
 
     def stored_event(self, source: str, event_id: str) -> dict[str, Any]:
         """The inbox item of `source`'s event (a consistent GetItem), {} while there is none."""
-        from inbox_local.config import LocalNames
-        from shared.inbox.store import from_attributes
-
-        answer = self.client("dynamodb").get_item(
-            TableName=LocalNames().inbox_table, Key={"pk": {"S": f"{source}#{event_id}"}}, ConsistentRead=True
-        )
-        return from_attributes(answer["Item"]) if "Item" in answer else {}
+        return read_stored_event(self.client("dynamodb"), source, event_id)
 
     def stored_events(self, **attributes: str) -> list[dict[str, Any]]:
         """The inbox items whose attributes have these values (a scan: a test stack holds little)."""

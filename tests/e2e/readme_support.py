@@ -13,9 +13,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shared.definitions import ENV_SOURCES_FILE
-from tests.e2e.conftest import free_port
+from tests.e2e.conftest import embedded_aws_client, free_port, read_stored_event
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +63,7 @@ class MakeRun:
     env: dict[str, str]
     process: subprocess.Popen[str]
     log_path: Path
+    _dynamodb: Any = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -73,6 +75,13 @@ class MakeRun:
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def stored_event(self, source: str, event_id: str) -> dict[str, Any]:
+        """The inbox item of `source`'s event, read in this process (what a test waits on instead of a loop of
+        `inbox` calls, an interpreter each), {} while there is none."""
+        if self._dynamodb is None:
+            self._dynamodb = embedded_aws_client(self.env, "dynamodb")
+        return read_stored_event(self._dynamodb, source, event_id)
 
     def interrupt(self, timeout: float = 60) -> int:
         """Ctrl-C: SIGINT to the whole foreground group (make and the stack it runs), then wait for make."""

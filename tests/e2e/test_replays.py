@@ -160,15 +160,18 @@ def test_a_mercadopago_notification_replayed_with_other_body_ids_is_one_event(lo
 
 
 def test_a_pagbank_length_extension_forgery_is_refused_and_stores_nothing(local_stack):
-    # Given a genuine PagBank notification, processed
-    resource_id = f"CHAR_{int(time.time() * 1000)}"
+    # Given a genuine PagBank notification of an order the gateway (the stack's simulator) holds, processed: a
+    # PagBank payment is an order (ORDE_...), and one the simulator cannot hold would only be retried, never settle
+    resource_id = f"ORDE_{int(time.time() * 1000)}"
     local_stack.cli("send", "pagbank", "--resource-id", resource_id, "--status", "paid")
     (stored,) = wait_until(
         lambda: events_about(local_stack, "pagbank", resource_id),
-        lambda items: len(items) == 1 and items[0].get("status") in ("processed", "ignored"),
+        lambda items: len(items) == 1 and items[0].get("status") == "processed",
     )
+    assert stored["status"] == "processed", stored
     body, digest = inline_body(stored) or b"", stored["headers"]["x-authenticity-token"]
     before = (payment(local_stack, "pagbank", resource_id), len(local_stack.stored_events(provider="pagbank")))
+    assert before[0]["status"] == "paid"
     # When a forger extends the captured body with SHA-256's padding and a suffix, for every token length guess
     suffix = b',"status":"CANCELED"}'
     token = DEV_SECRETS["pagbank"]
