@@ -52,7 +52,9 @@ class BatchSlots:
 
     When the schedule grants fewer slots than were gathered, the requests left over are told when to come back
     (RateLimited, the wait a single refused request gets: the processor delays the message and counts no attempt),
-    and so is every later request of this batch to that source until then, without another write.
+    and so is every later request of this batch to that source until then, without another write. The limiter is
+    told which groups were refused and which served (`note_refused`, `note_served`): the backlog its schedule,
+    booked only `horizon` ahead, cannot show, and that tells a `when_behind` source it is behind.
     `writes`, `reserved` and `used` count what the batch did."""
 
     def __init__(self, groups: Mapping[Hashable, str | None], *, starting: Iterable[Hashable] = ()) -> None:
@@ -99,6 +101,7 @@ class BatchSlots:
             pool = self._pools.setdefault((limiter.table_name, limiter.source), _Pool())
             now = limiter.now()
             if pool.retry_at > now:
+                limiter.note_refused((group,))
                 raise RateLimited(
                     f"refetch rate of {limiter.source} is booked for this batch", retry_after=pool.retry_at - now
                 )
@@ -154,6 +157,9 @@ class BatchSlots:
                 waiting.error = outcome
             if isinstance(outcome, RateLimited):
                 pool.retry_at = now + (outcome.retry_after or 0.0)
+        # What the source's backlog is, for `RateLimiter.next_free_at`: the groups refused wait, those served do not.
+        limiter.note_served(waiting.group for waiting in gathered if waiting.slot is not None)
+        limiter.note_refused(waiting.group for waiting in gathered if isinstance(waiting.error, RateLimited))
         for waiting in gathered:
             waiting.done = True
         pool.writing = False

@@ -64,7 +64,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,6 +86,13 @@ KEY_PREFIX = "ratelimit#"
 DEFAULT_BURST_SECONDS = 0.25
 # How far ahead a request may reserve its slot and sleep for it, rather than be sent back to the queue.
 DEFAULT_MAX_WAIT_SECONDS = 1.0
+# How long a refused request counts as waiting for a slot when nothing says it got one (`note_refused`): longer than
+# the delays a refused message comes back after (seconds) and than a `when_behind` source's default threshold, so
+# that a backlog stays visible while it lasts; a request confirmed from its payload instead never comes back for its
+# slot and is forgotten after this.
+REFUSAL_MEMORY_SECONDS = 60.0
+# The most refused requests one instance remembers: past it the oldest go (a burst's size, not its memory).
+MAX_REMEMBERED_REFUSALS = 1024
 DEFAULT_BLOCK_SECONDS = 1.0  # a 429 with no (readable) Retry-After
 MAX_BLOCK_SECONDS = float(MAX_BACKOFF_SECONDS)  # a longer Retry-After is capped: the processor's longest backoff
 MAX_CLOCK_AHEAD_SECONDS = 30.0
@@ -201,6 +208,11 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._seen_tat = 0.0  # the schedule as this instance saw it last
         self._seen_blocked_until = 0.0  # a gateway's 429 as this instance saw it last
+        # The requests this instance was refused a slot for and has not had one for since (by the key its caller
+        # names them with: a processor batch's FIFO group, shared/gateway/batch_slots.py), with when they were last
+        # refused: the demand the schedule could not book. It only ever books `horizon` ahead, so a backlog longer
+        # than that shows here, not in `tat` (`next_free_at`).
+        self._refused: dict[Hashable, float] = {}
 
     @property
     def horizon(self) -> float:
@@ -226,14 +238,40 @@ class RateLimiter:
 
     def next_free_at(self) -> float | None:
         """When this source's next slot is free, by what this instance saw last (its last write, or the state a
-        refusal returned, or a 429's block): epoch seconds, None before it saw anything. Memory only, no read: what
-        the processor asks per event (shared/process/confirm.py) to tell whether the source's refetches are behind."""
+        refusal returned, or a 429's block), and after the requests it was refused and still waits to send, one
+        interval each (`note_refused`): epoch seconds, None before it saw anything. Memory only, no read: what the
+        processor asks per event (shared/process/confirm.py) to tell whether the source's refetches are behind."""
         with self._lock:
             if not self._seen_tat and not self._seen_blocked_until:
                 return None
-            return max(
-                self._seen_tat - self.tolerance, self._seen_blocked_until
-            )  # a slot is used from `tolerance` early
+            now = self._clock()
+            self._forget_refusals(now)
+            scheduled = max(self._seen_tat - self.tolerance, self._seen_blocked_until)  # used from `tolerance` early
+            return max(scheduled, now) + len(self._refused) * self.interval if self._refused else scheduled
+
+    def note_refused(self, keys: Iterable[Hashable]) -> None:
+        """These requests were refused a slot (RateLimited) and will come back: until each gets one (`note_served`),
+        or REFUSAL_MEMORY_SECONDS after its last refusal, each counts one interval of backlog in `next_free_at`."""
+        with self._lock:
+            now = self._clock()
+            for key in keys:
+                self._refused[key] = now
+            self._forget_refusals(now)
+
+    def note_served(self, keys: Iterable[Hashable]) -> None:
+        """These requests got their slots: they are no longer waiting."""
+        with self._lock:
+            for key in keys:
+                self._refused.pop(key, None)
+
+    def _forget_refusals(self, now: float) -> None:
+        """Drop the refusals older than REFUSAL_MEMORY_SECONDS (their request was served elsewhere, or gave up), and
+        the oldest past MAX_REMEMBERED_REFUSALS: the memory stays bounded whatever a burst brings (the lock held)."""
+        stale = [key for key, at in self._refused.items() if now - at > REFUSAL_MEMORY_SECONDS]
+        for key in stale:
+            del self._refused[key]
+        while len(self._refused) > MAX_REMEMBERED_REFUSALS:
+            del self._refused[next(iter(self._refused))]
 
     def acquire(self) -> float:
         """Take a slot for one request, sleeping up to `max_wait_seconds` for it; returns the seconds slept.

@@ -15,7 +15,13 @@ from moto.dynamodb.models import DynamoDBBackend
 
 from shared.gateway import batch_slots
 from shared.gateway.batch_slots import BatchSlots
-from shared.gateway.ratelimit import RateLimited, RateLimiter, Slot
+from shared.gateway.ratelimit import (
+    MAX_REMEMBERED_REFUSALS,
+    REFUSAL_MEMORY_SECONDS,
+    RateLimited,
+    RateLimiter,
+    Slot,
+)
 from tests.unit.gateway.fakes import CONTROL_TABLE as TABLE
 from tests.unit.gateway.fakes import Clock, Spy, limiter
 from tests.unit.gateway.fakes import stored_limiter_state as stored
@@ -207,6 +213,41 @@ def test_the_requests_left_over_by_a_partial_grant_wait_without_another_write(dy
     with batch.group("g2"):
         assert stripe.acquire() == 0.0
     assert spy.calls == ["update_item"] * 2
+
+
+def test_the_requests_refused_show_as_a_backlog_until_they_are_served(dynamodb, clock, sleeps):
+    # Given a 1/s source that allows one request at once and no waiting, and a batch of four of its payments
+    slow = limiter(dynamodb, clock, sleeps, rate=1.0, burst=1, max_wait_seconds=0)
+    batch = BatchSlots({f"g{n}": "stripe" for n in range(4)})
+
+    # When the four refetch at the same time: one slot, three refused
+    run_groups(batch, {f"g{n}": slow.acquire for n in range(4)})
+
+    # Then the next free slot is after the three refused requests, one interval each, though the schedule itself
+    # (booked one second ahead at most) shows none of them
+    free = slow.next_free_at()
+    assert free is not None and free - clock.now == pytest.approx(3.0 + 1.0, abs=1e-3)
+    # And a refused group that gets its slot later no longer counts
+    clock.advance(1.0)
+    again = BatchSlots({"g1": "stripe"})
+    with again.group("g1"):
+        slow.acquire()
+    free = slow.next_free_at()
+    assert free is not None and free - clock.now == pytest.approx(2.0 + 1.0, abs=1e-3)
+    # And a refusal nothing served is forgotten after REFUSAL_MEMORY_SECONDS
+    clock.advance(REFUSAL_MEMORY_SECONDS + 1.0)
+    free = slow.next_free_at()
+    assert free is not None and free <= clock.now  # the schedule alone: long past
+
+
+def test_the_backlog_remembered_is_bounded_whatever_a_burst_brings(dynamodb, clock, sleeps):
+    # Given a source that refused more distinct requests than an instance remembers
+    slow = limiter(dynamodb, clock, sleeps, rate=1.0, burst=1, max_wait_seconds=0)
+    slow.reserve(1)
+    slow.note_refused(range(MAX_REMEMBERED_REFUSALS + 500))
+    # When its backlog is asked for  Then it counts at most MAX_REMEMBERED_REFUSALS of them
+    free = slow.next_free_at()
+    assert free is not None and free - clock.now == pytest.approx(MAX_REMEMBERED_REFUSALS, abs=1.0)
 
 
 def test_a_blocked_source_refuses_the_whole_batch_with_one_write(dynamodb, clock, sleeps):
