@@ -13,7 +13,9 @@ When (the source's `confirm_from_payload`, docs/sources.md):
 - `always`: every eligible event is applied from its payload;
 - `when_behind` (the default for an eligible provider): when the source is behind by `confirm_behind_seconds`:
   its next free refetch slot is further away than that (what its rate limiter saw last: its schedule, a 429's
-  block; read from memory, never written per event), or the event has already waited that long since receipt.
+  block, and an interval for each request it refused a slot and has not served since, the backlog its schedule,
+  booked a second ahead, cannot show; read from memory, never written per event), or the event has already waited
+  that long since receipt.
 
 This module decides; it does no I/O of its own (the schedule is read from the limiter's memory).
 """
