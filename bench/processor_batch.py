@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import threading
 import time
@@ -356,6 +357,9 @@ def measure(
             figures["after"]["own_cpu_ms_per_event"] = round(group_cpu.seconds * 1000 / (rounds * events), 2)
             results[shape] = {"events_per_batch": events, "payments_per_batch": len(sizes), **figures}
     results["sdk_cpu_ms_per_dynamodb_call"] = sdk_cpu_ms_per_dynamodb_call()
+    # The bench process's peak resident memory: the processor with its clients and a batch's threads, and the gateway
+    # simulator and the latency store beside them in the same process: an upper bound of what the processor needs.
+    results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     results["scenario"] = {
         "gateway_latency_ms_assumed": round(latency * 1000),
         "dynamodb_latency_ms_assumed": round(dynamodb_latency * 1000),

@@ -101,7 +101,7 @@ FORMULAS: dict[str, Formula] = {
 }
 
 
-def processor_lambda_ms(results: Path, shape: str, way: str) -> float:
+def processor_lambda_ms(results: Path, shape: str, way: str, memory_mb: int | None = None) -> float:
     """The processor's time per event of a batch shape on Lambda, at its memory (inbox_cli/cost.py `lambda_ms`): the
     benchmark's wall time beyond its own CPU is waiting; its CPU (the processor's own, measured on the "after" way
     of the shape, and the AWS SDK's for the DynamoDB requests per event item_sizes counts) runs at the function's
@@ -117,7 +117,8 @@ def processor_lambda_ms(results: Path, shape: str, way: str) -> float:
     calls = sum(count for name, count in requests.items() if name.startswith("processor: dynamodb."))
     cpu = own + calls * float(batch["sdk_cpu_ms_per_dynamodb_call"])
     concurrent = row["payments_per_batch"] if way == "after" else 1
-    return lambda_ms(float(row[way]["ms_per_event"]) - own, cpu, PROCESSOR_MEMORY_MB, concurrent=concurrent)
+    memory = memory_mb or PROCESSOR_MEMORY_MB
+    return lambda_ms(float(row[way]["ms_per_event"]) - own, cpu, memory, concurrent=concurrent)
 
 
 def _processor_events_per_s(shape: str, way: str) -> Formula:
@@ -146,6 +147,28 @@ def _processor_lambda_ms(shape: str) -> Formula:
     return lambda results: processor_lambda_ms(results, shape, "after")
 
 
+# The processor's memory sizes docs/cost.md compares.
+COMPARED_PROCESSOR_MEMORY_MB = (256, 384, 512)
+
+
+def _processor_ms_at(memory_mb: int) -> Formula:
+    return lambda results: processor_lambda_ms(results, "typical", "after", memory_mb)
+
+
+def _processor_line_at(memory_mb: int) -> Formula:
+    """The processor's GB-seconds line ($ per million webhooks) were it `memory_mb`: a typical batch's time per event on
+    Lambda at that size (`processor_lambda_ms`) times the size, at prices.json's arm64 price."""
+
+    def compute(results: Path) -> float:
+        from inbox_cli.cost import PRICES  # noqa: PLC0415
+
+        price = json.loads(PRICES.read_text())["regions"]["us-east-1"]["lambda_arm64_per_gb_second"]
+        ms = processor_lambda_ms(results, "typical", "after", memory_mb)
+        return 1_000_000 * ms / 1000 * memory_mb / 1024 * float(price)
+
+    return compute
+
+
 def _burst_confirm_hours(shape: str) -> Formula:
     """Hours the processor takes to confirm the burst's events at a batch shape's events per second on Lambda."""
     return lambda results: BURST_EVENTS / _processor_events_per_s(shape, "after")(results) / 3600
@@ -158,6 +181,8 @@ def _cost_assumption(name: str) -> Formula:
 
 FORMULAS |= {f"scale.processor_lambda_ms.{shape}.after": _processor_lambda_ms(shape) for shape in ("typical", "burst")}
 FORMULAS |= {f"scale.burst_confirm_hours.{shape}": _burst_confirm_hours(shape) for shape in ("typical", "burst")}
+FORMULAS |= {f"scale.processor_lambda_ms_at.{mb}": _processor_ms_at(mb) for mb in COMPARED_PROCESSOR_MEMORY_MB}
+FORMULAS |= {f"cost.processor_line_at.{mb}": _processor_line_at(mb) for mb in COMPARED_PROCESSOR_MEMORY_MB}
 FORMULAS |= {
     f"cost.assumption.{name}": _cost_assumption(name)
     for name in ("ingest_ms", "processor_ms_per_event", "ingest_cpu_ms", "processor_cpu_ms_per_event")

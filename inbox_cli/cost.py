@@ -76,8 +76,8 @@ class Assumptions:
     deliveries_per_event: float = 1.25  # gateway retries and duplicates that reach the API
     # Billed durations on Lambda, at the functions' memory (without a measurement; `measured_assumptions` derives
     # them from the benchmarks with `lambda_ms`: the CPU measured here runs at memory / 1,769 MB of a vCPU).
-    ingest_ms: float = 17.4  # per ingest invocation (the last measurement's, at 512 MB)
-    processor_ms_per_event: float = 72.0  # per processed event (the last measurement's, at 384 MB)
+    ingest_ms: float = 15.4  # per ingest invocation (the last measurement's, at 512 MB)
+    processor_ms_per_event: float = 61.4  # per processed event (the last measurement's, at 384 MB)
     ingest_cpu_ms: float = 0.0  # of which CPU, at a full core (what the measurement found; 0: not measured)
     processor_cpu_ms_per_event: float = 0.0
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
@@ -109,9 +109,8 @@ class Assumptions:
     # The rate limit's conditional writes to the control table per processor batch: a batch's requests to a source
     # are gathered into one write (`BatchSlots`; all of a batch's groups start together); a group's second request
     # (a disputed charge's dispute list), a retry, a wrong idle/busy guess or a refused write adds one. Measured
-    # (item_sizes, Stripe): 0.536 writes per event at 0.304 batches per event, 1.76 per batch (0.518 at 0.304 and
-    # 0.589 at 0.339 in two more runs; with 4 groups at once it was 1.8 to 2.1 per batch). Never more than one per
-    # request.
+    # (item_sizes, Stripe): 0.536 writes per event at 0.304 batches per event, 1.76 per batch. Never more than one
+    # per request.
     rate_limit_writes_per_batch: float = 1.8
     # The declared sources (sources.json; without one, one per provider): a signing secret each, and an API-key
     # secret each whose provider has a refetch API (infra/constructs/signing_secrets.py, gateway_api_keys.py).

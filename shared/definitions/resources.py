@@ -105,9 +105,9 @@ QUEUE_RETENTION_DAYS: Final = 14
 PROCESSOR_BATCH_SIZE: Final = 10
 PROCESSOR_MAX_CONCURRENCY: Final = 10
 PROCESSOR_TIMEOUT_SECONDS: Final = 30
-# Its time is mostly waiting (the gateway's and DynamoDB's round trips); its CPU (mostly the AWS SDK's, ~2.5 ms a
-# request measured) runs at memory / 1,769 MB of a vCPU. At 384 MB a typical batch's event takes ~8% longer than at
-# 512 and costs ~20% less (docs/cost.md, "Lambda durations"); its memory use is ~60 MB.
+# Its time is mostly waiting (the gateway's and DynamoDB's round trips); its CPU (mostly the AWS SDK's) runs at
+# memory / 1,769 MB of a vCPU: docs/cost.md compares 256, 384 and 512 MB from `make bench` (time per event, price,
+# the peak memory of the processor's bench).
 PROCESSOR_MEMORY_MB: Final = 384
 
 # ---------------------------------------------------------------------------------------------- ingest API

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 # FIFO groups of one batch processed at once: all of them (a batch holds at most PROCESSOR_BATCH_SIZE messages, so
 # at most that many groups). Each group's time is the gateway's round trip and DynamoDB's, so threads overlap them,
 # and the groups that run together reach their refetch together: their rate-limit slots are taken in one write
-# (`BatchSlots` gathers the running groups only; a group started when another finished gathers, and writes, again:
-# with fewer workers than groups, `make bench`'s item_sizes measured ~1.6 to 2 writes per batch). Bounded: the
+# (`BatchSlots` gathers the running groups only: a group started when another finished would gather, and write,
+# again). Bounded: the
 # gateway connection pool keeps 10 connections (shared/gateway/http.py) and botocore's 10 (its default
 # max_pool_connections), one per group; the source's rate limit and circuit breaker are shared by the threads (both
 # thread-safe, shared/gateway/ratelimit.py and breaker.py) as by instances.
