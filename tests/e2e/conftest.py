@@ -24,14 +24,21 @@ T = TypeVar("T")
 WAIT_INTERVAL_SECONDS = 0.1
 
 
+class WaitTimedOut(AssertionError):
+    """A wait whose condition never held: the test fails at the wait, with what it saw last."""
+
+
 def wait_until(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: float = 60) -> T:
-    """What `probe` returns once `done` holds for it, or its last answer when `timeout` seconds have passed: the
-    caller asserts on it, so a timeout fails with what was seen. A condition, never a fixed sleep."""
+    """What `probe` returns once `done` holds for it. A condition, never a fixed sleep: when `timeout` seconds pass
+    first, the wait fails (WaitTimedOut, with the last answer) instead of handing the caller a value that does not
+    hold, so a wait that never ends shows as a failure, not as slowness."""
     deadline = time.monotonic() + timeout
     while True:
         value = probe()
-        if done(value) or time.monotonic() > deadline:
+        if done(value):
             return value
+        if time.monotonic() > deadline:
+            raise WaitTimedOut(f"not done after {timeout:g} s; last seen: {value!r}"[:4000])
         time.sleep(WAIT_INTERVAL_SECONDS)
 
 
@@ -96,7 +103,7 @@ class RunningStack:
         return [item for item in items if all(item.get(name) == value for name, value in attributes.items())]
 
     def settled_event(self, source: str, event_id: str, *, timeout: float = 60) -> dict[str, Any]:
-        """The event's item once it is no longer pending (its last state after `timeout`)."""
+        """The event's item once it is no longer pending (WaitTimedOut after `timeout`)."""
         return wait_until(
             lambda: self.stored_event(source, event_id),
             lambda item: item.get("status") not in (None, "pending"),
