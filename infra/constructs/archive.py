@@ -37,16 +37,26 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import ARCHIVE_GLACIER_AFTER_DAYS, ARCHIVE_INFREQUENT_ACCESS_AFTER_DAYS, StackSettings
+from infra.constructs.access import Access
 from infra.constructs.buckets import data_bucket
 from infra.constructs.dispatch_pipe import LIST_STREAMS_REASON, grant_stream_read
 from infra.constructs.inbox_storage import InboxStorage
-from infra.constructs.python_function import PythonFunction
+from infra.constructs.python_function import FunctionSpec, PythonFunction
 from infra.constructs.s3_access import grant_declared_s3_access
 from infra.nag import acknowledge
 from shared import definitions
 from shared.definitions.s3_grants import Bucket
 
 NONCURRENT_VERSION_DAYS = 90
+
+
+ARCHIVER = FunctionSpec(
+    "Archiver",
+    "archiver",
+    definitions.ARCHIVER_MEMORY_MB,
+    definitions.ARCHIVER_TIMEOUT_SECONDS,
+    "Webhook Inbox archiver: inbox items removed by TTL -> gzip JSON lines in the archive bucket",
+)
 
 
 class Archive(Construct):
@@ -103,15 +113,10 @@ class Archive(Construct):
         built = PythonFunction(
             self,
             "Archiver",
-            asset_name="archiver",
-            description="Webhook Inbox archiver: inbox items removed by TTL -> gzip JSON lines in the archive bucket",
-            memory_size=definitions.ARCHIVER_MEMORY_MB,
-            timeout_seconds=definitions.ARCHIVER_TIMEOUT_SECONDS,
-            environment={
-                definitions.ENV_ARCHIVE_BUCKET: self.bucket.bucket_name,
-                definitions.ENV_BODY_BUCKET: inbox.body_bucket.bucket_name,
-                definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields,
-            },
+            spec=ARCHIVER,
+            # Both buckets' grants are the declared S3 ones (below).
+            uses=(Access(definitions.ENV_ARCHIVE_BUCKET, self.bucket.bucket_name), inbox.body_bucket_named()),
+            environment={definitions.ENV_REDACT_FIELDS: settings.archive_redact_fields},
         )
         self.function = built.function
         self.role = built.role

@@ -26,6 +26,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.constructs.access import Access, queue_access
 from shared import definitions
 
 
@@ -61,3 +62,11 @@ class DispatchQueue(Construct):
                 queue=self.dead_letter_queue, max_receive_count=definitions.QUEUE_MAX_RECEIVE_COUNT
             ),
         )
+
+    def queue_access(self, *actions: str) -> Access:
+        """The dispatch queue, named by INBOX_QUEUE_URL, with `actions` on it."""
+        return queue_access(self.queue, definitions.ENV_QUEUE_URL, actions)
+
+    def dead_letter_access(self, *actions: str) -> Access:
+        """The dead-letter queue, named by INBOX_DLQ_URL, with `actions` on it."""
+        return queue_access(self.dead_letter_queue, definitions.ENV_DLQ_URL, actions)

@@ -20,11 +20,14 @@ Choices:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.access import Access, index_access, table_access
 from infra.constructs.buckets import data_bucket, private_bucket
 from infra.constructs.tables import table
 from shared import definitions
@@ -32,6 +35,11 @@ from shared import definitions
 BODY_EXPIRY_MARGIN_DAYS = 7
 NONCURRENT_VERSION_DAYS = 7  # an overwritten or deleted body stays recoverable this long
 ACCESS_LOG_RETENTION_DAYS = 90
+
+
+def inbox_table_access(inbox_table: dynamodb.ITable, actions: Sequence[str]) -> Access:
+    """The inbox table, named by INBOX_TABLE, with `actions` on it."""
+    return table_access(inbox_table, definitions.ENV_INBOX_TABLE, actions)
 
 
 class InboxStorage(Construct):
@@ -96,3 +104,13 @@ class InboxStorage(Construct):
                 ),
             ],
         )
+
+    def table_access(self, *actions: str) -> Access:
+        return inbox_table_access(self.table, actions)
+
+    def index_access(self, index_name: str, *actions: str) -> Access:
+        return index_access(self.table, index_name, actions)
+
+    def body_bucket_named(self) -> Access:
+        """The body bucket named by INBOX_BODY_BUCKET; its S3 grants are the declared ones (s3_access.py)."""
+        return Access(definitions.ENV_BODY_BUCKET, self.body_bucket.bucket_name)

@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.config import StackSettings
 from infra.constructs.inbox_storage import InboxStorage
-from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec
 from infra.constructs.rejected_log import RejectedLog
 from infra.constructs.s3_access import grant_declared_s3_access
 from infra.constructs.secrets import SourceSecrets
@@ -50,9 +50,12 @@ class IngestFunction(FunctionConstruct):
             scope,
             construct_id,
             spec=INGEST,
+            uses=(
+                # PutItem on the table ARN alone: it has no meaning on an index.
+                storage.table_access("dynamodb:PutItem"),
+                storage.body_bucket_named(),
+            ),
             environment={
-                definitions.ENV_INBOX_TABLE: storage.table.table_name,
-                definitions.ENV_BODY_BUCKET: storage.body_bucket.bucket_name,
                 definitions.ENV_SIGNING_SECRETS: secrets.arn_map,
                 definitions.ENV_SIGNATURE_TOLERANCE: str(settings.signature_tolerance_seconds),
                 definitions.ENV_RETENTION_DAYS: str(settings.retention_days),
@@ -69,8 +72,6 @@ class IngestFunction(FunctionConstruct):
             },
         )
 
-        # PutItem on the table ARN alone: it has no meaning on an index.
-        grant_on(self.function, storage.table.table_arn, "dynamodb:PutItem")
         # PutObject only (shared/definitions/s3_grants.py): no reads, no deletes, no ACL or tagging changes.
         grant_declared_s3_access(self.function, "ingest", {Bucket.BODIES: storage.body_bucket})
         secrets.grant_read(self.function)

@@ -65,9 +65,10 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StackSettings
+from infra.constructs.access import Access, table_access
 from infra.constructs.dispatch_pipe import ON_PARTIAL_BATCH_ITEM_FAILURE, StreamPipeEssentials
 from infra.constructs.payments_storage import PaymentsStorage
-from infra.constructs.python_function import PythonFunction
+from infra.constructs.python_function import FunctionSpec, PythonFunction
 from infra.constructs.secrets import retained_secret
 from infra.constructs.tables import table
 from infra.nag import acknowledge
@@ -142,6 +143,22 @@ class StreamToFunctionPipe(Construct):
         self.pipe_name: str = self.pipe.ref
 
 
+PUBLISHER = FunctionSpec(
+    "Publisher",
+    "publisher",
+    definitions.PUBLISHER_MEMORY_MB,
+    definitions.PUBLISHER_TIMEOUT_SECONDS,
+    "Webhook Inbox publisher: outbox records -> events on the stack's EventBridge bus",
+)
+FORWARDER = FunctionSpec(
+    "Forwarder",
+    "forwarder",
+    definitions.FORWARDER_MEMORY_MB,
+    definitions.FORWARDER_TIMEOUT_SECONDS,
+    "Webhook Inbox forwarder: outbox records -> signed POSTs to the customer's endpoint",
+)
+
+
 class Outbox(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, payments: PaymentsStorage, settings: StackSettings
@@ -170,13 +187,7 @@ class Outbox(Construct):
         )
 
         publisher = PythonFunction(
-            self,
-            "Publisher",
-            asset_name="publisher",
-            description="Webhook Inbox publisher: outbox records -> events on the stack's EventBridge bus",
-            memory_size=definitions.PUBLISHER_MEMORY_MB,
-            timeout_seconds=definitions.PUBLISHER_TIMEOUT_SECONDS,
-            environment={definitions.ENV_EVENT_BUS_NAME: self.bus.event_bus_name},
+            self, "Publisher", spec=PUBLISHER, environment={definitions.ENV_EVENT_BUS_NAME: self.bus.event_bus_name}
         )
         self.publisher = publisher.function
         self.bus.grant_put_events_to(self.publisher)
@@ -196,6 +207,10 @@ class Outbox(Construct):
         self.forward_secret: secretsmanager.Secret | None = None
         if settings.forward_url:
             self._forwarding(stream_arn, payments, settings, settings.forward_url)
+
+    def table_access(self, *actions: str) -> Access:
+        """The outbox table, named by INBOX_OUTBOX_TABLE, with `actions` on it."""
+        return table_access(self.table, definitions.ENV_OUTBOX_TABLE, actions)
 
     def _forwarding(self, stream_arn: str, payments: PaymentsStorage, settings: StackSettings, url: str) -> None:
         # Named by CloudFormation and retained, like every secret (infra/constructs/secrets.py): the receiver holds
@@ -234,15 +249,16 @@ class Outbox(Construct):
         forwarder = PythonFunction(
             self,
             "Forwarder",
-            asset_name="forwarder",
-            description="Webhook Inbox forwarder: outbox records -> signed POSTs to the customer's endpoint",
-            memory_size=definitions.FORWARDER_MEMORY_MB,
-            timeout_seconds=definitions.FORWARDER_TIMEOUT_SECONDS,
+            spec=FORWARDER,
+            uses=(
+                # The checkpoints' grant carries a condition on their keys: it is below, not one of these actions.
+                payments.control_access(),
+                # The forwarding log: one new item per attempt; the forwarder never reads, updates or deletes one.
+                table_access(self.forward_log, definitions.ENV_FORWARD_LOG_TABLE, ["dynamodb:PutItem"]),
+            ),
             environment={
                 definitions.ENV_FORWARD_URL: url,
                 definitions.ENV_FORWARD_SECRET_NAME: self.forward_secret.secret_arn,
-                definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
-                definitions.ENV_FORWARD_LOG_TABLE: self.forward_log.table_name,
                 definitions.ENV_FORWARD_LOG_RETENTION_DAYS: str(settings.forward_log_retention_days),
             },
         )
@@ -263,10 +279,6 @@ class Outbox(Construct):
                     "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{definitions.FORWARD_CHECKPOINT_PREFIX}*"]}
                 },
             )
-        )
-        # The forwarding log: one new item per attempt; the forwarder never reads, updates or deletes one.
-        iam.Grant.add_to_principal(
-            grantee=self.forwarder, actions=["dynamodb:PutItem"], resource_arns=[self.forward_log.table_arn]
         )
         self.forward_pipe = StreamToFunctionPipe(
             self,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
+from infra.constructs.access import Access, index_access, table_access
 from infra.constructs.tables import table
 from shared import definitions
 
@@ -45,3 +46,15 @@ class PaymentsStorage(Construct):
             kept=False,
             time_to_live_attribute=definitions.CONTROL_TTL_ATTRIBUTE,
         )
+
+    def payments_access(self, *actions: str) -> Access:
+        """The payments table, named by INBOX_PAYMENTS_TABLE, with `actions` on it."""
+        return table_access(self.payments_table, definitions.ENV_PAYMENTS_TABLE, actions)
+
+    def reconcile_index_access(self, *actions: str) -> Access:
+        return index_access(self.payments_table, definitions.RECONCILE_INDEX, actions)
+
+    def control_access(self, *actions: str) -> Access:
+        """The control table (breakers, rate limits, forwarding checkpoints), named by INBOX_CONTROL_TABLE, with
+        `actions` on it."""
+        return table_access(self.control_table, definitions.ENV_CONTROL_TABLE, actions)

@@ -34,7 +34,7 @@ from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.outbox import Outbox
 from infra.constructs.payments_storage import PaymentsStorage
-from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec
 from infra.constructs.secrets import SourceSecrets
 from shared import definitions
 
@@ -65,13 +65,16 @@ class ProcessorFunction(FunctionConstruct):
             scope,
             construct_id,
             spec=PROCESSOR,
+            # Item actions on the table ARNs alone, never their indexes.
+            uses=(
+                inbox.table_access("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"),
+                payments.payments_access("dynamodb:GetItem", "dynamodb:PutItem"),
+                payments.control_access("dynamodb:GetItem", "dynamodb:UpdateItem"),
+                outbox.table_access("dynamodb:PutItem"),
+                queues.queue_access(),  # consumed through the event source mapping, below
+                queues.dead_letter_access("sqs:SendMessage"),
+            ),
             environment={
-                definitions.ENV_INBOX_TABLE: inbox.table.table_name,
-                definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
-                definitions.ENV_CONTROL_TABLE: payments.control_table.table_name,
-                definitions.ENV_OUTBOX_TABLE: outbox.table.table_name,
-                definitions.ENV_QUEUE_URL: queues.queue.queue_url,
-                definitions.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
                 definitions.ENV_MAX_ATTEMPTS: str(definitions.MAX_PROCESSING_ATTEMPTS),
                 definitions.ENV_RETRY_BASE_SECONDS: str(definitions.RETRY_BASE_SECONDS),
                 definitions.ENV_API_KEY_SECRETS: api_keys.arn_map,
@@ -79,12 +82,6 @@ class ProcessorFunction(FunctionConstruct):
             },
         )
 
-        # Item actions on the table ARNs alone, never their indexes.
-        grant_on(self.function, inbox.table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem")
-        grant_on(self.function, payments.payments_table.table_arn, "dynamodb:GetItem", "dynamodb:PutItem")
-        grant_on(self.function, payments.control_table.table_arn, "dynamodb:GetItem", "dynamodb:UpdateItem")
-        grant_on(self.function, outbox.table.table_arn, "dynamodb:PutItem")
-        grant_on(self.function, queues.dead_letter_queue.queue_arn, "sqs:SendMessage")
         api_keys.grant_read(self.function)
 
         # Grants the mapping's consume permissions on the queue (ReceiveMessage, DeleteMessage,

@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from constructs import Construct
 
 from infra.assets import function_asset_hash, stage_function_asset
 from infra.config import FunctionObservability
+from infra.constructs.access import Access
 from infra.dependency_layer import (
     REQUIREMENTS_FILE,
     STAGING_FILES,
@@ -80,19 +81,30 @@ def dependency_layer(scope: Construct) -> lambda_.LayerVersion:
     )
 
 
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function of functions/ as the stack deploys it: the construct id of its PythonFunction (part of every
+    logical id beneath it), its asset, its sizing (shared/definitions/resources.py) and the description Lambda shows."""
+
+    function_id: str
+    asset_name: str
+    memory_size: int
+    timeout_seconds: int
+    description: str
+
+
 class PythonFunction(Construct):
-    """A Lambda function from ``functions/<asset_name>/handler.py``, with its role and log group."""
+    """A Lambda function from ``functions/<spec.asset_name>/handler.py``, with its role and log group. Each resource
+    of `uses` is named in its environment and granted its actions; `environment` adds the settings."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        asset_name: str,
-        description: str,
-        memory_size: int,
-        timeout_seconds: int,
-        environment: Mapping[str, str],
+        spec: FunctionSpec,
+        uses: Sequence[Access] = (),
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -103,23 +115,23 @@ class PythonFunction(Construct):
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"Execution role of the {asset_name} function (no managed policies: grants are explicit)",
+            description=f"Execution role of the {spec.asset_name} function (no managed policies: grants are explicit)",
         )
         self.log_group.grant_write(self.role)
         observability = FunctionObservability.from_context(self.node)
         self.tracing = observability.tracing
 
-        staged = stage_function_asset(asset_name)
+        staged = stage_function_asset(spec.asset_name)
         self.function = lambda_.Function(
             self,
             "Function",
-            description=description,
+            description=spec.description,
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(staged, asset_hash=function_asset_hash(staged)),
-            memory_size=memory_size,
-            timeout=Duration.seconds(timeout_seconds),
+            memory_size=spec.memory_size,
+            timeout=Duration.seconds(spec.timeout_seconds),
             role=self.role,
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
@@ -130,9 +142,12 @@ class PythonFunction(Construct):
             environment={
                 "POWERTOOLS_SERVICE_NAME": definitions.SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": definitions.METRICS_NAMESPACE,
-                **environment,
+                **{use.variable: use.value for use in uses if use.variable is not None and use.value is not None},
+                **(environment or {}),
             },
         )
+        for use in uses:
+            use.grant(self.function)
 
         if self.tracing:
             acknowledge(
@@ -150,38 +165,21 @@ class PythonFunction(Construct):
         )
 
 
-@dataclass(frozen=True)
-class FunctionSpec:
-    """A function of functions/ as the stack deploys it: the construct id of its PythonFunction (part of every
-    logical id beneath it), its asset, its sizing (shared/definitions/resources.py) and the description Lambda shows."""
-
-    function_id: str
-    asset_name: str
-    memory_size: int
-    timeout_seconds: int
-    description: str
-
-
 class FunctionConstruct(Construct):
-    """A construct that is one function of functions/ (`spec`) plus the grants its code uses; `function` and `role`
-    are its PythonFunction's."""
+    """A construct that is one function of functions/ (`spec`), the resources its code uses (`uses`: named in its
+    environment, granted their actions) and its settings (`environment`); `function` and `role` are its
+    PythonFunction's. A subclass adds the grants that are not one resource's actions (secrets, S3)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, spec: FunctionSpec, environment: Mapping[str, str]):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: FunctionSpec,
+        uses: Sequence[Access] = (),
+        environment: Mapping[str, str] | None = None,
+    ):
         super().__init__(scope, construct_id)
-        built = PythonFunction(
-            self,
-            spec.function_id,
-            asset_name=spec.asset_name,
-            description=spec.description,
-            memory_size=spec.memory_size,
-            timeout_seconds=spec.timeout_seconds,
-            environment=environment,
-        )
+        built = PythonFunction(self, spec.function_id, spec=spec, uses=uses, environment=environment)
         self.function = built.function
         self.role = built.role
-
-
-def grant_on(grantee: iam.IGrantable, resource_arn: str, *actions: str) -> None:
-    """`actions` on `resource_arn` alone: a table's ARN without its indexes (``table.grant`` would add
-    ``<table>/index/*`` for a table with indexes, where item actions have no meaning), one index, one queue."""
-    iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[resource_arn])

@@ -47,7 +47,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import DEFAULT_REPLAY_LOG_LEVEL
-from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
+from infra.constructs.inbox_storage import inbox_table_access
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec
 from infra.constructs.vended_logs import vended_log_group
 from infra.nag import acknowledge
 from infra.replay_definition import PAGE_FUNCTION_SUBSTITUTION, TABLE_SUBSTITUTION, replay_definition, table_placeholder
@@ -79,9 +80,8 @@ class ReplayWorkflow(Construct):
         super().__init__(scope, construct_id)
 
         self.page_function = FunctionConstruct(
-            self, "PageFunction", spec=REPLAY_PAGE, environment={definitions.ENV_INBOX_TABLE: table.table_name}
+            self, "PageFunction", spec=REPLAY_PAGE, uses=(inbox_table_access(table, ["dynamodb:UpdateItem"]),)
         )
-        grant_on(self.page_function.function, table.table_arn, "dynamodb:UpdateItem")
 
         self.log_group = vended_log_group(self, "LogGroup", service="states", purpose="replay", retention=LOG_RETENTION)
         self.role = iam.Role(

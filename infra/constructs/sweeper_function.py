@@ -27,7 +27,7 @@ from infra.config import StackSettings
 from infra.constructs.dispatch_queue import DispatchQueue
 from infra.constructs.inbox_storage import InboxStorage
 from infra.constructs.payments_storage import PaymentsStorage
-from infra.constructs.python_function import FunctionConstruct, FunctionSpec, grant_on
+from infra.constructs.python_function import FunctionConstruct, FunctionSpec
 from infra.constructs.secrets import check_environment_share, environment_share
 from shared import definitions
 
@@ -58,10 +58,16 @@ class SweeperFunction(FunctionConstruct):
             scope,
             construct_id,
             spec=SWEEPER,
+            uses=(
+                inbox.index_access(definitions.OPEN_EVENTS_INDEX, "dynamodb:Query"),
+                # The conditional re-dispatch (UpdateItem), and the waits of the events that look stale
+                # (`wait_until`, which the open-events index does not project: BatchGetItem).
+                inbox.table_access("dynamodb:UpdateItem", "dynamodb:BatchGetItem"),
+                payments.reconcile_index_access("dynamodb:Query"),
+                payments.payments_access("dynamodb:UpdateItem"),
+                queues.queue_access("sqs:SendMessage"),
+            ),
             environment={
-                definitions.ENV_INBOX_TABLE: inbox.table.table_name,
-                definitions.ENV_PAYMENTS_TABLE: payments.payments_table.table_name,
-                definitions.ENV_QUEUE_URL: queues.queue.queue_url,
                 definitions.ENV_STALE_AFTER: str(definitions.DEFAULT_STALE_AFTER_SECONDS),
                 definitions.ENV_RECONCILE_AFTER: str(definitions.DEFAULT_RECONCILE_AFTER_SECONDS),
                 definitions.ENV_SWEEP_MAX_ITEMS: str(definitions.DEFAULT_SWEEP_MAX_ITEMS),
@@ -69,16 +75,6 @@ class SweeperFunction(FunctionConstruct):
             },
         )
         interval = Duration.minutes(settings.sweep_interval_minutes)
-
-        grant_on(self.function, f"{inbox.table.table_arn}/index/{definitions.OPEN_EVENTS_INDEX}", "dynamodb:Query")
-        grant_on(self.function, inbox.table.table_arn, "dynamodb:UpdateItem")
-        # The waits of the events that look stale (`wait_until`, which the open-events index does not project).
-        grant_on(self.function, inbox.table.table_arn, "dynamodb:BatchGetItem")
-        grant_on(
-            self.function, f"{payments.payments_table.table_arn}/index/{definitions.RECONCILE_INDEX}", "dynamodb:Query"
-        )
-        grant_on(self.function, payments.payments_table.table_arn, "dynamodb:UpdateItem")
-        grant_on(self.function, queues.queue.queue_arn, "sqs:SendMessage")
 
         self.function.configure_async_invoke(retry_attempts=0, max_event_age=interval)
         self.schedule = events.Rule(
