@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from inbox_local.gateway_simulator import GatewaySimulator
     from inbox_local.pipe import StreamPipe
-    from inbox_local.runtime import LocalStack
+    from inbox_local.queue_mapping import QueueMapping
 
 ADMIN_PATH = "/_local/faults"
 T = TypeVar("T")
@@ -474,25 +474,31 @@ class _CrashingProcessingStore(ProcessingStore):
             raise InjectedCrash(f"after the transaction of {event_pk}, before the acknowledgement")
 
 
-def install(stack: LocalStack) -> FaultInjector:
-    """Wire an injector (every fault off) into a started stack: the ingest and the processor run with the roots
-    built here with its Wrap (installed as their handlers' roots: shared/roots.py `Root.install`), the processor's
-    invocations through `wrap_processor_handler`, the Pipe and the gateway simulator under its knobs. Call before the
-    API server starts serving."""
+def install(
+    *,
+    simulator: GatewaySimulator | None,
+    pipe: StreamPipe | None,
+    queue_mapping: QueueMapping | None,
+    queue_url: str | None,
+) -> FaultInjector:
+    """Wire an injector (every fault off) into a started local stack's parts: the ingest and the processor run with
+    the roots built here with its Wrap (installed as their handlers' roots: shared/roots.py `Root.install`), the
+    processor's invocations (`queue_mapping`) through `wrap_processor_handler`, the Pipe and the gateway simulator
+    under its knobs. Call before the API server starts serving."""
     import boto3  # noqa: PLC0415
 
     from shared.ingest import default_ingest_service, ingest_service_from_environ  # noqa: PLC0415
     from shared.process.app import default_processor, processor_from_environ  # noqa: PLC0415
 
     injector = FaultInjector(
-        simulator=stack.simulator,
-        pipe=stack.pipe,
+        simulator=simulator,
+        pipe=pipe,
         sqs=boto3.session.Session().client("sqs"),
-        queue_url=stack.resources.get("queue_url"),
+        queue_url=queue_url,
         max_attempts=int(os.environ.get(definitions.ENV_MAX_ATTEMPTS) or definitions.MAX_PROCESSING_ATTEMPTS),
     )
     default_ingest_service.install(ingest_service_from_environ(wrap=injector.wrap_ingest))
     default_processor.install(processor_from_environ(wrap=injector.wrap_processor))
-    if stack.queue_mapping is not None:
-        stack.queue_mapping.handler = injector.wrap_processor_handler(stack.queue_mapping.handler)
+    if queue_mapping is not None:
+        queue_mapping.handler = injector.wrap_processor_handler(queue_mapping.handler)
     return injector

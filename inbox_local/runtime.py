@@ -176,7 +176,12 @@ class LocalStack:
         api.on_invoked = self.pipe.nudge
         from inbox_local.faults import install as install_faults  # noqa: PLC0415 - once the environment is set
 
-        self.faults = install_faults(self)
+        self.faults = install_faults(
+            simulator=self.simulator,
+            pipe=self.pipe,
+            queue_mapping=self.queue_mapping,
+            queue_url=self.resources.get("queue_url"),
+        )
         api.local_route = self.faults.admin_route
         if definitions.mutual_tls_sources(self.sources):
             self._start_mutual_tls(ingest_handler, api)

@@ -11,7 +11,6 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -57,6 +56,7 @@ from shared.providers.base import (
     parse_events,
 )
 from shared.providers.registry import get_driver
+from shared.redaction import redact_secret_fields
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.secrets import SecretUnavailable, SigningSecretSource
@@ -318,24 +318,6 @@ def as_hint(event: NormalizedEvent, event_id: str, received_at: datetime) -> Nor
     """A refetch-verified event as stored: what it is about, and nothing it claims. The body is unsigned, so its
     status, amount and time are not evidence: the processor's refetch decides, at the receive time."""
     return replace(event, event_id=event_id, occurred_at=received_at, provider_status=None, amount=None, currency=None)
-
-
-REDACTED_VALUE = b'"[redacted]"'
-
-
-def redact_secret_fields(body: bytes, fields: tuple[str, ...]) -> bytes:
-    """The body with the string value of every JSON field named in `fields` (at any depth) replaced by
-    "[redacted]", every other byte as received. For providers that repeat their secret inside an unsigned body
-    (Hotmart's `hottok`): the stored body, its digest and the archive then hold no secret."""
-    for name in fields:
-        body = _secret_field_pattern(name).sub(lambda match: match.group(1) + REDACTED_VALUE, body)
-    return body
-
-
-@cache
-def _secret_field_pattern(name: str) -> re.Pattern[bytes]:
-    """`"name": "<JSON string>"`, compiled once per field name (not per delivery)."""
-    return re.compile(rb'("' + re.escape(name.encode()) + rb'"\s*:\s*)"(?:[^"\\]|\\.)*"')
 
 
 # ----------------------------------------------------------------------------------- HTTP API (payload v2)

@@ -4,6 +4,10 @@ Personal data (LGPD): with `INBOX_REDACT_FIELDS` (comma-separated JSON key names
 every value under such a key, at any depth of a JSON document, is replaced by "[redacted]". The archive
 (shared/retention.py) and the rejected-delivery log (shared/rejections.py) apply it.
 
+Secrets in a body: a provider that repeats its secret inside an unsigned body (Hotmart's `hottok`) has it replaced
+in the stored body byte for byte (`redact_secret_fields`), every other byte as received; the ingest and the
+rejected-delivery log apply it.
+
 Query values: some gateways put the secret itself in the URL (iugu's `?token=`, Efí's `?hmac=`). A log shows a
 query parameter's value only when its driver stores that parameter with the event anyway (`replay_query`: the
 parameters the driver declares safe to keep, as signed data); every other value is "[redacted]", its name kept.
@@ -12,11 +16,14 @@ Stdlib only, cheap to import on the ingest's path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
+from functools import cache
 from typing import Any
 from urllib.parse import unquote_plus
 
 REDACTED = "[redacted]"
+_REDACTED_JSON_STRING = b'"' + REDACTED.encode() + b'"'
 
 
 def parse_redact_fields(raw: str | None) -> frozenset[str]:
@@ -65,3 +72,18 @@ def redact_query(query: str, shown: Collection[str]) -> str:
         else:
             parts.append(part)
     return "&".join(parts)
+
+
+def redact_secret_fields(body: bytes, fields: tuple[str, ...]) -> bytes:
+    """The body with the string value of every JSON field named in `fields` (at any depth) replaced by
+    "[redacted]", every other byte as received. For providers that repeat their secret inside an unsigned body
+    (Hotmart's `hottok`): the stored body, its digest and the archive then hold no secret."""
+    for name in fields:
+        body = _secret_field_pattern(name).sub(lambda match: match.group(1) + _REDACTED_JSON_STRING, body)
+    return body
+
+
+@cache
+def _secret_field_pattern(name: str) -> re.Pattern[bytes]:
+    """`"name": "<JSON string>"`, compiled once per field name (not per delivery)."""
+    return re.compile(rb'("' + re.escape(name.encode()) + rb'"\s*:\s*)"(?:[^"\\]|\\.)*"')

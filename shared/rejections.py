@@ -193,8 +193,10 @@ def kept_body(
     raw: bytes, *, redact_fields: frozenset[str], secret_body_fields: tuple[str, ...], limit: int
 ) -> KeptBody:
     """What the log keeps of a refused body: secrets and personal data redacted, then at most `limit` bytes."""
-    from shared.ingest import redact_secret_fields  # noqa: PLC0415 - the ingest's own byte-exact secret redaction
-    from shared.redaction import redact  # noqa: PLC0415 - the archive's redaction: one rule for personal data
+    from shared.redaction import (  # noqa: PLC0415 - the archive's redaction: one rule for personal data
+        redact,
+        redact_secret_fields,
+    )
 
     body = redact_secret_fields(raw, secret_body_fields) if secret_body_fields else raw
     redacted = body != raw

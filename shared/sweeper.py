@@ -49,11 +49,11 @@ from shared.definitions import (
     ENV_RECONCILE_AFTER,
     ENV_STALE_AFTER,
     ENV_SWEEP_MAX_ITEMS,
-    OPEN_EVENTS_INDEX,
     OPEN_EVENTS_SHARDS,
     RECONCILE_INDEX,
     WAIT_UNTIL,
     SourceSpec,
+    open_events_query,
     provider_entry,
     source_key,
 )
@@ -201,15 +201,7 @@ class SweepStore:
         received_before: str | None,
         attributes: tuple[str, ...] | None = None,
     ) -> dict[str, Any]:
-        query: dict[str, Any] = {
-            "TableName": self.inbox_table,
-            "IndexName": OPEN_EVENTS_INDEX,
-            "KeyConditionExpression": "open_status = :open",
-            "ExpressionAttributeValues": {":open": {"S": f"{status.value}#{shard}"}},
-        }
-        if received_before is not None:
-            query["KeyConditionExpression"] += " AND received_at < :before"
-            query["ExpressionAttributeValues"][":before"] = {"S": received_before}
+        query = open_events_query(self.inbox_table, status, shard, received_before=received_before)
         if attributes:
             names = {f"#a{index}": name for index, name in enumerate(attributes)}
             query["ProjectionExpression"] = ", ".join(names)

@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from enum import Enum, StrEnum
 from typing import Any, Final, NamedTuple
 
-from shared.definitions.resources import OPEN_EVENTS_SHARDS
+from shared.definitions.resources import (
+    OPEN_EVENTS_INDEX,
+    OPEN_EVENTS_INDEX_PK,
+    OPEN_EVENTS_INDEX_SK,
+    OPEN_EVENTS_SHARDS,
+)
 
 # ---------------------------------------------------------------------------------------------- inbox lifecycle
 # The inbox item's statuses and every write that moves it, as data: each write is a row of LIFECYCLE (the statuses
@@ -278,7 +283,29 @@ def number_value(value: int) -> dict[str, str]:
 
 def open_status_value(status: EventStatus, pk: str) -> str:
     """Partition value of the sparse open-events index: status plus a stable shard of the key."""
-    return f"{status.value}#{zlib.crc32(pk.encode()) % OPEN_EVENTS_SHARDS}"
+    return open_shard_value(status, zlib.crc32(pk.encode()) % OPEN_EVENTS_SHARDS)
+
+
+def open_shard_value(status: EventStatus, shard: int) -> str:
+    return f"{status.value}#{shard}"
+
+
+def open_events_query(
+    table_name: str, status: EventStatus, shard: int, *, received_before: str | None = None
+) -> dict[str, Any]:
+    """The Query of one shard of the sparse open-events index: the events in `status` there, oldest first, only
+    those received before `received_before` when given (the sweeper's stale events)."""
+    key = f"{OPEN_EVENTS_INDEX_PK} = :open"
+    values = {":open": text_value(open_shard_value(status, shard))}
+    if received_before is not None:
+        key += f" AND {OPEN_EVENTS_INDEX_SK} < :before"
+        values[":before"] = text_value(received_before)
+    return {
+        "TableName": table_name,
+        "IndexName": OPEN_EVENTS_INDEX,
+        "KeyConditionExpression": key,
+        "ExpressionAttributeValues": values,
+    }
 
 
 # -------------------------------------------------------------------------------- inbox lifecycle: requests

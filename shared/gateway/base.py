@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
-
-if TYPE_CHECKING:
-    from shared.gateway.http import JsonHttpClient
 
 
 class ResourceNotFound(Exception):
@@ -62,18 +58,6 @@ class GatewayClient(Protocol):
         refuses one (`no_sub_accounts`) rather than read the source's own account and answer about another
         payment."""
         ...
-
-
-class ApiKeyClient:
-    """Base of a client that reads one gateway API with the source's API key. Both are injected: the HTTP client
-    (its base URL, retries and rate limit are the source's) and the key as a callable, read at each request so
-    that a rotated key is used as soon as it is stored. A subclass names its `provider` and reads the payment."""
-
-    provider: str
-
-    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
-        self._http = http
-        self._api_key = api_key
 
 
 def no_sub_accounts(provider: str, account: SubAccount | None) -> None:

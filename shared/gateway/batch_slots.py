@@ -9,7 +9,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from shared.gateway.ratelimit import _BATCH, Grant, RateLimited, RateLimiter, Slot
+from shared.gateway.ratelimit import Grant, RateLimited, RateLimiter, Slot, taking_from
 
 # The longest the first request of a batch to a source waits for the batch's other running groups to ask too
 # (BatchSlots): in AWS they ask within a DynamoDB read of each other; this only bounds a group that is slow to.
@@ -83,11 +83,10 @@ class BatchSlots:
         with self._cond:
             if source:
                 self._running.setdefault(source, set()).add(group)
-        token = _BATCH.set((self, group))
         try:
-            yield
+            with taking_from(self, group):
+                yield
         finally:
-            _BATCH.reset(token)
             with self._cond:
                 if source:
                     self._running[source].discard(group)

@@ -384,3 +384,15 @@ class JsonHttpClient:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"non-finite number {name}")
+
+
+class ApiKeyClient:
+    """Base of a client that reads one gateway API with the source's API key. Both are injected: the HTTP client
+    (its base URL, retries and rate limit are the source's) and the key as a callable, read at each request so
+    that a rotated key is used as soon as it is stored. A subclass names its `provider` and reads the payment."""
+
+    provider: str
+
+    def __init__(self, http: JsonHttpClient, api_key: Callable[[], str]) -> None:
+        self._http = http
+        self._api_key = api_key

@@ -64,10 +64,11 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared import aws
 from shared.backoff import MAX_BACKOFF_SECONDS
@@ -77,8 +78,6 @@ from shared.observability import logger
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-    from shared.gateway.batch_slots import BatchSlots
 
 KEY_PREFIX = "ratelimit#"
 # A source idle for a while may send this share of a second's worth of requests at once (at least one). A gateway
@@ -168,8 +167,26 @@ class _ConditionFailed(Exception):
         self.state = state
 
 
-# The batch (and its group) the current thread refetches for: `BatchSlots.group` sets it.
-_BATCH: ContextVar[tuple[BatchSlots, Hashable] | None] = ContextVar("refetch_batch_slots", default=None)
+class BatchReservation(Protocol):
+    """A processor batch's slots, taken together for its groups (shared/gateway/batch_slots.py `BatchSlots`)."""
+
+    def take(self, limiter: RateLimiter, group: Hashable) -> float:
+        """A slot of `limiter`'s source for one request of `group`; the seconds slept until it may be used."""
+        ...
+
+
+# The batch (and its group) the current thread refetches for (`taking_from`).
+_BATCH: ContextVar[tuple[BatchReservation, Hashable] | None] = ContextVar("refetch_batch_slots", default=None)
+
+
+@contextmanager
+def taking_from(batch: BatchReservation, group: Hashable) -> Iterator[None]:
+    """Within it, the current thread's `RateLimiter.acquire` takes its slot from `batch`, for `group`."""
+    token = _BATCH.set((batch, group))
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
 
 
 class RateLimiter:

@@ -13,7 +13,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import aws
-from shared.definitions import OPEN_EVENTS_INDEX, OPEN_EVENTS_SHARDS
+from shared.definitions import OPEN_EVENTS_SHARDS, open_events_query
 from shared.inbox import lifecycle
 from shared.inbox.lifecycle import EventStatus, IgnoredReason
 from shared.inbox.model import inline_body
@@ -214,15 +214,7 @@ class InboxStore:
         The index only holds open events, so this costs what is open, not what the table holds."""
         returned = 0
         for shard in range(OPEN_EVENTS_SHARDS):
-            query: dict[str, Any] = {
-                "TableName": self.table_name,
-                "IndexName": OPEN_EVENTS_INDEX,
-                "KeyConditionExpression": "open_status = :open",
-                "ExpressionAttributeValues": {":open": {"S": f"{status.value}#{shard}"}},
-            }
-            if received_before is not None:
-                query["KeyConditionExpression"] += " AND received_at < :before"
-                query["ExpressionAttributeValues"][":before"] = {"S": received_before}
+            query = open_events_query(self.table_name, status, shard, received_before=received_before)
             for page in self.dynamodb.get_paginator("query").paginate(**query):
                 for attributes in page.get("Items", []):
                     yield from_attributes(attributes)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.ingest import redact_secret_fields
+from shared.redaction import redact_secret_fields
 
 
 def test_the_named_fields_value_is_replaced_and_every_other_byte_kept():

@@ -8,7 +8,7 @@ import ast
 import threading
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -420,15 +420,6 @@ def test_the_fault_injector_wraps_the_processors_store_through_the_root():
     assert isinstance(processor.queue, SqsRetryQueue)
 
 
-class BareStack:
-    """What `faults.install` reads of a started LocalStack, without one."""
-
-    simulator = None
-    pipe = None
-    queue_mapping = None
-    resources: dict[str, str] = {}
-
-
 def test_the_local_stack_installs_the_roots_it_built_with_the_injector(monkeypatch: pytest.MonkeyPatch):
     # Given a function environment as the local stack sets it
     for name, value in {
@@ -440,7 +431,7 @@ def test_the_local_stack_installs_the_roots_it_built_with_the_injector(monkeypat
     }.items():
         monkeypatch.setenv(name, value)
     # When the fault injection is installed, every processor settle set to crash
-    injector = faults.install(cast(Any, BareStack()))
+    injector = faults.install(simulator=None, pipe=None, queue_mapping=None, queue_url=None)
     injector.configure({"crash_before_commit_rate": 1.0, "ingest_throttle_rate": 1.0})
     # Then the handlers' roots are the ones built with its Wrap: the processor's settle dies, the ingest's put throttles
     with pytest.raises(InjectedCrash):

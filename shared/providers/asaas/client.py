@@ -42,8 +42,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, ResourceNotFound, no_sub_accounts
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import (
+    ApiKeyClient,
     GatewayHttpRejected,
     GatewayResponseInvalid,
     check_answered,

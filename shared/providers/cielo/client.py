@@ -30,8 +30,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, credential_pair, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, answered_currency, centavos, check_answered, path_segment
+from shared.gateway.base import PaymentSnapshot, credential_pair, no_sub_accounts
+from shared.gateway.http import (
+    ApiKeyClient,
+    GatewayResponseInvalid,
+    answered_currency,
+    centavos,
+    check_answered,
+    path_segment,
+)
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
 

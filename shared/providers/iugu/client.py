@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
 from shared.gateway.http import (
+    ApiKeyClient,
     answered_currency,
     basic_authorization,
     centavos,

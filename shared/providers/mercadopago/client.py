@@ -37,8 +37,15 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, answered_currency, mapped_status, path_segment, status_word
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
+from shared.gateway.http import (
+    ApiKeyClient,
+    GatewayResponseInvalid,
+    answered_currency,
+    mapped_status,
+    path_segment,
+    status_word,
+)
 from shared.payments.status import PaymentStatus
 from shared.providers._money import decimal_to_minor_units
 from shared.sub_account import SubAccount

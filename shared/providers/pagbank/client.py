@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, ResourceNotFound, no_sub_accounts
+from shared.gateway.base import PaymentSnapshot, ResourceNotFound, no_sub_accounts
 from shared.gateway.http import (
+    ApiKeyClient,
     GatewayResponseInvalid,
     answered_currency,
     centavos,

@@ -69,8 +69,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, GatewayRejected, PaymentSnapshot, ResourceNotFound
-from shared.gateway.http import GatewayResponseInvalid, answered_currency, check_answered, path_segment
+from shared.gateway.base import GatewayRejected, PaymentSnapshot, ResourceNotFound
+from shared.gateway.http import ApiKeyClient, GatewayResponseInvalid, answered_currency, check_answered, path_segment
 from shared.payments.status import PaymentStatus
 from shared.providers.stripe.account import is_account_id, is_account_reference
 from shared.sub_account import SubAccount

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, no_sub_accounts
-from shared.gateway.http import GatewayResponseInvalid, centavos, check_answered, path_segment
+from shared.gateway.base import PaymentSnapshot, no_sub_accounts
+from shared.gateway.http import ApiKeyClient, GatewayResponseInvalid, centavos, check_answered, path_segment
 from shared.providers.woovi.driver import CHARGE_STATUS, CURRENCY
 from shared.sub_account import SubAccount
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from shared.gateway.base import ApiKeyClient, PaymentSnapshot, credential_pair, no_sub_accounts
+from shared.gateway.base import PaymentSnapshot, credential_pair, no_sub_accounts
 from shared.gateway.http import (
+    ApiKeyClient,
     GatewayResponseInvalid,
     answered_currency,
     basic_authorization,

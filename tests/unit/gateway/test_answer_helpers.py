@@ -8,8 +8,8 @@ import base64
 
 import pytest
 
-from shared.gateway.base import ApiKeyClient
 from shared.gateway.http import (
+    ApiKeyClient,
     GatewayResponseInvalid,
     answered_currency,
     basic_authorization,
