@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
@@ -57,7 +57,7 @@ def simulate(stack: RunningStack) -> dict[str, Any]:
     return report
 
 
-def embedded(stack: RunningStack, service: str) -> Any:
+def embedded(stack: RunningStack, service: Literal["dynamodb", "secretsmanager"]) -> Any:
     """A client of the stack's embedded AWS."""
     return boto3.client(
         service,
