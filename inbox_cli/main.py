@@ -1116,11 +1116,14 @@ def resend_outbox(
     log = _forward_log(target, sender=SENDER_RESEND)
     record = log.record if log is not None else None
     if target.local:
+        from inbox_local.forward_secret import local_forwarding  # noqa: PLC0415
+
         try:
-            forwarder = Forwarder.from_environ({**os.environ, "INBOX_FORWARD_URL": url}, record=record)
+            forwarding = local_forwarding(url=url)
         except ValueError as error:  # no or a malformed INBOX_FORWARD_SECRET: say so, no traceback
             raise SystemExit(str(error)) from None
-        assert forwarder is not None  # the URL is set
+        assert forwarding is not None  # the URL is set
+        forwarder = Forwarder(url=forwarding.url, secrets=forwarding.secrets, record=record)
     elif target.forward_secret_name:
         forwarder = Forwarder.from_secret(url, target.forward_secret_name, record=record)
     else:

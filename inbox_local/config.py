@@ -100,6 +100,9 @@ class LocalNames:
     forward_log_table: str = f"{LOCAL_STACK_NAME}-forward-log"
     secret_prefix: str = definitions.secret_prefix(LOCAL_STACK_NAME)
     api_key_secret_prefix: str = f"{LOCAL_STACK_NAME}/gateway-api-key/"  # {prefix}{source} (inbox_local/api_keys.py)
+    # The forwarding pair, when INBOX_FORWARD_URL is set (inbox_local/forward_secret.py); the deployed stack's is
+    # named by CloudFormation.
+    forward_secret_name: str = f"{LOCAL_STACK_NAME}/{definitions.SECRET_KIND_FORWARD_SIGNING}"
 
 
 def aws_environment(endpoints: LocalEndpoints) -> dict[str, str]:

@@ -7,15 +7,21 @@ the same stream with the same filter (`definitions.OUTBOX_PIPE_FILTER_PATTERN`) 
 - when `INBOX_FORWARD_URL` is set, POSTs each one there, signed with Standard Webhooks (shared/forwarding.py),
   retrying with exponential backoff.
 
+What it forwards with is the forwarder Lambda's composition root (shared/forwarding.py `build_forwarder`, a
+`ForwarderRoot`), built by the local stack from the same settings the deployed forwarder gets: the forwarder, its
+signing pair read from the (embedded) Secrets Manager and cached as Powertools caches it, the Lambda's attempts and
+timeout per delivery, every attempt recorded in the forwarding log; and the checkpoints. Without forwarding the
+publisher keeps its checkpoints in the same control table, without a root.
+
 Ordering and blocking: records are handed over in stream order, which keeps each payment's records in sequence
 order. A delivery that keeps failing blocks EVERY later event (not only its payment's): the receiver is one
 endpoint, so when it is down it is down for every payment, and a strict single line never reorders and needs no
 per-payment parking. Nothing is dropped: the stream chunk is read again on the next poll.
 
 Exactly once in effect, in order: shared/forwarding.py's `forward_in_order` with its control-table checkpoints,
-the very code the forwarder Lambda runs in AWS, read afresh for every chunk as the Lambda does per batch (an
-`inbox outbox resend` may have moved them meanwhile). Every attempt goes to the forwarding log
-(shared/forwarding_log.py) when the runtime hands the forwarder a recorder.
+the very code the forwarder Lambda runs in AWS. The root hands out a forwarder and checkpoints for every chunk, as
+to the Lambda for every batch: the checkpoints read afresh (an `inbox outbox resend` may have moved them
+meanwhile), the signing pair as Secrets Manager holds it (a rotation is picked up within the cache's five minutes).
 
 Giving up, as the forwarding Pipe does: the events are handed over in batches of `FORWARD_PIPE_BATCH_SIZE`; a
 batch the endpoint keeps refusing is retried `max_retry_attempts` times (INBOX_FORWARD_MAX_RETRY_ATTEMPTS,
@@ -35,7 +41,7 @@ from moto.events.models import EventPattern
 from inbox_local.polling import IdleBackoff
 from inbox_local.stream_reader import StreamReader
 from shared import definitions
-from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, forward_in_order
+from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder, ForwarderRoot, forward_in_order
 from shared.payments.publishing import outbox_events
 from shared.settings import integer
 
@@ -57,13 +63,20 @@ class OutboxPublisher:
         stream_arn: str,
         control_table: str,
         *,
-        forwarder: Forwarder | None = None,
+        forwarding: ForwarderRoot | None = None,
         poll_seconds: float = 0.2,
         max_retry_attempts: int = definitions.FORWARD_PIPE_MAXIMUM_RETRY_ATTEMPTS,
     ) -> None:
+        """`forwarding`: the forwarder's root when events are forwarded (None: published only); its settings name
+        the control table then, `control_table` otherwise."""
         self.reader = StreamReader(session.client("dynamodbstreams"), stream_arn)
-        self.checkpoints = ForwardCheckpoints(session.client("dynamodb"), control_table)
-        self.forwarder = forwarder
+        self.forwarding = forwarding
+        self._dynamodb = session.client("dynamodb")
+        self._control_table = control_table
+        self.checkpoints = self._fresh_checkpoints()
+        # The current chunk's, from the root (None until the first chunk, and without forwarding); its attempts and
+        # backoff also space the rounds after a failed one.
+        self.forwarder: Forwarder | None = None
         self.poll_seconds = poll_seconds
         self.pattern = EventPattern.load(json.dumps(definitions.OUTBOX_PIPE_FILTER_PATTERN))
         self.published: list[dict[str, Any]] = []  # the events, as published (without the partition key)
@@ -84,6 +97,11 @@ class OutboxPublisher:
     def save_checkpoint(self, pk: str, sequence: int) -> None:
         self.checkpoints.save(pk, sequence)
 
+    def _fresh_checkpoints(self) -> ForwardCheckpoints:
+        if self.forwarding is not None:
+            return self.forwarding.checkpoints()
+        return ForwardCheckpoints(self._dynamodb, self._control_table)
+
     # -------------------------------------------------------------------------------------------------- publish
 
     def publish(self, event: dict[str, Any]) -> None:
@@ -98,8 +116,13 @@ class OutboxPublisher:
             for record in records
             if self.pattern.matches_event(record)  # type: ignore[arg-type]  # a stream record, not an event
         )
-        # A fresh view of the checkpoints per chunk, like the Lambda's per batch: a resend may have moved them.
-        self.checkpoints = ForwardCheckpoints(self.checkpoints.dynamodb, self.checkpoints.control_table)
+        if not events:
+            return  # nothing to hand over: no secret read, no checkpoint read (as the Lambda)
+        # What the root hands out per chunk, like the Lambda's per batch: checkpoints a resend may have moved, the
+        # signing pair as Secrets Manager holds it now (SecretUnavailable: the chunk is read again).
+        self.checkpoints = self._fresh_checkpoints()
+        if self.forwarding is not None:
+            self.forwarder = self.forwarding.forwarder()
         batch_size = definitions.FORWARD_PIPE_BATCH_SIZE
         for start in range(0, len(events), batch_size):
             batch = events[start : start + batch_size]

@@ -20,6 +20,7 @@ from inbox_local.archive_mapping import ArchiveMapping
 from inbox_local.aws_process import EmbeddedAws
 from inbox_local.config import LocalEndpoints, LocalNames, aws_environment, function_environment, signing_secret
 from inbox_local.dev_secrets import signing_secret_variable, store_signing_secrets
+from inbox_local.forward_secret import LocalForwarding, local_forwarding, store_forwarding_secret
 from inbox_local.gateway_simulator import PROVIDERS as SIMULATED_PROVIDERS
 from inbox_local.gateway_simulator import GatewaySimulator
 from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
@@ -33,10 +34,19 @@ from shared import definitions
 
 if TYPE_CHECKING:
     from inbox_local.faults import FaultInjector
+    from shared.forwarding import ForwarderRoot
 
 # Locally, retries back off from 1 s instead of 5 s so that a demo recovers while you watch.
 LOCAL_RETRY_BASE_SECONDS = "1"
 LOCAL_PROCESSOR_CONCURRENCY = 4
+
+
+def _local_forwarding() -> LocalForwarding | None:
+    """INBOX_FORWARD_URL and its secret pair, checked before the stack starts (SystemExit with the reason)."""
+    try:
+        return local_forwarding()
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 def _try_it(url: str, sources: tuple[definitions.SourceSpec, ...]) -> str:
@@ -100,8 +110,10 @@ class LocalStack:
                     ) from None
 
     def start(self) -> None:
-        # Read before anything starts: a bad sources.json stops the stack with the file's own error message.
+        # Read before anything starts: a bad sources.json stops the stack with the file's own error message, a
+        # forwarding URL without a valid secret with the variable to set.
         self.sources = load_sources()
+        forwarding = _local_forwarding()
         self._check_ports_free(mutual_tls=bool(definitions.mutual_tls_sources(self.sources)))
         os.environ[definitions.ENV_SOURCES] = definitions.sources_json(self.sources)
         os.environ.update(aws_environment(self.endpoints))
@@ -121,6 +133,10 @@ class LocalStack:
         # The functions read their signing secrets from Secrets Manager, as in AWS: the development ones, or
         # INBOX_SECRET_<SOURCE> (and _PREVIOUS) where set.
         store_signing_secrets(session.client("secretsmanager"), self.names.secret_prefix, self.sources)
+        if forwarding is not None:
+            # And the forwarding pair, where the forwarder's root reads it (INBOX_FORWARD_SECRET_NAME, as deployed).
+            store_forwarding_secret(session.client("secretsmanager"), self.names.forward_secret_name, forwarding)
+            os.environ[definitions.ENV_FORWARD_SECRET_NAME] = self.names.forward_secret_name
         os.environ[definitions.ENV_QUEUE_URL] = self.resources["queue_url"]
         os.environ[definitions.ENV_DLQ_URL] = self.resources["dead_letter_url"]
         os.environ.setdefault(definitions.ENV_RETRY_BASE_SECONDS, LOCAL_RETRY_BASE_SECONDS)
@@ -152,16 +168,13 @@ class LocalStack:
         # The archiver's event source mapping (TTL deletions -> archive) and the sweeper's schedule.
         self.archive_mapping = ArchiveMapping(session, self.resources["stream_arn"], archiver_handler)
         self._spawn("archiver", lambda: self.archive_mapping.run(self._stopping) if self.archive_mapping else None)
-        # The outbox's publisher (in AWS: the outbox Pipe to the event bus), forwarding when INBOX_FORWARD_URL is set.
-        from shared.forwarding import Forwarder, forward_log_from_environ  # noqa: PLC0415
-
-        # Every attempt is recorded in the forwarding log, as the forwarder Lambda's are.
-        forward_log = forward_log_from_environ(session.client("dynamodb"))
+        # The outbox's publisher (in AWS: the outbox Pipe to the event bus), forwarding when INBOX_FORWARD_URL is set
+        # with the forwarder Lambda's root.
         self.outbox_publisher = OutboxPublisher(
             session,
             self.resources["outbox_stream_arn"],
             self.names.control_table,
-            forwarder=Forwarder.from_environ(record=forward_log.record if forward_log else None),
+            forwarding=self._forwarder_root(session, forwarding),
             max_retry_attempts=local_forward_max_retry_attempts(),
         )
         self.queue_mapping.on_batch = self.outbox_publisher.nudge
@@ -187,6 +200,23 @@ class LocalStack:
             self._start_mutual_tls(ingest_handler, api)
         self._spawn("api", api.serve_forever)
         self._api = api  # only once it serves: stop() calls shutdown(), which waits for serve_forever to return
+
+    def _forwarder_root(self, session: Any, forwarding: LocalForwarding | None) -> ForwarderRoot | None:
+        """The forwarder Lambda's root, from the settings the deployed forwarder gets (INBOX_FORWARD_URL,
+        INBOX_FORWARD_SECRET_NAME, CONTROL_TABLE, the forwarding log's) and this session's clients; None without
+        forwarding. The log writes on the session's client too, not on the Lambda's fast-failing one: the embedded
+        AWS serializes DynamoDB, and under load a write timed out would leave an attempt out of the log."""
+        if forwarding is None:
+            return None
+        from shared.forwarding import ForwarderSettings, LogSettings, build_forwarder  # noqa: PLC0415
+        from shared.roots import AwsClients  # noqa: PLC0415
+
+        dynamodb = session.client("dynamodb")
+        return build_forwarder(
+            ForwarderSettings.from_environ(),
+            LogSettings.from_environ(),
+            clients=AwsClients(dynamodb=dynamodb, dynamodb_best_effort=dynamodb),
+        )
 
     def _hold_functions_to_aws(self) -> None:
         """Every function held to its timeout, and answered by S3 as its declared grants allow, as in AWS."""

@@ -27,7 +27,6 @@ written changes no delivery. A resend (`inbox outbox resend`) moves a checkpoint
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.parse
@@ -44,9 +43,7 @@ from shared.definitions import (
     ENV_CONTROL_TABLE,
     ENV_FORWARD_LOG_RETENTION_DAYS,
     ENV_FORWARD_LOG_TABLE,
-    ENV_FORWARD_SECRET,
     ENV_FORWARD_SECRET_NAME,
-    ENV_FORWARD_SECRET_PREVIOUS,
     ENV_FORWARD_URL,
     FORWARD_CHECKPOINT_PREFIX,
     FORWARD_CHECKPOINT_RETENTION_SECONDS,
@@ -126,22 +123,6 @@ class Forwarder:
     # Called with every attempt's answer (the forwarding log's `ForwardLog.record`); it must never raise.
     record: Recorder | None = None
     attempts: int = field(default=0, init=False)  # HTTP attempts made, for tests and the console
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Forwarder | None:
-        """None when no URL is configured. A URL without a secret is a configuration error."""
-        env = os.environ if environ is None else environ
-        url = env.get(ENV_FORWARD_URL, "").strip()
-        if not url:
-            return None
-        current = env.get(ENV_FORWARD_SECRET, "").strip()
-        if not current:
-            raise ValueError(f"{ENV_FORWARD_URL} is set but {ENV_FORWARD_SECRET} (whsec_<base64>) is not")
-        previous = env.get(ENV_FORWARD_SECRET_PREVIOUS, "").strip()
-        secrets = (current, previous) if previous else (current,)
-        for secret in secrets:
-            decode_secret(secret)  # fail at start-up, not at the first delivery
-        return cls(url=url, secrets=secrets, **options)
 
     @classmethod
     def from_secret(cls, url: str, secret_name: str, **options: Any) -> Forwarder:
@@ -372,15 +353,6 @@ class ForwarderSettings(EnvironmentSettings):
     control_table: str = text(ENV_CONTROL_TABLE)
 
 
-def forward_log_from_environ(
-    dynamodb: DynamoDBClient, environ: Mapping[str, str] | None = None, *, sender: str = SENDER_FORWARDER
-) -> ForwardLog | None:
-    """The forwarding log named by INBOX_FORWARD_LOG_TABLE (None when unset), its TTL from
-    INBOX_FORWARD_LOG_RETENTION_DAYS: the forwarder Lambda's and the local publisher's alike."""
-    env = os.environ if environ is None else environ
-    return forward_log(LogSettings.from_environ(env), dynamodb, sender=sender)
-
-
 def forward_log(
     settings: LogSettings, dynamodb: DynamoDBClient, *, sender: str = SENDER_FORWARDER
 ) -> ForwardLog | None:
@@ -394,8 +366,8 @@ def forward_log(
 
 @dataclass(frozen=True, slots=True)
 class LogSettings(EnvironmentSettings):
-    """The forwarding log's, apart from ForwarderSettings: the local publisher reads these and no Secrets
-    Manager secret. An empty table (a stack deployed before the log existed): attempts are not recorded."""
+    """The forwarding log's, apart from ForwarderSettings. An empty table (a stack deployed before the log
+    existed): attempts are not recorded."""
 
     forward_log_table: str = text(ENV_FORWARD_LOG_TABLE, "")
     forward_log_retention_days: int = whole(
@@ -408,10 +380,11 @@ class LogSettings(EnvironmentSettings):
 
 @dataclass(frozen=True, slots=True)
 class ForwarderRoot:
-    """The forwarder Lambda's composition root, built once per instance (`build_forwarder`). What it hands out is
-    made for each batch: the forwarder, because its secret pair is cached by Powertools for five minutes, so a
-    rotation is picked up without a restart; the checkpoints, because another container may have delivered this
-    partition's later records since, and a stale in-memory checkpoint would send them again."""
+    """The forwarder Lambda's composition root, built once per instance (`build_forwarder`), and the local stack's
+    outbox publisher's, built once at start (inbox_local/outbox_publisher.py). What it hands out is made for each
+    batch (the local publisher: each stream chunk): the forwarder, because its secret pair is cached by Powertools
+    for five minutes, so a rotation is picked up without a restart; the checkpoints, because another container may
+    have delivered this partition's later records since, and a stale in-memory checkpoint would send them again."""
 
     settings: ForwarderSettings
     dynamodb: DynamoDBClient  # the checkpoints'

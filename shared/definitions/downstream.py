@@ -24,11 +24,10 @@ OUTBOX_PIPE_FILTER_PATTERN: Final[dict[str, Any]] = {"eventName": ["INSERT"]}
 OUTBOX_PIPE_BATCH_SIZE: Final = 10
 OUTBOX_PIPE_STARTING_POSITION: Final = "TRIM_HORIZON"
 OUTBOX_PIPE_MAXIMUM_RETRY_ATTEMPTS: Final = 185  # the stream keeps a record 24 h; never give up early
-# Local forwarding (and the signer in AWS): where every published event is POSTed, Standard Webhooks signed.
+# Forwarding: where every published event is POSTed, Standard Webhooks signed with the pair the Secrets Manager
+# secret holds, named by its ARN (CloudFormation names it; any secret id works; the local stack's is
+# `LocalNames.forward_secret_name`, loaded from INBOX_FORWARD_SECRET: inbox_local/forward_secret.py).
 ENV_FORWARD_URL: Final = "INBOX_FORWARD_URL"
-ENV_FORWARD_SECRET: Final = "INBOX_FORWARD_SECRET"  # whsec_<base64>
-ENV_FORWARD_SECRET_PREVIOUS: Final = "INBOX_FORWARD_SECRET_PREVIOUS"  # set during a rotation: both sign
-# AWS: the Secrets Manager secret of the pair, by its ARN (CloudFormation names it; any secret id works).
 ENV_FORWARD_SECRET_NAME: Final = "INBOX_FORWARD_SECRET_NAME"
 ENV_EVENT_BUS_NAME: Final = "INBOX_EVENT_BUS_NAME"
 # The publisher Lambda (outbox Pipe -> bus) and the forwarder Lambda (forwarding Pipe -> the customer's endpoint).

@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
@@ -57,15 +57,20 @@ def simulate(stack: RunningStack) -> dict[str, Any]:
     return report
 
 
-def payments(stack: RunningStack) -> dict[str, dict[str, Any]]:
-    """The payments table, by payment key (`provider#resource_id`)."""
-    dynamodb = boto3.client(
-        "dynamodb",
+def embedded(stack: RunningStack, service: Literal["dynamodb", "secretsmanager"]) -> Any:
+    """A client of the stack's embedded AWS."""
+    return boto3.client(
+        service,
         endpoint_url=f"http://127.0.0.1:{stack.env['INBOX_AWS_PORT']}",
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
+
+
+def payments(stack: RunningStack) -> dict[str, dict[str, Any]]:
+    """The payments table, by payment key (`provider#resource_id`)."""
+    dynamodb = embedded(stack, "dynamodb")
     items = dynamodb.get_paginator("scan").paginate(TableName=LocalNames().payments_table)
     return {str(item["pk"]): item for item in (from_attributes(raw) for page in items for raw in page["Items"])}
 
@@ -122,7 +127,10 @@ def check_every_transition_arrived_once_in_order(stack: RunningStack, receiver: 
 
 def test_simulate_delivers_one_verified_in_order_event_per_transition():
     with forwarding_stack() as (stack, receiver):
-        # Given a stack forwarding to a Standard Webhooks receiver
+        # Given a stack forwarding to a Standard Webhooks receiver, its INBOX_FORWARD_SECRET loaded into its embedded
+        # Secrets Manager as the deployed stack holds its forwarding secret (the forwarder's root signs with that)
+        stored = embedded(stack, "secretsmanager").get_secret_value(SecretId=LocalNames().forward_secret_name)
+        assert json.loads(stored["SecretString"]) == {"current": SECRET, "previous": ""}
         # When payments of both providers walk their lifecycles, their webhooks duplicated and reordered
         report = simulate(stack)
         transitions = transitions_by_payment(stack)
@@ -138,8 +146,8 @@ def test_simulate_delivers_one_verified_in_order_event_per_transition():
 
 
 def test_a_receiver_failing_for_a_while_still_gets_every_event_once_in_order():
-    # Given a receiver that answers 500 to its first 7 requests: more than one delivery's 5 attempts, so the
-    # publisher gives up once (DeliveryFailed), re-reads the stream chunk, and tries again
+    # Given a receiver that answers 500 to its first 7 requests: more than two rounds of the forwarder's 3 attempts
+    # (FORWARDER_ATTEMPTS), so the publisher fails a round (DeliveryFailed), re-reads the stream chunk, and tries again
     failures = 7
     with forwarding_stack(fail_first=failures) as (stack, receiver):
         # When payments walk their lifecycles meanwhile

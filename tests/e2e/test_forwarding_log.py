@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from shared.forwarding import FORWARDER_ATTEMPTS
 from shared.payments.outbox import transition_id
 from tests.e2e.conftest import RunningStack, start_stack, stop_stack
 from tests.outage_endpoint import OUTAGE_BODY, OUTAGE_STATUS, OutageEndpoint
@@ -22,7 +23,8 @@ from tests.outage_endpoint import OUTAGE_BODY, OUTAGE_STATUS, OutageEndpoint
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(__name__)]
 
 SECRET = "whsec_" + base64.b64encode(b"e2e-forwarding-log-secret-32-byt").decode()
-ATTEMPTS_PER_ROUND = 5  # Forwarder.from_environ's max_attempts: the local publisher's POSTs per round
+# The local publisher's POSTs per round: the forwarder Lambda's, handed out by the same root.
+ATTEMPTS_PER_ROUND = FORWARDER_ATTEMPTS
 
 
 @pytest.fixture(scope="module")

@@ -814,12 +814,19 @@ def test_no_uploaded_code_reads_the_sources_file(synthesized: Synthesized) -> No
 # A gateway's API key reaches a function only through Secrets Manager (in AWS the stack's secret, locally the one the
 # local stack stores from INBOX_API_KEY_<SOURCE> or its simulator): no uploaded code reads a key from a variable.
 KEY_SECRET_VARIABLES = frozenset({definitions.ENV_API_KEY_SECRETS, definitions.ENV_API_KEY_SECRET_PREFIX})
+# The forwarding pair likewise (locally the one the local stack stores from INBOX_FORWARD_SECRET and _PREVIOUS).
+FORWARD_SECRET_VARIABLE_PREFIX = "INBOX_FORWARD_SECRET"
+FORWARD_SECRET_VARIABLES = frozenset({definitions.ENV_FORWARD_SECRET_NAME})
 
 
 def _plaintext_api_key_readers(folder: Path) -> list[str]:
-    """Where an uploaded module spells a plaintext API-key variable (`INBOX_API_KEY_...` as a string or the literal
-    start of an f-string) other than the two that name the secrets; docstrings left out (they may say where a key
-    comes from locally)."""
+    return _plaintext_secret_readers(folder, "INBOX_API_KEY_", KEY_SECRET_VARIABLES)
+
+
+def _plaintext_secret_readers(folder: Path, prefix: str, secret_names: frozenset[str]) -> list[str]:
+    """Where an uploaded module spells a plaintext secret's variable (`prefix...` as a string or the literal start
+    of an f-string) other than those that name the secrets; docstrings left out (they may say where a secret comes
+    from locally)."""
     found: list[str] = []
     for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -835,8 +842,8 @@ def _plaintext_api_key_readers(folder: Path) -> list[str]:
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
                 and id(node) not in docstrings
-                and node.value.startswith("INBOX_API_KEY_")
-                and node.value not in KEY_SECRET_VARIABLES
+                and node.value.startswith(prefix)
+                and node.value not in secret_names
             ):
                 found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}: {node.value!r}")
     return found
@@ -859,3 +866,27 @@ def test_no_uploaded_code_reads_an_api_key_from_a_variable(synthesized: Synthesi
     # Then none spells a plaintext API-key variable: the processor and the sweeper read their keys from secrets
     assert [f"{folder.name}/{found}" for folder in folders for found in _plaintext_api_key_readers(folder)] == []
     assert any((folder / "shared" / "gateway" / "registry.py").is_file() for folder in folders)
+
+
+def test_the_plaintext_forwarding_secret_check_finds_the_variables_not_the_secrets_name(tmp_path: Path) -> None:
+    # Given modules naming the plaintext pair's variables, and one naming the secret the forwarder reads
+    (tmp_path / "current.py").write_text("SECRET = 'INBOX_FORWARD_SECRET'\n")
+    (tmp_path / "previous.py").write_text("import os\nPREVIOUS = os.environ.get('INBOX_FORWARD_SECRET_PREVIOUS')\n")
+    (tmp_path / "named.py").write_text("NAME = 'INBOX_FORWARD_SECRET_NAME'\n")
+    # Then the check reports the two variables, not the secret's name
+    found = _plaintext_secret_readers(tmp_path, FORWARD_SECRET_VARIABLE_PREFIX, FORWARD_SECRET_VARIABLES)
+    assert [line.partition(":")[0] for line in found] == ["current.py", "previous.py"]
+
+
+def test_no_uploaded_code_reads_the_forwarding_secret_from_a_variable(synthesized: Synthesized) -> None:
+    # Given every function asset as uploaded
+    folders = [folder for folder in _uploaded_code(synthesized) if folder.name != LAYER_PYTHON_DIR]
+    # Then none names INBOX_FORWARD_SECRET or _PREVIOUS: the forwarder reads its pair from Secrets Manager, in AWS and
+    # on the local stack alike (inbox_local/forward_secret.py stores it there)
+    found = [
+        f"{folder.name}/{line}"
+        for folder in folders
+        for line in _plaintext_secret_readers(folder, FORWARD_SECRET_VARIABLE_PREFIX, FORWARD_SECRET_VARIABLES)
+    ]
+    assert found == []
+    assert any((folder / "shared" / "forwarding.py").is_file() for folder in folders)

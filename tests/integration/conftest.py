@@ -32,6 +32,13 @@ class AwsWorld:
         put_signing_secrets(self._secretsmanager(), f"{self.names.secret_prefix}{source}", current, previous)
         _forget_cached_secrets()
 
+    def set_forwarding_secrets(self, current: str, previous: str | None = None) -> None:
+        """The forwarding pair in Secrets Manager under the local stack's name, as the local stack stores
+        INBOX_FORWARD_SECRET at start (inbox_local/forward_secret.py) and as an operator's rotation does; read
+        afresh by the next forwarder the root hands out (the cache forgotten, as after its five minutes)."""
+        put_signing_secrets(self._secretsmanager(), self.names.forward_secret_name, current, previous)
+        _forget_cached_secrets()
+
     def delete_signing_secrets(self, source: str) -> None:
         """`source` has no signing secret at all."""
         self._secretsmanager().delete_secret(

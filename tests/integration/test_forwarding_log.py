@@ -16,8 +16,9 @@ from functions.forwarder import handler as forwarder_handler
 from inbox_cli.main import cli
 from inbox_cli.outbox import outbox_records, resend
 from inbox_cli.target import Target
+from inbox_local.forward_secret import ENV_FORWARD_SECRET
 from inbox_local.lambda_context import LocalLambdaContext
-from inbox_local.outbox_publisher import OutboxPublisher, local_forward_max_retry_attempts
+from inbox_local.outbox_publisher import local_forward_max_retry_attempts
 from shared import definitions, forwarding
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder
 from shared.forwarding_log import SENDER_RESEND, Answer, ForwardLog
@@ -26,7 +27,14 @@ from shared.payments.status import PaymentStatus as S
 from shared.roots import AwsClients
 from tests.integration.processing_support import FakeGateway
 from tests.integration.test_downstream_functions import stream_records
-from tests.integration.test_outbox import PREVIOUS_SECRET, SECRET, lifecycle, three_payments
+from tests.integration.test_outbox import (
+    PREVIOUS_SECRET,
+    SECRET,
+    forwarding_root,
+    lifecycle,
+    publisher,
+    three_payments,
+)
 from tests.outage_endpoint import OUTAGE_BODY, OutageEndpoint
 
 
@@ -41,8 +49,12 @@ def dynamodb(world: Any) -> Any:
     return world.session.client("dynamodb")
 
 
+def log_table(world: Any) -> str:
+    return str(world.names.forward_log_table)
+
+
 def forward_log(world: Any, **options: Any) -> ForwardLog:
-    return ForwardLog(dynamodb(world), world.names.forward_log_table, **options)
+    return ForwardLog(dynamodb(world), log_table(world), **options)
 
 
 def checkpoints(world: Any) -> ForwardCheckpoints:
@@ -133,37 +145,32 @@ def test_the_forwarder_lambda_records_each_attempt_and_the_cli_lists_them(
 
 def test_a_connection_error_is_recorded_with_status_zero(aws_world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = one_payment(aws_world, statuses=(S.PAID,))
-    log = forward_log(aws_world)
-    local = OutboxPublisher(
-        aws_world.session,
-        aws_world.resources["outbox_stream_arn"],
-        aws_world.names.control_table,
-        forwarder=forwarder("http://127.0.0.1:9/closed", log, max_attempts=1),
-    )
+    closed = "http://127.0.0.1:9/closed"
+    local = publisher(aws_world, forwarding_root(aws_world, closed, max_attempts=1, log_table=log_table(aws_world)))
     with pytest.raises(DeliveryFailed):
         local.drain()
-    [attempt] = log.attempts(ids[0])
+    [attempt] = forward_log(aws_world).attempts(ids[0])
     assert attempt["status"] == 0 and attempt["error"]
 
 
-def test_an_unavailable_log_changes_no_delivery_and_no_checkpoint(aws_world: Any, endpoint: OutageEndpoint) -> None:
+def test_an_unavailable_log_changes_no_delivery_and_no_checkpoint(
+    aws_world: Any, endpoint: OutageEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a forwarding log whose table does not exist (deleted, or a permission missing)
     ids = one_payment(aws_world)
+    root = forwarding_root(aws_world, endpoint.url, max_attempts=2, log_table="no-such-table")
+    assert root.log is not None
     warnings: list[str] = []
-    log = ForwardLog(dynamodb(aws_world), "no-such-table", warn=warnings.append)
-    local = OutboxPublisher(
-        aws_world.session,
-        aws_world.resources["outbox_stream_arn"],
-        aws_world.names.control_table,
-        forwarder=forwarder(endpoint.url, log),
-    )
+    monkeypatch.setattr(root.log, "warn", warnings.append)
+    local = publisher(aws_world, root)
     endpoint.fail_first = 1
     # When the publisher forwards
     local.drain()
     # Then both events went, in order, and the checkpoint moved as without a log; each attempt only warned
     assert endpoint.accepted == ids
     assert checkpoints(aws_world).delivered("stripe#pi_1") == 2
-    assert log.write_failures == 3 and len(warnings) == 3 and all("ResourceNotFoundException" in w for w in warnings)
+    assert root.log.write_failures == 3 and len(warnings) == 3
+    assert all("ResourceNotFoundException" in w for w in warnings)
 
 
 # ------------------------------------------------------------------------------------------------ undelivered
@@ -173,11 +180,9 @@ def test_undelivered_lists_what_has_not_reached_the_endpoint(
     # Given two payments forwarded by the local publisher while the endpoint is down: it gives the batch up
     ids = one_payment(aws_world, "pi_1") + one_payment(aws_world, "pi_2")
     log = forward_log(aws_world)
-    local = OutboxPublisher(
-        aws_world.session,
-        aws_world.resources["outbox_stream_arn"],
-        aws_world.names.control_table,
-        forwarder=forwarder(endpoint.url, log),
+    local = publisher(
+        aws_world,
+        forwarding_root(aws_world, endpoint.url, max_attempts=2, log_table=log_table(aws_world)),
         max_retry_attempts=1,
     )
     endpoint.down = True
@@ -186,7 +191,7 @@ def test_undelivered_lists_what_has_not_reached_the_endpoint(
     local.drain()  # the retry fails too: given up, like the Pipe after its retries
     assert {event["id"] for event in local.given_up} == set(ids)
     local_target(aws_world, monkeypatch)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET, SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET, SECRET)
     # When the operator asks what has not reached the endpoint
     rows = json.loads(invoke("outbox", "list", "--undelivered", "--json").output)
     # Then all four, each with its attempts and last answer (only the first was tried: nothing after it goes first)
@@ -232,7 +237,7 @@ def test_resend_since_sends_the_period_once_and_force_sends_it_again(
 ) -> None:
     # Given three payments of four transitions, none delivered
     three_payments(aws_world)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET, SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET, SECRET)
     local_target(aws_world, monkeypatch)
     # When the last hour is resent, then resent again
     first = invoke("outbox", "resend", "--url", endpoint.url, "--since", "1h").output
@@ -252,7 +257,7 @@ def test_resend_since_sends_the_period_once_and_force_sends_it_again(
 
 def test_resend_refuses_a_bad_period(aws_world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     local_target(aws_world, monkeypatch)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET, SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET, SECRET)
     for args in (["--since", "yesterday"], ["--until", "1w"], ["--since", "1h", "--until", "2h"]):
         result = CliRunner().invoke(cli, ["outbox", "resend", "--url", "http://127.0.0.1:9/", *args])
         assert result.exit_code == 2, result.output
@@ -263,7 +268,7 @@ def test_resend_stops_at_the_first_refusal_and_records_it(
     aws_world: Any, endpoint: OutageEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = one_payment(aws_world)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET, SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET, SECRET)
     local_target(aws_world, monkeypatch)
     endpoint.down = True
     result = CliRunner().invoke(cli, ["outbox", "resend", "--url", endpoint.url, "--since", "1h"])
@@ -299,11 +304,9 @@ def test_the_local_publisher_gives_a_refused_batch_up_and_goes_on_with_the_next(
 ) -> None:
     # Given twelve events (two batches of ten and two) and an endpoint refusing the first POST only... for longer
     three_payments(aws_world)
-    local = OutboxPublisher(
-        aws_world.session,
-        aws_world.resources["outbox_stream_arn"],
-        aws_world.names.control_table,
-        forwarder=forwarder(endpoint.url, forward_log(aws_world), max_attempts=1),
+    local = publisher(
+        aws_world,
+        forwarding_root(aws_world, endpoint.url, max_attempts=1, log_table=log_table(aws_world)),
         max_retry_attempts=2,
     )
     endpoint.fail_first = 3  # the first batch's first event: refused by the round and its two retries

@@ -7,27 +7,34 @@ import base64
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import jsonschema
 import pytest
+from aws_lambda_powertools.utilities import parameters
 from standardwebhooks.webhooks import Webhook
 
+from inbox_local.dev_secrets import put_signing_secrets
 from inbox_local.outbox_publisher import OutboxPublisher
-from shared import definitions, forwarding
-from shared.forwarding import DeliveryFailed, Forwarder
+from shared import forwarding
+from shared.forwarding import DeliveryFailed, Forwarder, ForwarderRoot
 from shared.inbox.store import from_attributes
 from shared.payments import outbox
 from shared.payments.outbox import published_event
 from shared.payments.status import PaymentStatus as S
 from shared.process.service import Outcome
+from shared.roots import AwsClients, Wrap
+from shared.secrets import SecretUnavailable
 from tests.integration.processing_support import FakeGateway, RecordingQueue, make_processor, run, store_event
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "events.schema.json").read_text())
 SECRET = "whsec_" + base64.b64encode(b"outbox-test-secret-key-32-bytes!").decode()
 PREVIOUS_SECRET = "whsec_" + base64.b64encode(b"the-previous-secret-of-32-bytes!").decode()
+NEW_SECRET = "whsec_" + base64.b64encode(b"the-rotated-in-secret-of-32-byte").decode()
+T = TypeVar("T")
 
 
 def outbox_items(world: Any) -> list[dict[str, Any]]:
@@ -172,20 +179,41 @@ def receiver() -> Iterator[Receiver]:
     server.close()
 
 
-def forwarder_to(url: str, *, max_attempts: int = 3) -> Forwarder:
-    environ = {
-        definitions.ENV_FORWARD_URL: url,
-        definitions.ENV_FORWARD_SECRET: SECRET,
-        definitions.ENV_FORWARD_SECRET_PREVIOUS: PREVIOUS_SECRET,
-    }
-    found = Forwarder.from_environ(environ)
-    assert found is not None
-    return Forwarder(found.url, found.secrets, max_attempts=max_attempts, sleep=lambda _: None, timeout_seconds=5)
+def quick(*, max_attempts: int) -> Wrap:
+    """A Wrap for the tests: each forwarder the root hands out makes `max_attempts` POSTs a round, without sleeping
+    between them; everything else as the root built it (its secrets, its log)."""
+
+    def wrap(part: T) -> T:
+        if isinstance(part, Forwarder):
+            return cast(T, replace(part, max_attempts=max_attempts, sleep=lambda _: None, timeout_seconds=5))
+        return part
+
+    return wrap
 
 
-def publisher(world: Any, forwarder: Forwarder | None) -> OutboxPublisher:
+def forwarding_root(
+    world: Any, url: str, *, max_attempts: int = 3, log_table: str = "", secrets: tuple[str, ...] | None = None
+) -> ForwarderRoot:
+    """The forwarder's root as the local stack builds it (inbox_local/runtime.py): its pair in Secrets Manager under
+    the local name (default: SECRET and PREVIOUS_SECRET, a rotation), the world's DynamoDB client, the forwarding
+    log in `log_table` (none when empty)."""
+    world.set_forwarding_secrets(*(secrets or (SECRET, PREVIOUS_SECRET)))
+    dynamodb = world.session.client("dynamodb")
+    return forwarding.build_forwarder(
+        forwarding.ForwarderSettings(
+            forward_url=url,
+            forward_secret_name=world.names.forward_secret_name,
+            control_table=world.names.control_table,
+        ),
+        forwarding.LogSettings(forward_log_table=log_table),
+        clients=AwsClients(dynamodb=dynamodb, dynamodb_best_effort=dynamodb),
+        wrap=quick(max_attempts=max_attempts),
+    )
+
+
+def publisher(world: Any, root: ForwarderRoot | None, **options: Any) -> OutboxPublisher:
     return OutboxPublisher(
-        world.session, world.resources["outbox_stream_arn"], world.names.control_table, forwarder=forwarder
+        world.session, world.resources["outbox_stream_arn"], world.names.control_table, forwarding=root, **options
     )
 
 
@@ -228,7 +256,7 @@ def test_a_forwarded_event_verifies_with_the_standardwebhooks_library(aws_world:
 
 def test_a_receiver_that_fails_for_a_while_gets_every_event_once(aws_world: Any, receiver: Receiver) -> None:
     three_payments(aws_world)
-    local = publisher(aws_world, forwarder_to(receiver.url, max_attempts=3))
+    local = publisher(aws_world, forwarding_root(aws_world, receiver.url, max_attempts=3))
     receiver.fail_next = 7  # the first delivery fails 3 times, again 3 times, then once more and succeeds
     with pytest.raises(DeliveryFailed):
         local.poll_once()
@@ -242,13 +270,71 @@ def test_a_receiver_that_fails_for_a_while_gets_every_event_once(aws_world: Any,
     assert receiver.requests == 12 + 7  # retried, never re-sent once accepted
 
 
+def signatures(headers: dict[str, str]) -> list[str]:
+    return headers["webhook-signature"].split(" ")
+
+
+def test_the_local_publisher_signs_with_the_pair_in_secrets_manager_and_picks_a_rotation_up(
+    aws_world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the local publisher forwarding with the forwarder's root, its pair in Secrets Manager being SECRET alone,
+    # and a receiver holding SECRET
+    server = Receiver(SECRET)
+    try:
+        gateway = FakeGateway()
+        local = publisher(aws_world, forwarding_root(aws_world, server.url, secrets=(SECRET,)))
+        lifecycle(aws_world, gateway, "pi_1", [S.PAID])
+        local.drain()
+        assert len(signatures(server.raw[0][1])) == 1
+        # When the operator rotates the pair in Secrets Manager (NEW_SECRET current, SECRET previous)
+        put_signing_secrets(
+            aws_world.session.client("secretsmanager"), aws_world.names.forward_secret_name, NEW_SECRET, SECRET
+        )
+        # Then, within the cache's five minutes, the next delivery is still signed with the cached pair alone
+        lifecycle(aws_world, gateway, "pi_2", [S.PAID])
+        local.drain()
+        assert len(signatures(server.raw[1][1])) == 1
+        # And once the cache has expired, the next chunk's forwarder signs with both: either secret alone verifies
+        parameters.clear_caches()
+        lifecycle(aws_world, gateway, "pi_3", [S.PAID])
+        local.drain()
+        body, headers = server.raw[2]
+        assert len(signatures(headers)) == 2
+        for secret in (NEW_SECRET, SECRET):
+            assert Webhook(secret).verify(body, headers)["resource_id"] == "pi_3"
+        assert server.bad_signatures == 0 and len(server.accepted) == 3
+    finally:
+        server.close()
+
+
+def test_a_forwarding_secret_that_cannot_be_read_holds_the_events_back_until_it_can(
+    aws_world: Any, receiver: Receiver
+) -> None:
+    # Given the local publisher's root naming a forwarding secret that is not (yet) in Secrets Manager
+    root = forwarding_root(aws_world, receiver.url)
+    aws_world.session.client("secretsmanager").delete_secret(
+        SecretId=aws_world.names.forward_secret_name, ForceDeleteWithoutRecovery=True
+    )
+    parameters.clear_caches()
+    local = publisher(aws_world, root)
+    lifecycle(aws_world, FakeGateway(), "pi_1", [S.PENDING, S.PAID])
+    # When the publisher polls: the root cannot hand out a forwarder
+    with pytest.raises(SecretUnavailable):
+        local.poll_once()
+    # Then nothing went, and once the secret is there the same events go, in order
+    assert receiver.requests == 0 and local.published == []
+    aws_world.set_forwarding_secrets(SECRET, PREVIOUS_SECRET)
+    local.drain()
+    assert [e["sequence"] for e in receiver.order] == [1, 2] and receiver.bad_signatures == 0
+
+
 class Crash(Exception):
     pass
 
 
 def test_a_publisher_crash_mid_way_resumes_without_loss_or_duplicates(aws_world: Any, receiver: Receiver) -> None:
     three_payments(aws_world)
-    crashing = publisher(aws_world, forwarder_to(receiver.url))
+    crashing = publisher(aws_world, forwarding_root(aws_world, receiver.url))
     checkpoint = crashing.save_checkpoint
     saved = 0
 
@@ -264,7 +350,7 @@ def test_a_publisher_crash_mid_way_resumes_without_loss_or_duplicates(aws_world:
         crashing.drain()
     assert len(receiver.accepted) == 6
 
-    restarted = publisher(aws_world, forwarder_to(receiver.url))  # a new process: nothing in memory
+    restarted = publisher(aws_world, forwarding_root(aws_world, receiver.url))  # a new process: nothing in memory
     restarted.drain()
     assert len(receiver.accepted) == 12
     assert receiver.requests == 13  # exactly the one event whose checkpoint was lost is sent twice, same id

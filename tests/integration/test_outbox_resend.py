@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from inbox_cli.main import cli
 from inbox_cli.outbox import outbox_records, resend
 from inbox_cli.target import Target
+from inbox_local.forward_secret import ENV_FORWARD_SECRET, ENV_FORWARD_SECRET_PREVIOUS
 from shared import definitions
 from shared.forwarding import DeliveryFailed, ForwardCheckpoints, Forwarder
 from tests.integration.test_outbox import PREVIOUS_SECRET, SECRET, Receiver, receiver, three_payments
@@ -82,8 +83,8 @@ def test_the_command_resends_against_the_local_stack(
 ) -> None:
     three_payments(aws_world)
     checkpoints(aws_world).save("stripe#pi_a", 4)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET, SECRET)
-    monkeypatch.setenv(definitions.ENV_FORWARD_SECRET_PREVIOUS, PREVIOUS_SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET, SECRET)
+    monkeypatch.setenv(ENV_FORWARD_SECRET_PREVIOUS, PREVIOUS_SECRET)
     local_target(aws_world, monkeypatch)
     result = CliRunner().invoke(cli, ["outbox", "resend", "--url", receiver.url])
     assert result.exit_code == 0, result.output
@@ -99,7 +100,7 @@ def test_the_command_needs_a_url(aws_world: Any, monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_command_without_a_forwarding_secret_says_so(aws_world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(definitions.ENV_FORWARD_SECRET, raising=False)
+    monkeypatch.delenv(ENV_FORWARD_SECRET, raising=False)
     local_target(aws_world, monkeypatch)
     result = CliRunner().invoke(cli, ["outbox", "resend", "--url", "http://127.0.0.1:9/hooks"])
     assert result.exit_code != 0 and "INBOX_FORWARD_SECRET" in result.output
