@@ -81,8 +81,8 @@ class Assumptions:
     ingest_cpu_ms: float = 0.0  # of which CPU, at a full core (what the measurement found; 0: not measured)
     processor_cpu_ms_per_event: float = 0.0
     # FIFO groups keep batches small. Measured (item_sizes): 2.95 to 3.73 events per batch across runs, as the
-    # machine's load times the batches (the write units are deterministic, the batching is not); 3.3 in the last.
-    events_per_processor_batch: float = 3.3
+    # machine's load times the batches (the write units are deterministic, the batching is not); 2.95 in the last.
+    events_per_processor_batch: float = 3.2
     # Log bytes as CloudWatch ingests them at INFO (structured lines and EMF metric blobs), measured: see item_sizes.
     # A line per duplicate or refused delivery, per failed event, and the batch's metrics flushed once
     # (shared/observability.py); a stored event's and a settled event's lines are DEBUG.
