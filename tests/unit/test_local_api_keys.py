@@ -3,14 +3,10 @@ them as in AWS; `INBOX_API_KEY_<SOURCE>` in the local stack's environment still 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from aws_lambda_powertools.utilities.parameters import base as parameters_base
-from moto import mock_aws
 
 from inbox_local.api_keys import api_key_variable, local_api_keys, store_api_keys
 from inbox_local.config import LocalNames, function_environment
@@ -22,16 +18,6 @@ BRAZIL = SourceSpec("stripe-br", "stripe")
 USA = SourceSpec("stripe-us", "stripe")
 NO_API = SourceSpec("standard", "standard")  # Standard Webhooks: a signing scheme, no API to refetch from
 SIMULATED = {"stripe-br": "sk_sim_br", "stripe-us": "sk_sim_us", "standard": None}
-
-
-@pytest.fixture
-def secretsmanager() -> Iterator[Any]:
-    parameters.clear_caches()
-    vars(parameters_base)["DEFAULT_PROVIDERS"].clear()  # their boto3 clients must not outlive a moto mock
-    with mock_aws():
-        yield boto3.client("secretsmanager", region_name="us-east-1")
-    parameters.clear_caches()
-    vars(parameters_base)["DEFAULT_PROVIDERS"].clear()
 
 
 def test_the_variable_is_named_after_the_source() -> None:

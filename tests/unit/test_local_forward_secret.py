@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from aws_lambda_powertools.utilities import parameters
-from aws_lambda_powertools.utilities.parameters import base as parameters_base
-from moto import mock_aws
 
 from inbox_local.config import LocalNames
 from inbox_local.forward_secret import (
@@ -30,16 +25,6 @@ from shared.forwarding import Forwarder
 URL = "http://127.0.0.1:8790/"
 CURRENT = "whsec_" + base64.b64encode(b"local-forwarding-current-32-byte").decode()
 PREVIOUS = "whsec_" + base64.b64encode(b"local-forwarding-previous-32-byt").decode()
-
-
-@pytest.fixture
-def secretsmanager() -> Iterator[Any]:
-    parameters.clear_caches()
-    vars(parameters_base)["DEFAULT_PROVIDERS"].clear()  # their boto3 clients must not outlive a moto mock
-    with mock_aws():
-        yield boto3.client("secretsmanager", region_name="us-east-1")
-    parameters.clear_caches()
-    vars(parameters_base)["DEFAULT_PROVIDERS"].clear()
 
 
 def test_no_url_is_no_forwarding_whatever_the_secret() -> None:
