@@ -12,7 +12,7 @@ import binascii
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -20,8 +20,18 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from shared.definitions import (
     BODY_BINDING_TRUST,
+    DEFAULT_RETENTION_DAYS,
+    DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+    ENV_BODY_BUCKET,
+    ENV_INBOX_TABLE,
+    ENV_RETENTION_DAYS,
+    ENV_SECRET_PREFIX,
+    ENV_SIGNATURE_TOLERANCE,
+    ENV_SIGNING_SECRETS,
     HANDLER_REFETCH,
+    INLINE_BODY_LIMIT_BYTES,
     MAX_EVENTS_PER_DELIVERY,
+    MINIMUM_RETENTION_DAYS,
     MULTI_EVENT_INLINE_BODY_BUDGET_BYTES,
     TRUST_BODY,
     TRUST_NONE,
@@ -60,7 +70,7 @@ from shared.redaction import redact_secret_fields
 from shared.rejections import Refusal, RejectionLog, RejectionLogSettings, reason_for_signature_refusal
 from shared.roots import SHARED_CLIENTS, AwsClients, Root, Wrap, unwrapped
 from shared.secrets import SecretUnavailable, SigningSecretSource
-from shared.settings import IngestSettings
+from shared.settings import EnvironmentSettings, text, text_map_of, whole
 from shared.sources import Sources, UnknownSource, declared_sources, sender_allowed
 
 
@@ -81,6 +91,23 @@ class IngestResult:
     outcome: str
     event_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings(EnvironmentSettings):
+    inbox_table: str = text(ENV_INBOX_TABLE)
+    body_bucket: str = text(ENV_BODY_BUCKET)
+    secret_prefix: str = text(ENV_SECRET_PREFIX, "")
+    # {source: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
+    signing_secret_ids: Mapping[str, str] = text_map_of(ENV_SIGNING_SECRETS)
+    signature_tolerance_seconds: int = whole(ENV_SIGNATURE_TOLERANCE, DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0)
+    retention_days: int = whole(
+        ENV_RETENTION_DAYS,
+        DEFAULT_RETENTION_DAYS,
+        low=MINIMUM_RETENTION_DAYS,
+        why=f"at least {MINIMUM_RETENTION_DAYS} days are needed to replay a week-long gateway outage",
+    )
+    inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES  # not configurable: DynamoDB's item size decides it
 
 
 class IngestService:

@@ -39,9 +39,8 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, NamedTuple, TypeVar, overload
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
@@ -65,8 +64,7 @@ class Emitted(StrEnum):
     ON_TROUBLE = "on trouble"  # only when something fails or needs a look (a zero is not sent): ~free when healthy
 
 
-@dataclass(frozen=True, slots=True)
-class MetricDeclaration:
+class MetricDeclaration(NamedTuple):
     name: str
     dimensions: tuple[str, ...]  # besides `service`: () service-wide, ("provider",), or one closed set's name
     emitted: Emitted
@@ -170,12 +168,14 @@ def custom_metric_count(providers: Sequence[str], emitted: Emitted) -> int:
 # ----------------------------------------------------------------------------------- metrics, flushed once
 
 
-@dataclass
 class _MetricBuffer:
     """The samples recorded since the last flush, by dimension set (besides `service`)."""
 
-    samples: dict[tuple[tuple[str, str], ...], list[tuple[str, MetricUnit, float]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = ("lock", "samples")
+
+    def __init__(self) -> None:
+        self.samples: dict[tuple[tuple[str, str], ...], list[tuple[str, MetricUnit, float]]] = {}
+        self.lock = threading.Lock()
 
     def add(self, name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
         with self.lock:
@@ -200,14 +200,16 @@ _invocation_metrics: contextvars.ContextVar[_MetricBuffer | None] = contextvars.
 )
 
 
-@dataclass
 class _Process:
     """This execution environment's state across invocations."""
 
-    cold_start: bool = True
-    adopting: int = 0  # adopting invocations in flight
-    thread_metrics: _MetricBuffer = field(default_factory=_MetricBuffer)  # recorded on their threads
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = ("adopting", "cold_start", "lock", "thread_metrics")
+
+    def __init__(self) -> None:
+        self.cold_start = True
+        self.adopting = 0  # adopting invocations in flight
+        self.thread_metrics = _MetricBuffer()  # recorded on their threads
+        self.lock = threading.Lock()
 
     def first_invocation(self) -> bool:
         with self.lock:

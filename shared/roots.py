@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class AwsClients:
+class AwsClients(NamedTuple):
     """The AWS clients a root hands to what it builds. A service left None is the function's shared client of it
     (shared/aws.py; the forwarder's two DynamoDB clients are its own, shared/forwarding.py), made on first use, not
     when the root is built: a cold start makes only the clients its first request needs. Tests pass fakes or

@@ -6,8 +6,9 @@ Every function's settings are one frozen dataclass whose fields say which variab
 value is a ConfigurationError naming its variable, raised at the function's first use, not at its first event.
 
 Frozen dataclasses rather than pydantic models: pydantic's import and schema building are measurable on a cold
-start, and these are a handful of values. (The processor's settings, in shared/process/app.py, were a pydantic
-model until `make bench` showed it was ~200 ms of the processor's cold start.)
+start, and these are a handful of values. Each function's settings live beside its root (the ingest's in
+shared/ingest.py, the processor's in shared/process/app.py), so no function imports another's. (The processor's
+settings were a pydantic model until `make bench` showed it was ~200 ms of the processor's cold start.)
 """
 
 from __future__ import annotations
@@ -17,22 +18,9 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
-from typing import Any, Self
-
-from shared.definitions import (
-    DEFAULT_RETENTION_DAYS,
-    DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-    ENV_BODY_BUCKET,
-    ENV_INBOX_TABLE,
-    ENV_RETENTION_DAYS,
-    ENV_SECRET_PREFIX,
-    ENV_SIGNATURE_TOLERANCE,
-    ENV_SIGNING_SECRETS,
-    INLINE_BODY_LIMIT_BYTES,
-    MINIMUM_RETENTION_DAYS,
-)
+from typing import Any, NamedTuple, Self
 
 
 class ConfigurationError(ValueError):
@@ -111,8 +99,7 @@ _REQUIRED: Any = dataclasses.MISSING
 _VARIABLE = "environment variable"  # the field metadata key
 
 
-@dataclass(frozen=True, slots=True)
-class Variable:
+class Variable(NamedTuple):
     """Where a setting comes from and what it may be. No default: the variable is required (set, not blank)."""
 
     name: str
@@ -219,20 +206,3 @@ class EnvironmentSettings:
         if missing:
             raise ConfigurationError(f"environment variable(s) required: {', '.join(missing)}")
         return cls(**values)
-
-
-@dataclass(frozen=True, slots=True)
-class IngestSettings(EnvironmentSettings):
-    inbox_table: str = text(ENV_INBOX_TABLE)
-    body_bucket: str = text(ENV_BODY_BUCKET)
-    secret_prefix: str = text(ENV_SECRET_PREFIX, "")
-    # {source: secret ARN} of the deployed stack (shared/secrets.py explains; the prefix serves the local stack).
-    signing_secret_ids: Mapping[str, str] = text_map_of(ENV_SIGNING_SECRETS)
-    signature_tolerance_seconds: int = whole(ENV_SIGNATURE_TOLERANCE, DEFAULT_SIGNATURE_TOLERANCE_SECONDS, low=0)
-    retention_days: int = whole(
-        ENV_RETENTION_DAYS,
-        DEFAULT_RETENTION_DAYS,
-        low=MINIMUM_RETENTION_DAYS,
-        why=f"at least {MINIMUM_RETENTION_DAYS} days are needed to replay a week-long gateway outage",
-    )
-    inline_body_limit_bytes: int = INLINE_BODY_LIMIT_BYTES  # not configurable: DynamoDB's item size decides it

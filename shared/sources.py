@@ -11,8 +11,8 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from shared.definitions import SOURCE_NAME_RULE, SourceSpec, source_name_problem, sources_from_environment
 
@@ -23,8 +23,7 @@ class UnknownSource(LookupError):
     """The URL names no declared source (or is not a source name at all). The message is safe to answer."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sources:
+class Sources(NamedTuple):
     """The declaration, indexed by name."""
 
     by_name: Mapping[str, SourceSpec]

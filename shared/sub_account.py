@@ -5,12 +5,10 @@ asset (infra/assets.py follows imports)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SubAccount:
+class SubAccount(NamedTuple):
     """The gateway sub-account a resource lives in, when it is not the source's own account.
 
     A Stripe Connect platform receives its connected accounts' events (`acct_...`), and a Stripe thin event names

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from shared.payments.status import PaymentStatus
 from shared.sub_account import SubAccount
@@ -35,8 +34,7 @@ class GatewayRejected(Exception):
     """The gateway refused the request for a reason retrying will not fix (401, 403, 400): an operator must act."""
 
 
-@dataclass(frozen=True, slots=True)
-class PaymentSnapshot:
+class PaymentSnapshot(NamedTuple):
     """A payment as the gateway's API reports it now."""
 
     resource_id: str

@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from shared.gateway.ratelimit import Grant, RateLimited, RateLimiter, Slot, taking_from
 
@@ -16,24 +15,28 @@ from shared.gateway.ratelimit import Grant, RateLimited, RateLimiter, Slot, taki
 GATHER_MAX_SECONDS = 0.5
 
 
-@dataclass(eq=False)
 class _Ask:
-    """One request waiting for its slot in a batch."""
+    """One request waiting for its slot in a batch (compared by identity: two asks of a group are two requests)."""
 
-    group: Hashable
-    slot: Slot | None = None
-    error: BaseException | None = None
-    done: bool = False
+    __slots__ = ("done", "error", "group", "slot")
+
+    def __init__(self, group: Hashable) -> None:
+        self.group = group
+        self.slot: Slot | None = None
+        self.error: BaseException | None = None
+        self.done = False
 
 
-@dataclass
 class _Pool:
     """One source's requests in one batch."""
 
-    asking: list[_Ask] = field(default_factory=list)  # gathered, not yet written for
-    writing: bool = False  # a request is gathering, or writing for those gathered
-    asked: set[Hashable] = field(default_factory=set)  # groups that asked at least once
-    retry_at: float = 0.0  # a write was refused (or granted fewer): no slot before this (epoch seconds)
+    __slots__ = ("asked", "asking", "retry_at", "writing")
+
+    def __init__(self) -> None:
+        self.asking: list[_Ask] = []  # gathered, not yet written for
+        self.writing = False  # a request is gathering, or writing for those gathered
+        self.asked: set[Hashable] = set()  # groups that asked at least once
+        self.retry_at = 0.0  # a write was refused (or granted fewer): no slot before this (epoch seconds)
 
 
 class BatchSlots:

@@ -36,9 +36,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from shared import aws
 from shared.gateway.base import GatewayClient, GatewayRejected, GatewayUnavailable, PaymentSnapshot, ResourceNotFound
@@ -56,8 +55,7 @@ DEFAULT_COOLDOWN_SECONDS = 30.0
 DEFAULT_CACHE_SECONDS = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerState:
+class BreakerState(NamedTuple):
     consecutive_failures: int = 0
     open_until: float = 0.0  # epoch seconds; 0 when it was never opened or has been closed
 

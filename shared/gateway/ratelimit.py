@@ -67,8 +67,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from shared import aws
 from shared.backoff import MAX_BACKOFF_SECONDS
@@ -112,8 +111,7 @@ class RateLimited(GatewayUnavailable):
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class LimiterState:
+class LimiterState(NamedTuple):
     tat: float = 0.0  # epoch seconds; 0 when the source never sent
     blocked_until: float = 0.0
 
@@ -127,8 +125,7 @@ class LimiterState:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
+class Slot(NamedTuple):
     """When one taken slot may be used (epoch seconds): not before `not_before` (sleep until then), not after
     `not_after` (the schedule may have handed the slots after it to others). Not enforced: a request released late
     goes out late (see the module's docstring)."""
@@ -137,8 +134,7 @@ class Slot:
     not_after: float
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+class Grant(NamedTuple):
     """What one write took: its slots in order, and, when fewer were granted than asked, when the schedule has room
     for one more (`rest_retry_at`, epoch seconds)."""
 
@@ -146,8 +142,7 @@ class Grant:
     rest_retry_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Refused:
+class _Refused(NamedTuple):
     state: LimiterState  # what the refusing condition found
     fits: int  # slots that state has room for
 

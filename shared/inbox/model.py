@@ -10,9 +10,8 @@ import hashlib
 import string
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # The statuses, and the writes that move an item between them, are the lifecycle's (shared/definitions/lifecycle.py's
 # table, shared/inbox/lifecycle.py at run time); named here too for the readers of the item's layout.
@@ -98,8 +97,7 @@ def iso_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-@dataclass(frozen=True, slots=True)
-class StoredBody:
+class StoredBody(NamedTuple):
     """Where the raw body lives: inline bytes (zlib-compressed when `compressed`), or an S3 key for bodies whose
     inline copy would cost more than an S3 object (or not fit an item)."""
 

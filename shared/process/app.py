@@ -8,7 +8,7 @@ import importlib
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared import aws
@@ -212,14 +212,16 @@ def delivery_of(record: QueueRecord) -> Delivery:
     )
 
 
-@dataclass(slots=True)
 class GroupRun:
     """How one FIFO group's messages of a batch ended: the ids to report failed (the one that raised, then every
     later one of its group, which were not attempted and are released at once) and its refetches."""
 
-    failed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    refetches: Refetches = field(default_factory=Refetches)
+    __slots__ = ("failed", "refetches", "skipped")
+
+    def __init__(self, *, skipped: list[str] | None = None, refetches: Refetches | None = None) -> None:
+        self.failed: list[str] = []
+        self.skipped = skipped if skipped is not None else []
+        self.refetches = refetches if refetches is not None else Refetches()
 
 
 def message_groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -23,9 +23,8 @@ This module decides; it does no I/O of its own (the schedule is read from the li
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from shared.definitions import CONFIRM_ALWAYS, CONFIRM_NEVER, CONFIRM_WHEN_BEHIND, provider_entry
 from shared.payments.status import PaymentStatus
@@ -44,8 +43,7 @@ class SlotSchedule(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class SourceConfirmation:
+class SourceConfirmation(NamedTuple):
     """One source's setting: when to confirm (CONFIRM_MODES), how far behind is behind, and its driver's reading of
     a payload (None: the provider is not eligible, nothing is confirmed from a payload)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from shared.definitions import IgnoredReason
 from shared.payments.model import Payment
@@ -49,16 +50,14 @@ class NeedsRefetch(Exception):
     same second of event time, and the two statuses do not say which came last. The refetch decides."""
 
 
-@dataclass(frozen=True, slots=True)
-class Apply:
+class Apply(NamedTuple):
     payment: Payment
     previous: Payment | None
     reason: str
     verification: Verification | None = None  # set when the observation verified an unverified payment
 
 
-@dataclass(frozen=True, slots=True)
-class Touch:
+class Touch(NamedTuple):
     """No transition, but the payment records that a newer event was seen (its `last_event_at` watermark), so
     that an older event arriving later cannot apply. Only for observations ordered by event time."""
 
@@ -69,8 +68,7 @@ class Touch:
     verification: Verification | None = None  # set when the observation verified an unverified payment
 
 
-@dataclass(frozen=True, slots=True)
-class Ignore:
+class Ignore(NamedTuple):
     reason: str  # for a human: what was compared
     code: IgnoredReason  # the closed set's reason, stored and counted
 

@@ -7,7 +7,7 @@ import json
 import math
 import random
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from shared.backoff import MAX_BACKOFF_SECONDS, Backoff, Jitter
 from shared.inbox.model import resource_key
@@ -17,8 +17,7 @@ from shared.process.decide import Decision, Observation
 from shared.sub_account import SubAccount
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchMessage:
+class DispatchMessage(NamedTuple):
     """The queue message the Pipe (or the sweeper) sends: just the item's key, the item is the truth."""
 
     pk: str
@@ -90,8 +89,7 @@ class Reconciler(Protocol):
     def apply(self, current: Payment | None, seen: Observation, *, now: str) -> Decision: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(NamedTuple):
     """Where the message came from, so a retry can be delayed and an exhausted one dead-lettered."""
 
     receipt_handle: str

@@ -8,7 +8,6 @@ item pending and the message comes back.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -333,7 +332,7 @@ class EventProcessor:
 
         def from_payload(current: Payment | None, seen: Observation, *, now: str) -> Decision:
             decision = decide(current, seen, now=now)
-            return dataclasses.replace(decision, reason=f"from the signed payload: {decision.reason}")
+            return decision._replace(reason=f"from the signed payload: {decision.reason}")
 
         try:
             return self._decide_and_settle(

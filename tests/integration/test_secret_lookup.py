@@ -18,8 +18,9 @@ from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret, store_signi
 from shared.definitions import ENV_API_KEY_SECRETS, ENV_SIGNING_SECRETS, SourceSpec
 from shared.gateway.base import GatewayRejected
 from shared.gateway.registry import ApiKeySource
+from shared.ingest import IngestSettings
 from shared.secrets import SecretUnavailable, SigningSecretSource, secret_id
-from shared.settings import ConfigurationError, IngestSettings, text_map
+from shared.settings import ConfigurationError, text_map
 
 GENERATED_NAME = "SigningSecretsStripeSigningSecret94F75F72-AbCdEfGhIjKl"  # the shape CloudFormation gives
 

@@ -18,13 +18,12 @@ from shared.definitions import ENV_SOURCES, parse_sources, source_of, sources_js
 from shared.gateway.base import ResourceNotFound
 from shared.gateway.registry import gateway_client, reset_gateway_clients
 from shared.inbox.store import InboxStore
-from shared.ingest import IngestService, handle_api_event
+from shared.ingest import IngestService, IngestSettings, handle_api_event
 from shared.payments.status import PaymentStatus
 from shared.payments.store import ProcessingStore
 from shared.process.app import build_router
 from shared.process.service import EventProcessor, Outcome
 from shared.secrets import SigningSecretSource
-from shared.settings import IngestSettings
 from shared.sources import Sources, declared_sources
 from tests.integration.processing_support import RecordingQueue, message_for
 

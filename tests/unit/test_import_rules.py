@@ -142,7 +142,7 @@ def test_a_local_resource_module_importing_lambda_code_is_reported(tmp_path: Pat
         ("shared", "from inbox_cli.main import main\n", "inbox_cli.main.main"),
         ("shared", "def later():\n    from infra import stack\n", "infra.stack"),
         ("shared", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import functions\n", "functions"),
-        ("infra", "from shared.settings import IngestSettings\n", "shared.settings.IngestSettings"),
+        ("infra", "from shared.settings import EnvironmentSettings\n", "shared.settings.EnvironmentSettings"),
         ("infra", "from shared.sources import declared_sources\n", "shared.sources.declared_sources"),
         ("infra", "import shared\n", "shared"),
         ("infra", "from shared.providers.stripe.driver import driver\n", "shared.providers.stripe.driver.driver"),

@@ -22,7 +22,7 @@ from shared.definitions import ENV_SOURCES, SourceSpec, sources_json
 from shared.forwarding import ForwardCheckpoints, ForwarderSettings, LogSettings, build_forwarder
 from shared.inbox.model import EventStatus
 from shared.inbox.store import PutOutcome, StorageUnavailable
-from shared.ingest import IngestService, build_ingest_service
+from shared.ingest import IngestService, IngestSettings, build_ingest_service
 from shared.payments.publishing import BusPublisher, PublisherSettings, build_publisher
 from shared.payments.store import ProcessingStore
 from shared.process.app import ProcessorSettings, SqsRetryQueue, build_processor, default_processor
@@ -33,7 +33,6 @@ from shared.rejections import RejectionLog, RejectionLogSettings
 from shared.replay import ReplaySettings, build_replay_store
 from shared.retention import ArchiverSettings, build_archiver
 from shared.roots import AwsClients, Root
-from shared.settings import IngestSettings
 from shared.sources import Sources, reset_declared_sources
 from shared.sweeper import SweeperSettings, SweepStore, build_sweeper
 

@@ -11,10 +11,11 @@ import pytest
 
 from shared import definitions
 from shared.forwarding import ForwarderSettings, LogSettings
+from shared.ingest import IngestSettings
 from shared.payments.publishing import PublisherSettings
 from shared.process.app import ProcessorSettings
 from shared.retention import ArchiverSettings
-from shared.settings import ConfigurationError, EnvironmentSettings, IngestSettings
+from shared.settings import ConfigurationError, EnvironmentSettings
 from shared.sweeper import SweeperSettings
 
 # Each function's settings and the smallest environment it starts with.
@@ -112,7 +113,7 @@ def test_the_ingest_does_not_import_pydantic():
     # Then pydantic is not loaded (its import was ~200 ms of a cold start; the ingest is on the gateway's clock)
     code = (
         "import os, sys; os.environ.update(INBOX_TABLE='t', INBOX_BODY_BUCKET='b', AWS_DEFAULT_REGION='us-east-1');"
-        " import functions.ingest.handler; from shared.settings import IngestSettings; IngestSettings.from_environ();"
+        " import functions.ingest.handler; from shared.ingest import IngestSettings; IngestSettings.from_environ();"
         " print('pydantic' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -37,7 +37,7 @@ from shared.definitions import (
 )
 from shared.gateway.base import PaymentSnapshot
 from shared.inbox.model import inline_body, iso_utc
-from shared.ingest import IngestService, Trust, trusted_events, unbound_unparseable_event_id
+from shared.ingest import IngestService, IngestSettings, Trust, trusted_events, unbound_unparseable_event_id
 from shared.payments.model import Payment
 from shared.payments.status import PaymentStatus
 from shared.process.decide import Apply, Ignore, Touch
@@ -45,7 +45,6 @@ from shared.process.handlers import default_router
 from shared.process.router import InboxEvent
 from shared.providers.base import NormalizedEvent, SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
-from shared.settings import IngestSettings
 from shared.sub_account import SubAccount
 from tests.ingest_fakes import UniqueKeyStore
 

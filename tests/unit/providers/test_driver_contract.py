@@ -23,11 +23,10 @@ from inbox_local.config import signing_secret
 from inbox_local.senders import sender_for
 from shared.inbox.model import inline_body
 from shared.inbox.store import PutOutcome
-from shared.ingest import IngestService
+from shared.ingest import IngestService, IngestSettings
 from shared.providers._schemes import TokenScheme
 from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest, parse_events
 from shared.providers.registry import get_driver, provider_names
-from shared.settings import IngestSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = 1_718_221_503

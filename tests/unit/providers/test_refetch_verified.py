@@ -22,10 +22,9 @@ from shared.definitions import (
     check_catalog,
     provider_entry,
 )
-from shared.ingest import IngestService, delivery_event_id
+from shared.ingest import IngestService, IngestSettings, delivery_event_id
 from shared.providers.base import SigningSecrets, WebhookRequest
 from shared.providers.registry import get_driver
-from shared.settings import IngestSettings
 from tests.ingest_fakes import UniqueKeyStore
 
 SECRET = "the-header-secret-the-merchant-registered"

@@ -16,7 +16,7 @@ from inbox_local.dev_secrets import DEV_SECRETS, dev_signing_secret
 from inbox_local.providers.woovi.sender import DEV_KEY_FINGERPRINT, DEV_PRIVATE_KEY, compute_signature, sender
 from shared.definitions import SourcesInvalid, SourceSpec, parse_sources
 from shared.inbox.store import PutOutcome
-from shared.ingest import IngestService
+from shared.ingest import IngestService, IngestSettings
 from shared.providers._public_keys import KeysUnavailable
 from shared.providers.base import SignatureInvalid, SigningSecrets, WebhookRequest
 from shared.providers.woovi.driver import (
@@ -27,7 +27,6 @@ from shared.providers.woovi.driver import (
     pinned_public_keys,
     trusted_keys,
 )
-from shared.settings import IngestSettings
 
 # Woovi's own example (woovibr/woovi-developers docs/webhook/seguranca/webhook-signature-validation.mdx, the
 # JavaScript tab, read at commit 100e3cd): a body and its x-webhook-signature by Woovi's production key.
