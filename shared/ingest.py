@@ -13,7 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, NamedTuple, Protocol, cast
@@ -312,9 +312,9 @@ def trusted_events(
     for event in events:
         occurred_at = received_at if event.occurred_at > latest else event.occurred_at
         if not trust.binds_body and trust.refetches:
-            trusted.append(replace(event, occurred_at=occurred_at, provider_status=None, amount=None, currency=None))
+            trusted.append(event._replace(occurred_at=occurred_at, provider_status=None, amount=None, currency=None))
         else:
-            trusted.append(event if occurred_at == event.occurred_at else replace(event, occurred_at=occurred_at))
+            trusted.append(event if occurred_at == event.occurred_at else event._replace(occurred_at=occurred_at))
     return tuple(trusted)
 
 
@@ -344,7 +344,7 @@ def delivery_event_id(received_at: datetime, body: bytes) -> str:
 def as_hint(event: NormalizedEvent, event_id: str, received_at: datetime) -> NormalizedEvent:
     """A refetch-verified event as stored: what it is about, and nothing it claims. The body is unsigned, so its
     status, amount and time are not evidence: the processor's refetch decides, at the receive time."""
-    return replace(event, event_id=event_id, occurred_at=received_at, provider_status=None, amount=None, currency=None)
+    return event._replace(event_id=event_id, occurred_at=received_at, provider_status=None, amount=None, currency=None)
 
 
 # ----------------------------------------------------------------------------------- HTTP API (payload v2)

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from shared import aws, definitions
 from shared.observability import count_by, logger
@@ -140,8 +140,7 @@ def _token_carriers(scheme: Any) -> tuple[set[str], set[str]]:
     return headers, query
 
 
-@dataclass(frozen=True, slots=True)
-class SecretCarriers:
+class SecretCarriers(NamedTuple):
     """Which header names and query parameters of a driver's deliveries hold a secret."""
 
     headers: frozenset[str]
@@ -182,8 +181,7 @@ def protected(
 # ----------------------------------------------------------------------------------------------- body
 
 
-@dataclass(frozen=True, slots=True)
-class KeptBody:
+class KeptBody(NamedTuple):
     body: bytes | None  # None: withheld (it could not be redacted)
     truncated: bool
     redacted: bool
@@ -283,8 +281,7 @@ def read_fingerprint_key(settings: RejectionLogSettings) -> bytes:
 # ------------------------------------------------------------------------------------------------- log
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(NamedTuple):
     """One refused delivery as the ingest saw it (before anything is redacted)."""
 
     source: str

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
@@ -147,8 +147,7 @@ def dispatch_group(item: Mapping[str, Any]) -> str:
     return fifo_group_id(str(item.get("group_id") or item["pk"]))
 
 
-@dataclass(frozen=True, slots=True)
-class Staleness:
+class Staleness(NamedTuple):
     """How a sweep's old pending events stand (`stale_events`)."""
 
     chosen: list[Mapping[str, Any]]  # to re-dispatch: quiet, in a quiet FIFO group

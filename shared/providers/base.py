@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from shared.sub_account import SubAccount
 
@@ -24,8 +24,7 @@ class PayloadInvalid(Exception):
     """The body is authentic but cannot be turned into an event (not JSON, a required field missing...)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ClientCertificate:
+class ClientCertificate(NamedTuple):
     """The client certificate of a mutual-TLS connection, as the front door verified it against the truststore
     (API Gateway's `requestContext.authentication.clientCert`). Present only when the front door did verify it:
     a header can never produce one."""
@@ -71,8 +70,7 @@ class SigningSecrets:
         return (self.current,) if not self.previous else (self.current, self.previous)
 
 
-@dataclass(frozen=True, slots=True)
-class NormalizedEvent:
+class NormalizedEvent(NamedTuple):
     """A provider's notification reduced to what the inbox and the processor need."""
 
     event_id: str  # stable across redeliveries: the dedup key together with the provider
