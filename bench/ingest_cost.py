@@ -55,7 +55,7 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
         from shared.inbox.model import StoredBody, build_item  # noqa: PLC0415
         from shared.inbox.store import to_attributes  # noqa: PLC0415
         from shared.ingest import default_ingest_service  # noqa: PLC0415
-        from shared.providers.base import NormalizedEvent, WebhookRequest  # noqa: PLC0415
+        from shared.providers.base import WebhookRequest  # noqa: PLC0415
         from shared.providers.registry import get_driver  # noqa: PLC0415
 
         provision(boto3.session.Session(), names)
@@ -88,7 +88,7 @@ def measure(events: int = 300) -> dict[str, dict[str, Any]]:
                 item = build_item(
                     provider="standard",
                     event_id=f"bare_{event_id}",
-                    event=NormalizedEvent(**{f: getattr(parsed, f) for f in NormalizedEvent.__dataclass_fields__}),
+                    event=parsed,
                     request=signed,
                     replay_headers=driver.replay_headers,
                     body=StoredBody(sha256="0" * 64, size=len(body), inline=body),
