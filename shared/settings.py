@@ -6,8 +6,8 @@ Every function's settings are one frozen dataclass whose fields say which variab
 value is a ConfigurationError naming its variable, raised at the function's first use, not at its first event.
 
 Frozen dataclasses rather than pydantic models: pydantic's import and schema building are measurable on a cold
-start, and these are a handful of values. Each function's settings live beside its root (the ingest's in
-shared/ingest.py, the processor's in shared/process/app.py), so no function imports another's. (The processor's
+start, and these are a handful of values. The ingest's and the processor's settings live beside their roots
+(shared/ingest.py, shared/process/app.py), so neither creates the other's class on its cold start. (The processor's
 settings were a pydantic model until `make bench` showed it was ~200 ms of the processor's cold start.)
 """
 
